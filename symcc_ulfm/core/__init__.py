@@ -1,0 +1,1 @@
+"""Pure core: no mpi4py, no clock, no filesystem. Values in, decisions out."""

@@ -1,0 +1,147 @@
+"""Wire messages: plain, versioned, size-limited JSON bytes; never pickle.
+
+``decode`` checks size, encoding, version, type and every field's type before anything is
+acted on; a malformed message raises :class:`ProtocolError` and is logged by the caller.
+Fence checks compare a message with the lease the master persisted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import FenceError, ProtocolError, StaleGeneration
+from .canonical import canonical_json, is_sha256_hex
+
+VERSION = 1
+MAX_COVERAGE_IDS = 1 << 20
+
+
+def _int(v: Any) -> bool:
+    return type(v) is int and 0 <= v < 2**63
+
+
+def _float(v: Any) -> bool:
+    return type(v) in (int, float) and v == v and abs(v) < 1e18
+
+
+def _str(v: Any) -> bool:
+    return isinstance(v, str) and len(v) <= 4096
+
+
+def _opt_str(v: Any) -> bool:
+    return v is None or _str(v)
+
+
+def _token(v: Any) -> bool:
+    return isinstance(v, str) and 0 < len(v) <= 128 and all(c.isalnum() or c in "-_.:" for c in v)
+
+
+def _coverage(v: Any) -> bool:
+    return isinstance(v, list) and len(v) <= MAX_COVERAGE_IDS and all(type(x) is int and 0 <= x < 2**63 for x in v)
+
+
+def _candidates(v: Any) -> bool:
+    return isinstance(v, list) and all(
+        isinstance(c, dict)
+        and set(c) == {"sha256", "length", "coverage"}
+        and is_sha256_hex(c["sha256"])
+        and _int(c["length"])
+        and _coverage(c["coverage"])
+        for c in v
+    )
+
+
+def _stats(v: Any) -> bool:
+    return isinstance(v, dict) and all(_str(k) and _float(x) for k, x in v.items())
+
+
+def _items(v: Any) -> bool:
+    return isinstance(v, list) and all(
+        isinstance(i, dict) and set(i) == {"input_hash", "priority"} and is_sha256_hex(i["input_hash"]) and _int(i["priority"])
+        for i in v
+    )
+
+
+_FENCE = {"generation": _int, "shard": _token, "lease": _token, "work_hash": is_sha256_hex, "input_hash": is_sha256_hex}
+SCHEMAS: dict[str, dict[str, Callable[[Any], bool]]] = {
+    "READY": {"generation": _int, "worker": _int},
+    "WORK": {**_FENCE, "worker": _int},
+    "RESULT": {**_FENCE, "worker": _int, "candidates": _candidates, "stats": _stats, "error": _opt_str},
+    "FRONTIER": {"generation": _int, "master": _int, "items": _items, "coverage": _coverage},
+    "STOP": {"generation": _int, "reason": _str},
+}
+
+
+def encode(kind: str, limit: int, **fields: Any) -> bytes:
+    message = {"v": VERSION, "type": kind, **fields}
+    _validate(message)
+    data = canonical_json(message)
+    if len(data) > limit:
+        raise ProtocolError(f"{kind} message of {len(data)} bytes exceeds the limit of {limit}")
+    return data
+
+
+def decode(data: bytes | bytearray | memoryview, limit: int) -> dict[str, Any]:
+    if len(data) > limit:
+        raise ProtocolError(f"message of {len(data)} bytes exceeds the limit of {limit}")
+    try:
+        message = json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ProtocolError(f"message is not UTF-8 JSON: {exc}") from None
+    _validate(message)
+    return message
+
+
+def _validate(message: Any) -> None:
+    if not isinstance(message, dict):
+        raise ProtocolError("message is not a JSON object")
+    if type(message.get("v")) is not int or message["v"] != VERSION:
+        raise ProtocolError(f"unsupported message version {message.get('v')!r}")
+    kind = message.get("type")
+    schema = SCHEMAS.get(kind) if isinstance(kind, str) else None
+    if schema is None:
+        raise ProtocolError(f"unknown message type {kind!r}")
+    extra = set(message) - set(schema) - {"v", "type"}
+    if extra:
+        raise ProtocolError(f"{kind}: unexpected fields {sorted(extra)}")
+    for name, check in schema.items():
+        if name not in message:
+            raise ProtocolError(f"{kind}: missing field {name!r}")
+        if not check(message[name]):
+            raise ProtocolError(f"{kind}: invalid field {name!r}")
+
+
+@dataclass(frozen=True)
+class Fence:
+    """What the master persisted when it leased work: every RESULT must match it exactly."""
+
+    generation: int
+    shard: str
+    lease: str
+    work_hash: str
+    input_hash: str
+    worker: int
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "generation": self.generation,
+            "shard": self.shard,
+            "lease": self.lease,
+            "work_hash": self.work_hash,
+            "input_hash": self.input_hash,
+            "worker": self.worker,
+        }
+
+
+def check_fence(expected: Fence, message: dict[str, Any], source: int, current_generation: int) -> None:
+    """Reject a RESULT that does not match its lease, generation or transport owner."""
+    if message["generation"] != current_generation:
+        raise StaleGeneration(f"result of generation {message['generation']} in generation {current_generation}")
+    if source != expected.worker or message["worker"] != expected.worker:
+        raise FenceError(f"result from rank {source} (claims {message['worker']}) for a lease of worker {expected.worker}")
+    for name in ("generation", "shard", "lease", "work_hash", "input_hash"):
+        if message[name] != getattr(expected, name):
+            raise FenceError(f"result {name} {message[name]!r} does not match the lease's {getattr(expected, name)!r}")

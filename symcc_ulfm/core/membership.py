@@ -1,0 +1,275 @@
+"""Membership transitions: generation-0 snapshot, recovery plans, receipts, spare promotion.
+
+Everything here is deterministic in its inputs (no clock: the campaign start time is passed
+in), so every survivor computes byte-identical snapshots and receipts and can check the one
+the writer stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..errors import MembershipConflict, ScheduleError
+from .canonical import canonical_json, sha256_hex
+from .layout import Layout, compute_layout
+from .schedule import FailureEvent
+
+SNAPSHOT_FORMAT = "symcc-ulfm-snapshot/1"
+PREPARE_FORMAT = "symcc-ulfm-prepare/1"
+RECEIPT_FORMAT = "symcc-ulfm-receipt/1"
+
+
+@dataclass(frozen=True)
+class Membership:
+    """The global membership snapshot of one generation."""
+
+    generation: int
+    ranks: int
+    budget: int
+    workers_per_master: int
+    active: tuple[int, ...]
+    spares: tuple[int, ...]
+    failed: tuple[int, ...]
+    hosts: tuple[str, ...]
+    policy_sha256: str
+    started_at: float
+    previous_sha256: str | None = None
+    layout: Layout = field(init=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "layout", compute_layout(self.generation, self.active, self.workers_per_master))
+
+    @property
+    def live(self) -> tuple[int, ...]:
+        return tuple(sorted(self.active + self.spares))
+
+    def role_of(self, stable: int) -> str:
+        if stable in self.spares:
+            return "spare"
+        if stable in self.layout.masters:
+            return "master"
+        if stable in self.layout.workers:
+            return "worker"
+        return "failed" if stable in self.failed else "idle"
+
+    def to_json(self) -> dict:
+        return {
+            "format": SNAPSHOT_FORMAT,
+            "generation": self.generation,
+            "ranks": self.ranks,
+            "budget": self.budget,
+            "workers_per_master": self.workers_per_master,
+            "active": list(self.active),
+            "spares": list(self.spares),
+            "failed": list(self.failed),
+            "hosts": list(self.hosts),
+            "policy_sha256": self.policy_sha256,
+            "started_at": self.started_at,
+            "previous_sha256": self.previous_sha256,
+            "layout_sha256": self.layout.sha256,
+        }
+
+    def to_bytes(self) -> bytes:
+        return canonical_json(self.to_json())
+
+    @property
+    def sha256(self) -> str:
+        return sha256_hex(self.to_bytes())
+
+    @classmethod
+    def from_json(cls, value: dict) -> Membership:
+        """Rebuild a snapshot; the caller compares ``layout_sha256`` with the stored layout."""
+        if value.get("format") != SNAPSHOT_FORMAT:
+            raise ValueError(f"not a snapshot: format {value.get('format')!r}")
+        snap = cls(
+            generation=value["generation"],
+            ranks=value["ranks"],
+            budget=value["budget"],
+            workers_per_master=value["workers_per_master"],
+            active=tuple(value["active"]),
+            spares=tuple(value["spares"]),
+            failed=tuple(value["failed"]),
+            hosts=tuple(value["hosts"]),
+            policy_sha256=value["policy_sha256"],
+            started_at=value["started_at"],
+            previous_sha256=value["previous_sha256"],
+        )
+        if snap.layout.sha256 != value["layout_sha256"]:
+            raise ValueError("snapshot layout_sha256 does not match its active set")
+        return snap
+
+
+def initial_membership(
+    ranks: int, warm_spares: int, workers_per_master: int, hosts: tuple[str, ...], policy_sha256: str, started_at: float
+) -> Membership:
+    """Generation 0: the highest ``warm_spares`` stable ranks wait as spares."""
+    budget = ranks - warm_spares
+    return Membership(
+        generation=0,
+        ranks=ranks,
+        budget=budget,
+        workers_per_master=workers_per_master,
+        active=tuple(range(budget)),
+        spares=tuple(range(budget, ranks)),
+        failed=(),
+        hosts=tuple(hosts),
+        policy_sha256=policy_sha256,
+        started_at=started_at,
+    )
+
+
+@dataclass(frozen=True)
+class Prepare:
+    """A durable recovery plan: the agreed missing set of ``previous_generation``."""
+
+    generation: int
+    previous_sha256: str
+    missing: tuple[int, ...]
+
+    def to_json(self) -> dict:
+        return {
+            "format": PREPARE_FORMAT,
+            "generation": self.generation,
+            "previous_generation": self.generation - 1,
+            "previous_sha256": self.previous_sha256,
+            "missing": list(self.missing),
+        }
+
+    def to_bytes(self) -> bytes:
+        return canonical_json(self.to_json())
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """Commits generation ``generation``: who went missing, who was promoted, the new snapshot."""
+
+    generation: int
+    previous_sha256: str
+    missing: tuple[int, ...]
+    promoted: tuple[int, ...]
+    snapshot_sha256: str
+    layout_sha256: str
+
+    def to_json(self) -> dict:
+        return {
+            "format": RECEIPT_FORMAT,
+            "generation": self.generation,
+            "previous_generation": self.generation - 1,
+            "previous_sha256": self.previous_sha256,
+            "missing": list(self.missing),
+            "promoted": list(self.promoted),
+            "snapshot_sha256": self.snapshot_sha256,
+            "layout_sha256": self.layout_sha256,
+        }
+
+    def to_bytes(self) -> bytes:
+        return canonical_json(self.to_json())
+
+
+def discover_missing(previous: Membership, survivors: list[int] | tuple[int, ...]) -> tuple[int, ...]:
+    """Old members minus survivors: the application-level failure fact."""
+    survivor_set = set(survivors)
+    unknown = survivor_set - set(previous.live)
+    if unknown:
+        raise MembershipConflict(f"survivors {sorted(unknown)} are not members of generation {previous.generation}")
+    return tuple(sorted(set(previous.live) - survivor_set))
+
+
+def plan(previous: Membership, missing: tuple[int, ...], existing: Prepare | None = None) -> Prepare:
+    """The prepare record for ``missing``; an existing pending plan must be compatible.
+
+    Compatible means the existing plan's missing set is contained in the new one (failures that
+    happened during discovery only add to it); anything else is a state fork and fails closed.
+    """
+    if not missing:
+        raise MembershipConflict("a recovery plan needs at least one missing endpoint")
+    prepared = Prepare(previous.generation + 1, previous.sha256, tuple(sorted(missing)))
+    if existing is not None:
+        if existing.previous_sha256 != prepared.previous_sha256 or existing.generation != prepared.generation:
+            raise MembershipConflict(
+                f"pending plan for generation {existing.generation} is based on another snapshot"
+            )
+        if not set(existing.missing) <= set(prepared.missing):
+            raise MembershipConflict(
+                f"pending plan says missing {list(existing.missing)}, discovery says {list(prepared.missing)}"
+            )
+    return prepared
+
+
+def commit(previous: Membership, prepared: Prepare) -> tuple[Membership, Receipt]:
+    """Apply a plan: drop the missing, refill the active budget from the lowest warm spares."""
+    missing = set(prepared.missing)
+    active = [r for r in previous.active if r not in missing]
+    spares = [r for r in previous.spares if r not in missing]
+    need = max(0, previous.budget - len(active))
+    promoted = tuple(spares[:need])
+    nxt = replace(
+        previous,
+        generation=previous.generation + 1,
+        active=tuple(sorted(active + list(promoted))),
+        spares=tuple(spares[len(promoted) :]),
+        failed=tuple(sorted(set(previous.failed) | missing)),
+        previous_sha256=previous.sha256,
+    )
+    receipt = Receipt(
+        generation=nxt.generation,
+        previous_sha256=previous.sha256,
+        missing=prepared.missing,
+        promoted=promoted,
+        snapshot_sha256=nxt.sha256,
+        layout_sha256=nxt.layout.sha256,
+    )
+    return nxt, receipt
+
+
+def predict(
+    ranks: int, warm_spares: int, workers_per_master: int, schedule: tuple[FailureEvent, ...]
+) -> list[Receipt]:
+    """Receipts a schedule leads to; raises ScheduleError for a schedule that cannot happen.
+
+    All events of generation G (including ``@recovery`` ones, absorbed by the second shrink)
+    end up in the single receipt of generation G+1.
+    """
+    current = initial_membership(ranks, warm_spares, workers_per_master, (), "", 0.0)
+    receipts: list[Receipt] = []
+    by_generation: dict[int, list[FailureEvent]] = {}
+    for event in schedule:
+        by_generation.setdefault(event.generation, []).append(event)
+    for generation in sorted(by_generation):
+        events = by_generation[generation]
+        if generation != current.generation:
+            raise ScheduleError(
+                "failure_schedule",
+                f"generation {generation} is never reached: generation {current.generation} has no failure",
+            )
+        for event in events:
+            _check_event(current, event, events)
+        nxt, receipt = commit(current, plan(current, tuple(e.rank for e in events)))
+        if len(nxt.layout.groups) == 0:
+            raise ScheduleError(
+                "failure_schedule",
+                f"after generation {generation} only {len(nxt.active)} active endpoint(s) remain; "
+                "a campaign needs at least one master and one worker",
+            )
+        receipts.append(receipt)
+        current = nxt
+    return receipts
+
+
+def _check_event(current: Membership, event: FailureEvent, events: list[FailureEvent]) -> None:
+    where = f"event {event}"
+    if event.rank >= current.ranks:
+        raise ScheduleError("failure_schedule", f"{where}: rank {event.rank} is outside 0..{current.ranks - 1}")
+    if event.rank not in current.live:
+        raise ScheduleError("failure_schedule", f"{where}: rank {event.rank} is already dead in generation {event.generation}")
+    role = current.role_of(event.rank)
+    if event.phase == "idle" and role != "spare":
+        raise ScheduleError("failure_schedule", f"{where}: @idle needs a warm spare; rank {event.rank} is a {role}")
+    if event.phase == "commit" and role != "master":
+        raise ScheduleError("failure_schedule", f"{where}: @commit needs a master; rank {event.rank} is a {role}")
+    if event.phase == "work" and role not in ("master", "worker"):
+        raise ScheduleError("failure_schedule", f"{where}: @work needs an active rank; rank {event.rank} is a {role}")
+    if event.phase == "recovery" and all(e.phase == "recovery" for e in events):
+        raise ScheduleError(
+            "failure_schedule", f"{where}: @recovery needs another failure in generation {event.generation} to recover from"
+        )

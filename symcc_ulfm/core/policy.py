@@ -1,0 +1,201 @@
+"""The campaign policy: one frozen, validated value with a canonical JSON form and SHA-256.
+
+Every rank reads the same ``policy.json`` and the ranks compare the SHA-256 at start-up; a
+mismatch fails closed. Rejections name the field and the accepted form.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from ..errors import PolicyError
+from .canonical import canonical_json, sha256_hex
+from .hosts import format_hosts, parse_hosts
+from .membership import predict
+from .schedule import FailureEvent, format_schedule, parse_schedule
+
+POLICY_FORMAT = "symcc-ulfm-policy/1"
+EXECUTORS = ("concolic", "simulate", "symcc")
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Bounds on every wait (seconds) and retry limits; no wait in the runtime is unbounded."""
+
+    startup_s: float = 60.0
+    recovery_step_s: float = 10.0
+    recovery_retries: int = 3
+    lease_s: float = 60.0
+    shutdown_grace_s: float = 10.0
+    finalize_s: float = 5.0
+    job_grace_s: float = 60.0
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "recovery_retries":
+                if type(value) is not int or not 1 <= value <= 100:
+                    raise PolicyError(f"timeouts.{f.name}", f"{value!r}: expected an integer in 1..100")
+            elif not _positive_number(value) or value > 86400:
+                raise PolicyError(f"timeouts.{f.name}", f"{value!r}: expected seconds > 0 and <= 86400")
+            else:
+                object.__setattr__(self, f.name, float(value))
+
+
+@dataclass(frozen=True)
+class Policy:
+    ranks: int = 10
+    warm_spares: int = 2
+    workers_per_master: int = 3
+    deadline_s: float = 15.0
+    failure_schedule: tuple[FailureEvent, ...] = ()
+    executor: str = "concolic"
+    target: str | None = None
+    executor_options: dict[str, Any] = field(default_factory=dict)
+    hosts: tuple[tuple[str, int], ...] = ()
+    minimum_hosts: int = 1
+    seed: int = 0
+    ulfm: bool = True
+    max_message_bytes: int = 4 * 1024 * 1024
+    timeouts: Timeouts = field(default_factory=Timeouts)
+
+    def __post_init__(self):
+        self._validate()
+        object.__setattr__(self, "deadline_s", float(self.deadline_s))
+
+    def _validate(self) -> None:
+        _int_in("ranks", self.ranks, 2, 4096)
+        _int_in("warm_spares", self.warm_spares, 0, self.ranks - 2)
+        _int_in("workers_per_master", self.workers_per_master, 1, 4096)
+        if not _positive_number(self.deadline_s) or self.deadline_s > 7 * 86400:
+            raise PolicyError("deadline_s", f"{self.deadline_s!r}: expected seconds > 0 and <= 604800")
+        if not isinstance(self.failure_schedule, tuple) or not all(isinstance(e, FailureEvent) for e in self.failure_schedule):
+            raise PolicyError("failure_schedule", "expected parsed events; a string G:R[@PHASE][!],... goes through build_policy")
+        if not isinstance(self.hosts, tuple) or not all(
+            isinstance(h, tuple) and len(h) == 2 and isinstance(h[0], str) and type(h[1]) is int for h in self.hosts
+        ):
+            raise PolicyError("hosts", "expected parsed (HOST, SLOTS) pairs; a string HOST:SLOTS,... goes through build_policy")
+        if self.executor not in EXECUTORS:
+            raise PolicyError("executor", f"{self.executor!r}: expected one of {', '.join(EXECUTORS)}")
+        if self.target is not None and (not isinstance(self.target, str) or not self.target.strip()):
+            raise PolicyError("target", f"{self.target!r}: expected a built-in name, module:function or file.py:function")
+        if not isinstance(self.executor_options, dict) or not all(isinstance(k, str) for k in self.executor_options):
+            raise PolicyError("executor_options", "expected a JSON object with string keys")
+        _check_plain("executor_options", self.executor_options)
+        slots = sum(s for _, s in self.hosts)
+        if self.hosts and slots != self.ranks:
+            raise PolicyError("hosts", f"{format_hosts(self.hosts)} has {slots} slots for {self.ranks} ranks; they must be equal")
+        _int_in("minimum_hosts", self.minimum_hosts, 1, max(1, len(self.hosts)))
+        _int_in("seed", self.seed, 0, 2**63 - 1)
+        if type(self.ulfm) is not bool:
+            raise PolicyError("ulfm", f"{self.ulfm!r}: expected true or false")
+        _int_in("max_message_bytes", self.max_message_bytes, 4096, 256 * 1024 * 1024)
+        if not isinstance(self.timeouts, Timeouts):
+            raise PolicyError("timeouts", "expected a timeouts object")
+        self.timeouts.validate()
+        if self.active_budget < 2:
+            raise PolicyError("warm_spares", f"{self.warm_spares} spares leave {self.active_budget} active ranks; need >= 2")
+        if self.failure_schedule and not self.ulfm:
+            raise PolicyError("failure_schedule", "injected failures need the ULFM path; drop --no-ulfm or the schedule")
+        predict(self.ranks, self.warm_spares, self.workers_per_master, self.failure_schedule)
+
+    @property
+    def active_budget(self) -> int:
+        return self.ranks - self.warm_spares
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": POLICY_FORMAT,
+            "ranks": self.ranks,
+            "warm_spares": self.warm_spares,
+            "workers_per_master": self.workers_per_master,
+            "deadline_s": self.deadline_s,
+            "failure_schedule": format_schedule(self.failure_schedule),
+            "executor": self.executor,
+            "target": self.target,
+            "executor_options": self.executor_options,
+            "hosts": format_hosts(self.hosts),
+            "minimum_hosts": self.minimum_hosts,
+            "seed": self.seed,
+            "ulfm": self.ulfm,
+            "max_message_bytes": self.max_message_bytes,
+            "timeouts": asdict(self.timeouts),
+        }
+
+    def to_bytes(self) -> bytes:
+        return canonical_json(self.to_json())
+
+    @property
+    def sha256(self) -> str:
+        return sha256_hex(self.to_bytes())
+
+    @classmethod
+    def from_json(cls, value: Any) -> Policy:
+        """Parse the canonical form (or a hand-written subset of it); unknown keys are rejected."""
+        if not isinstance(value, dict):
+            raise PolicyError("policy", "expected a JSON object")
+        data = dict(value)
+        fmt = data.pop("format", POLICY_FORMAT)
+        if fmt != POLICY_FORMAT:
+            raise PolicyError("format", f"{fmt!r}: expected {POLICY_FORMAT!r}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise PolicyError(unknown[0], f"unknown policy field; known fields: {', '.join(sorted(known))}")
+        if "failure_schedule" in data:
+            data["failure_schedule"] = parse_schedule(data["failure_schedule"])
+        if "hosts" in data:
+            data["hosts"] = parse_hosts(data["hosts"])
+        if "timeouts" in data:
+            data["timeouts"] = _timeouts_from_json(data["timeouts"])
+        return cls(**data)
+
+
+def build_policy(**overrides: Any) -> Policy:
+    """A policy from CLI-style strings: ``failure_schedule`` and ``hosts`` may be strings."""
+    if isinstance(overrides.get("failure_schedule"), str):
+        overrides["failure_schedule"] = parse_schedule(overrides["failure_schedule"])
+    if isinstance(overrides.get("hosts"), str):
+        overrides["hosts"] = parse_hosts(overrides["hosts"])
+    if isinstance(overrides.get("timeouts"), dict):
+        overrides["timeouts"] = _timeouts_from_json(overrides["timeouts"])
+    return Policy(**overrides)
+
+
+def _timeouts_from_json(value: Any) -> Timeouts:
+    if not isinstance(value, dict):
+        raise PolicyError("timeouts", "expected a JSON object")
+    known = {f.name for f in fields(Timeouts)}
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise PolicyError(f"timeouts.{unknown[0]}", f"unknown field; known: {', '.join(sorted(known))}")
+    return Timeouts(**value)
+
+
+def _int_in(name: str, value: Any, low: int, high: int) -> None:
+    if type(value) is not int or not low <= value <= high:
+        raise PolicyError(name, f"{value!r}: expected an integer in {low}..{high}")
+
+
+def _positive_number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value) and value > 0
+
+
+def _check_plain(name: str, value: Any) -> None:
+    """Executor options travel as JSON: only plain JSON values are allowed."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise PolicyError(name, "object keys must be strings")
+            _check_plain(f"{name}.{key}", item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_plain(name, item)
+    elif not isinstance(value, _JSON_SCALARS) or (isinstance(value, float) and not math.isfinite(value)):
+        raise PolicyError(name, f"{value!r} is not a plain JSON value")

@@ -1,0 +1,131 @@
+"""One exception tree for the whole package.
+
+Every error the package raises on purpose derives from :class:`SymccUlfmError` and carries an
+``exit_code``. Only :mod:`symcc_ulfm.cli` turns them into process exits; library code raises.
+
+Exit codes (also listed in the README):
+
+== ==========================================================================================
+0  success: the campaign reached its deadline and the oracle passed / the check passed
+1  a check failed: oracle, verifier, campaign outcome
+2  bad input: policy, file mode, failure schedule, host spec, target that matches nothing
+3  a matrix finished its report but at least one cell failed internally
+4  integrity: a tampered corpus object, a corrupted WAL record, tampered evidence
+5  ULFM capability missing or inconsistent across ranks: fail closed, never plain MPI
+6  provenance changed since it was sealed: refuse to run
+7  durable store failure (I/O error while writing state)
+70 internal error (a bug: EX_SOFTWARE)
+== ==========================================================================================
+"""
+
+from __future__ import annotations
+
+
+class SymccUlfmError(Exception):
+    """Base of every deliberate error of the package."""
+
+    exit_code = 70
+
+
+class CheckFailed(SymccUlfmError):
+    """An oracle, verifier or campaign outcome did not pass."""
+
+    exit_code = 1
+
+
+class ConfigError(SymccUlfmError):
+    """Bad user input; the message names the field and the accepted form."""
+
+    exit_code = 2
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+class PolicyError(ConfigError):
+    """An invalid campaign policy value."""
+
+
+class ModeError(ConfigError):
+    """An invalid file-mode string (SYMCC_ULFM_SNAPSHOT_FILE_MODE / SYMCC_SHARED_CORPUS_FILE_MODE)."""
+
+
+class ScheduleError(ConfigError):
+    """An invalid failure schedule."""
+
+
+class HostSpecError(ConfigError):
+    """An invalid host specification."""
+
+
+class TargetError(ConfigError):
+    """A target that cannot be resolved (explicit targets matching nothing exit 2)."""
+
+
+class MatrixCellsFailed(SymccUlfmError):
+    """The matrix report was written, but some cells failed internally."""
+
+    exit_code = 3
+
+
+class IntegrityError(SymccUlfmError):
+    """Stored bytes do not match what they claim to be."""
+
+    exit_code = 4
+
+
+class CorpusIntegrityError(IntegrityError):
+    """A corpus object whose name is not the SHA-256 of its bytes, or a conflicting publish."""
+
+
+class WalCorruption(IntegrityError):
+    """A torn, partial or tampered WAL record."""
+
+
+class SnapshotCorruption(IntegrityError):
+    """A membership snapshot, receipt or layout file that fails its checks."""
+
+
+class EvidenceTampered(IntegrityError):
+    """A sealed run whose files no longer match SHA256SUMS.txt."""
+
+
+class CapabilityError(SymccUlfmError):
+    """ULFM is missing, not enabled, or the ranks disagree: fail closed."""
+
+    exit_code = 5
+
+
+class ProvenanceChanged(SymccUlfmError):
+    """Sources, inputs or tools differ from the sealed provenance."""
+
+    exit_code = 6
+
+
+class StoreError(SymccUlfmError):
+    """A durable write or read failed; the store never swallows these."""
+
+    exit_code = 7
+
+
+class MembershipConflict(StoreError):
+    """A pending recovery plan that is incompatible with the discovered one (state fork)."""
+
+
+class FenceError(SymccUlfmError):
+    """A generation/shard/lease token that is not current: the message or result is rejected."""
+
+
+class StaleGeneration(FenceError):
+    """A result or record from an older generation."""
+
+
+class ProtocolError(SymccUlfmError):
+    """A malformed, oversized or unexpected message; rejected and logged, never executed."""
+
+
+class RecoveryTimeout(SymccUlfmError):
+    """A bounded wait in the recovery sequence expired."""
+
+    exit_code = 1

@@ -1,0 +1,1 @@
+"""Evidence: run directories, seal and verify, provenance, and the independent oracle."""

@@ -1,0 +1,389 @@
+"""The independent oracle: re-reads a state directory with its own parser and judges the run.
+
+It imports nothing from ``symcc_ulfm.core`` or ``symcc_ulfm.store``: canonical JSON, the
+layout rule, the promotion rule and the WAL record checks are implemented again here, from
+DESIGN.md, so a bug in the runtime cannot hide in the checker.
+
+``judge(state_dir)`` returns a dict with the keys other tools read (DESIGN.md §12) plus
+``problems`` (why it failed), ``notes`` and ``summary`` (what ``result_sha256`` is taken over).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+_SHA = re.compile(r"[0-9a-f]{64}")
+_WAL_KEYS = {
+    "format", "work_hash", "input_hash", "executor_sha256", "state", "lease", "history", "manifest", "done", "checksum",
+}
+_EVENT = re.compile(r"(\d+):(\d+)(?:@([a-z]+))?(!)?")
+
+
+def canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode()
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def locate_state(path: str | Path) -> Path:
+    """Accept a state directory or a run directory holding ``state/``."""
+    path = Path(path)
+    if (path / "policy.json").is_file():
+        return path
+    if (path / "state" / "policy.json").is_file():
+        return path / "state"
+    raise FileNotFoundError(f"{path} holds no policy.json (neither a state nor a run directory)")
+
+
+class _Judge:
+    def __init__(self, root: Path, minimum_hosts: int | None):
+        self.root = root
+        self.problems: list[str] = []
+        self.notes: list[str] = []
+        self.minimum_hosts_override = minimum_hosts
+
+    def fail(self, message: str) -> None:
+        self.problems.append(message)
+
+    def read_json(self, rel: str) -> Any:
+        path = self.root / rel
+        data = path.read_bytes()
+        return json.loads(data), data
+
+    # -- membership ----------------------------------------------------------------------
+
+    def membership(self, policy: dict, policy_sha: str) -> dict:
+        wpm = policy["workers_per_master"]
+        snaps: list[dict] = []
+        snap0, raw0 = self.read_json("membership/generation-0-snapshot.json")
+        if raw0 != canonical(snap0):
+            self.fail("generation-0 snapshot is not canonical JSON")
+        if snap0.get("policy_sha256") != policy_sha:
+            self.fail("generation-0 snapshot names another policy")
+        budget = policy["ranks"] - policy["warm_spares"]
+        if (snap0["active"] != list(range(budget)) or snap0["spares"] != list(range(budget, policy["ranks"]))
+                or snap0["failed"] != []):
+            self.fail("generation 0 does not start with the lowest ranks active and the highest as spares")
+        self.check_layout(0, snap0, wpm)
+        snaps.append(snap0)
+        receipts = []
+        names = sorted(
+            int(m[1]) for p in (self.root / "membership").iterdir() if (m := re.fullmatch(r"receipt-(\d+)\.json", p.name))
+        )
+        if names != list(range(1, len(names) + 1)):
+            self.fail(f"receipts are not consecutive from 1: {names}")
+        previous, previous_raw = snap0, raw0
+        for g in names:
+            receipt, raw = self.read_json(f"membership/receipt-{g}.json")
+            snap, snap_raw = self.read_json(f"membership/generation-{g}-snapshot.json")
+            if raw != canonical(receipt) or snap_raw != canonical(snap):
+                self.fail(f"generation {g}: receipt or snapshot is not canonical JSON")
+            if receipt["previous_sha256"] != sha256(previous_raw) or snap.get("previous_sha256") != sha256(previous_raw):
+                self.fail(f"receipt-{g} does not chain to the snapshot of generation {g - 1}")
+            if receipt["snapshot_sha256"] != sha256(snap_raw):
+                self.fail(f"receipt-{g} names a snapshot other than generation-{g}-snapshot.json")
+            if receipt["layout_sha256"] != snap.get("layout_sha256"):
+                self.fail(f"receipt-{g} and its snapshot name different layouts")
+            self.check_transition(g, previous, snap, receipt)
+            self.check_layout(g, snap, wpm)
+            receipts.append(receipt)
+            snaps.append(snap)
+            previous, previous_raw = snap, snap_raw
+        return {"snapshots": snaps, "receipts": receipts}
+
+    def check_layout(self, g: int, snap: dict, wpm: int) -> None:
+        layout, raw = self.read_json(f"membership/generation-{g}-layout.json")
+        if sha256(raw) != snap.get("layout_sha256"):
+            self.fail(f"generation-{g}-layout.json does not match the SHA-256 in its snapshot")
+        if raw != canonical(layout) or layout.get("generation") != g:
+            self.fail(f"generation-{g}-layout.json is not the canonical layout of generation {g}")
+        expected = expected_groups(snap["active"], wpm)
+        got = [[grp["master"], *grp["workers"]] for grp in layout.get("groups", [])]
+        if got != expected:
+            self.fail(f"generation {g}: layout groups {got} are not the rule's {expected}")
+
+    def check_transition(self, g: int, prev: dict, snap: dict, receipt: dict) -> None:
+        missing = set(receipt["missing"])
+        live = set(prev["active"]) | set(prev["spares"])
+        if not missing or not missing <= live:
+            self.fail(f"receipt-{g}: missing {sorted(missing)} is not a non-empty subset of the live {sorted(live)}")
+        active = [r for r in prev["active"] if r not in missing]
+        spares = [r for r in prev["spares"] if r not in missing]
+        need = max(0, prev["budget"] - len(active))
+        promoted = spares[:need]
+        if receipt["promoted"] != promoted:
+            self.fail(f"receipt-{g}: promoted {receipt['promoted']}, the lowest-spare rule gives {promoted}")
+        if snap["active"] != sorted(active + promoted) or snap["spares"] != spares[len(promoted):]:
+            self.fail(f"generation {g}: active/spares do not follow from generation {g - 1} and the receipt")
+        if snap["generation"] != g or snap["started_at"] != prev["started_at"]:
+            self.fail(f"generation {g}: snapshot generation or campaign start time changed")
+        if snap["failed"] != sorted(set(prev["failed"]) | missing):
+            self.fail(f"generation {g}: failed {snap['failed']} is not generation {g - 1}'s plus the receipt's missing")
+        self.check_prepare(g, receipt)
+
+    def check_prepare(self, g: int, receipt: dict) -> None:
+        """DESIGN.md §6.4: the receipt commits exactly the plan that was prepared for it."""
+        try:
+            plan, _ = self.read_json(f"membership/prepare-{g}.json")
+        except FileNotFoundError:
+            self.fail(f"receipt-{g} has no prepare-{g}.json (a receipt without a prepared plan)")
+            return
+        if plan.get("missing") != receipt["missing"] or plan.get("previous_sha256") != receipt["previous_sha256"]:
+            self.fail(f"prepare-{g}.json plans another transition than receipt-{g}")
+
+    # -- WAL and corpus ------------------------------------------------------------------
+
+    def wal(self, snaps: list[dict]) -> dict:
+        records = {}
+        for path in sorted((self.root / "wal" / "records").glob("*.json")):
+            work = path.name[:-5]
+            raw = path.read_bytes()
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                self.fail(f"WAL record {work}: not valid JSON (torn)")
+                continue
+            if not isinstance(record, dict) or set(record) != _WAL_KEYS:
+                self.fail(f"WAL record {work}: unexpected fields")
+                continue
+            body = {k: v for k, v in record.items() if k != "checksum"}
+            if record["checksum"] != sha256(canonical(body)):
+                self.fail(f"WAL record {work}: checksum mismatch")
+            expected = sha256(canonical({"input_hash": record["input_hash"], "executor_sha256": record["executor_sha256"]}))
+            if record["work_hash"] != work or expected != work:
+                self.fail(f"WAL record {work}: work hash does not match input and executor")
+            records[work] = record
+        groups = {s["generation"]: expected_groups(s["active"], s["workers_per_master"]) for s in snaps}
+        done = {w: r for w, r in records.items() if r["state"] == "done"}
+        for work, record in done.items():
+            manifest, lease = record["manifest"], record["lease"]
+            if manifest["generation"] != lease["generation"] or manifest["lease"] != lease["token"]:
+                self.fail(f"WAL record {work}: manifest fence differs from its lease")
+            if manifest["master"] != lease["master"] or manifest["worker"] != lease["worker"]:
+                self.fail(f"WAL record {work}: manifest master/worker differ from its lease")
+            grps = groups.get(manifest["generation"], [])
+            if not any(grp[0] == manifest["master"] and manifest["worker"] in grp[1:] for grp in grps):
+                self.fail(
+                    f"WAL record {work}: worker {manifest['worker']} was not in master {manifest['master']}'s "
+                    f"group in generation {manifest['generation']} (old or forged fence accepted)"
+                )
+            names = [o["sha256"] for o in manifest["objects"]]
+            if len(set(names)) != len(names):
+                self.fail(f"WAL record {work}: manifest lists an object twice")
+            if not set(record["done"]["claimed"]) <= set(names):
+                self.fail(f"WAL record {work}: claims objects outside its manifest")
+            if manifest["generated"] < len(names):
+                self.fail(f"WAL record {work}: generated {manifest['generated']} < {len(names)} objects")
+        return {"records": records, "done": done}
+
+    def corpus(self, done: dict, records: dict) -> dict:
+        objects_dir = self.root / "corpus" / "objects"
+        names = sorted(n for n in os.listdir(objects_dir) if not n.startswith("."))
+        for name in names:
+            if not _SHA.fullmatch(name):
+                self.fail(f"corpus/objects/{name}: not a SHA-256 name")
+            elif sha256((objects_dir / name).read_bytes()) != name:
+                self.fail(f"corpus/objects/{name}: content does not hash to its name")
+        claimed_by: dict[str, str] = {}
+        for work, record in done.items():
+            for obj in record["done"]["claimed"]:
+                if obj in claimed_by:
+                    self.fail(f"object {obj} counted by two done records ({claimed_by[obj]}, {work})")
+                claimed_by[obj] = work
+        seeds, pending = set(), set()
+        claims_dir = self.root / "corpus" / "claims"
+        for name in names:
+            path = claims_dir / name
+            owner = path.read_text() if path.exists() else None
+            if owner == "seed":
+                seeds.add(name)
+            elif owner in done:
+                if claimed_by.get(name) != owner:
+                    self.fail(f"object {name}: claim names {owner[:12]} but that record does not count it")
+            elif owner in records:
+                pending.add(name)
+            else:
+                self.fail(f"object {name}: published without a claim by a known record")
+        for obj, work in claimed_by.items():
+            if not (objects_dir / obj).is_file():
+                self.fail(f"object {obj} counted by {work[:12]} is not in the corpus")
+        if pending:
+            self.notes.append(f"{len(pending)} objects belong to records still committing")
+        return {"names": names, "seeds": seeds, "claimed": claimed_by, "pending": pending}
+
+    # -- logs ----------------------------------------------------------------------------
+
+    def logs(self, done: dict, failed: set[int]) -> dict:
+        logged: dict[str, dict] = {}
+        injected = []
+        capabilities: dict[int, dict] = {}
+        for path in sorted((self.root / "logs").glob("rank-*.jsonl")):
+            for line in path.read_text().splitlines():
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    self.fail(f"{path.name}: a line is not JSON")
+                    continue
+                if event.get("event") == "commit":
+                    if event["work_hash"] in logged:
+                        self.fail(f"work {event['work_hash'][:12]} logged as committed twice")
+                    logged[event["work_hash"]] = event
+                elif event.get("event") == "inject":
+                    injected.append(event)
+                elif event.get("event") == "capability":
+                    capabilities[event["rank"]] = event["facts"]
+        for work, event in logged.items():
+            record = done.get(work)
+            if record is None:
+                self.fail(f"work {work[:12]} logged as committed but not done in the WAL")
+            elif event["generated"] != record["manifest"]["generated"]:
+                self.fail(f"work {work[:12]}: logged generated {event['generated']} != WAL {record['manifest']['generated']}")
+        unlogged = [w for w in done if w not in logged]
+        for work in unlogged:
+            if done[work]["done"]["master"] not in failed:
+                self.fail(f"work {work[:12]} is done in the WAL but its (surviving) master never logged it")
+        if unlogged:
+            self.notes.append(f"{len(unlogged)} done records were committed by masters that died before logging")
+        return {
+            "capabilities": capabilities,
+            "logged_analyzed": len(logged),
+            "logged_generated": sum(e["generated"] for e in logged.values()),
+            "injected": injected,
+        }
+
+
+def check_capabilities(j: _Judge, policy: dict, capabilities: dict[int, dict]) -> None:
+    """Every rank must have logged working ULFM, enabled at runtime, when the policy asks for it."""
+    if sorted(capabilities) != list(range(policy["ranks"])):
+        j.fail(f"capability records from ranks {sorted(capabilities)}, expected all {policy['ranks']}")
+    if not policy["ulfm"]:
+        return
+    lacking = sorted(r for r, f in capabilities.items() if not all(f.get(k) for k in ("ft_enabled", "revoke",
+                                                                                       "shrink", "agree")))
+    if lacking:
+        j.fail(f"ranks {lacking} ran without working ULFM (mpiexec --with-ft ulfm missing?)")
+
+
+def expected_groups(active: list[int], workers_per_master: int) -> list[list[int]]:
+    """DESIGN.md §3: cut active endpoints into groups of 1 + W; a trailing lone endpoint joins the last group."""
+    size = 1 + workers_per_master
+    chunks = [list(active[i : i + size]) for i in range(0, len(active), size)]
+    if len(chunks) > 1 and len(chunks[-1]) == 1:
+        chunks[-2].extend(chunks.pop())
+    return [c for c in chunks if len(c) > 1]
+
+
+def parse_schedule(text: str) -> list[tuple[int, int, str]]:
+    events = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        m = _EVENT.fullmatch(part)
+        if not m:
+            raise ValueError(f"failure schedule event {part!r}")
+        events.append((int(m[1]), int(m[2]), m[3] or "work"))
+    return events
+
+
+def judge(state_dir: str | Path, minimum_hosts: int | None = None) -> dict[str, Any]:
+    root = locate_state(state_dir)
+    j = _Judge(root, minimum_hosts)
+    policy_raw = (root / "policy.json").read_bytes()
+    policy = json.loads(policy_raw)
+    policy_sha = sha256(policy_raw)
+    if policy_raw != canonical(policy):
+        j.fail("policy.json is not canonical JSON")
+    result: dict[str, Any] = {"passed": False, "policy_sha256": policy_sha}
+    try:
+        members = j.membership(policy, policy_sha)
+        snaps, receipts = members["snapshots"], members["receipts"]
+        final = snaps[-1]
+        failed = set(final["failed"])
+        wal = j.wal(snaps)
+        corpus = j.corpus(wal["done"], wal["records"])
+        logs = j.logs(wal["done"], failed)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        j.fail(f"state directory unreadable: {type(exc).__name__}: {exc}")
+        result.update(problems=j.problems, notes=j.notes, result_sha256=None)
+        return result
+
+    for generation, rank, _phase in parse_schedule(policy["failure_schedule"]):
+        hit = [r for r in receipts if r["generation"] > generation and rank in r["missing"]]
+        if not hit:
+            j.fail(f"scheduled failure {generation}:{rank} is in no receipt")
+    scheduled = {rank for _, rank, _ in parse_schedule(policy["failure_schedule"])}
+    unscheduled = sorted(failed - scheduled)
+    if unscheduled:
+        j.notes.append(f"ranks {unscheduled} failed without being scheduled")
+
+    check_capabilities(j, policy, logs["capabilities"])
+    for work, record in wal["done"].items():
+        if record["manifest"]["generation"] > final["generation"]:
+            j.fail(f"WAL record {work}: committed in generation {record['manifest']['generation']} > final")
+    groups = expected_groups(final["active"], final["workers_per_master"])
+    live = sorted(set(final["active"]) | set(final["spares"]))
+    hosts = final["hosts"]
+    surviving_hosts = sorted({hosts[r] for r in live}) if hosts else []
+    minimum = policy["minimum_hosts"] if minimum_hosts is None else minimum_hosts
+    if len(surviving_hosts) < minimum:
+        j.fail(f"{len(surviving_hosts)} surviving hosts {surviving_hosts} < minimum {minimum}")
+    done = wal["done"]
+    wal_generated = sum(r["manifest"]["generated"] for r in done.values())
+    if len(final["active"]) < final["budget"]:
+        j.notes.append(f"continued with {len(final['active'])} active endpoints, below the budget of {final['budget']}")
+    outcome_path = root / "outcome.json"
+    outcome = json.loads(outcome_path.read_text()) if outcome_path.exists() else {}
+    if outcome.get("status") != "deadline-reached":
+        j.fail(f"campaign outcome is {outcome.get('status')!r}, not 'deadline-reached'")
+    elif outcome.get("final_generation") != final["generation"] or outcome.get("policy_sha256") != policy_sha:
+        j.fail("outcome.json names another final generation or policy than the membership files")
+    if logs["logged_analyzed"] > len(done) or logs["logged_generated"] > wal_generated:
+        j.fail("logged totals exceed the WAL totals")
+    public = corpus["names"]
+    unique = len(corpus["claimed"])
+    if unique + len(corpus["seeds"]) + len(corpus["pending"]) != len(public):
+        j.fail(
+            f"public objects {len(public)} != seeds {len(corpus['seeds'])} + counted unique {unique} "
+            f"+ pending {len(corpus['pending'])}"
+        )
+    novel = sum(
+        1 for r in done.values() for o in r["manifest"]["objects"] if o["novel"] and o["sha256"] in r["done"]["claimed"]
+    )
+    endpoint = root / "endpoint.json"
+    summary = {
+        "policy_sha256": policy_sha,
+        "final_generation": final["generation"],
+        "receipts": [{"generation": r["generation"], "missing": r["missing"]} for r in receipts],
+        "promoted": [p for r in receipts for p in r["promoted"]],
+        "final_active": final["active"],
+        "masters": [g[0] for g in groups],
+        "workers": [w for g in groups for w in g[1:]],
+        "surviving_hosts": len(surviving_hosts),
+        "wal_analyzed": len(done),
+        "wal_generated": wal_generated,
+        "wal_unique": unique,
+        "wal_novel": novel,
+        "public_objects": len(public),
+        "corpus_sha256": sha256("\n".join(public).encode()),
+        "endpoint_edges": json.loads(endpoint.read_text())["edges"] if endpoint.exists() else None,
+    }
+    passed = not j.problems
+    summary["passed"] = passed
+    result.update(summary)
+    result.update(
+        passed=passed,
+        result_sha256=sha256(canonical(summary)),
+        surviving_host_names=surviving_hosts,
+        logged_analyzed=logs["logged_analyzed"],
+        logged_generated=logs["logged_generated"],
+        injected=[e.get("spec") for e in logs["injected"]],
+        problems=j.problems,
+        notes=j.notes,
+        summary=summary,
+    )
+    return result

@@ -1,0 +1,426 @@
+"""The ``symcc`` executor: drive a real SymCC-compiled binary the way SymCC expects.
+
+One :meth:`SymccExecutor.run` is one concolic execution of the binary on one input:
+
+- a fresh, existing, empty ``SYMCC_OUTPUT_DIR`` per run (SymCC exits with status 255 when the
+  directory does not exist), ``SYMCC_ENABLE_LINEARIZATION=1``;
+- the input on stdin, or (``@@`` in ``args``) in a file whose path replaces ``@@`` and is also
+  exported as ``SYMCC_INPUT_FILE``, because SymCC only treats reads of the file named there as
+  symbolic;
+- every inherited ``SYMCC_*`` variable is dropped first, so the run means exactly what
+  :meth:`~SymccExecutor.identity` says (a stray ``SYMCC_INPUT_FILE`` would make stdin concrete);
+- the binary runs under :mod:`.symcc_reaper`: in its own process group, killed as a whole on
+  timeout, and every process it left behind (forked, daemonized, or escaped the group like
+  AFL's fork server) is killed once it is done, so no process outlives a run;
+- the test cases SymCC wrote (``000000``, ``000001``, ... in numeric order) become the
+  candidates. SymCC writes them in place, so a killed run can leave a partial last file: it is
+  read as it is (any byte string is a valid input; the master deduplicates by content). Entries
+  are opened with ``O_NOFOLLOW`` and must be regular files; symlinks, FIFOs, directories,
+  unreadable and oversized entries are skipped and counted in the notes.
+
+Coverage comes from an optional AFL-instrumented twin of the target (same source, built with
+``afl-cc``) run under ``afl-showmap -q -b``. ``-b`` (undocumented in ``afl-showmap -h`` of AFL++
+4.x, still accepted) writes the whole trace map, one byte per map index. The index is the edge;
+the byte is AFL's binary hit-count class, a single set bit: 1, 2, 4, 8, 16, 32, 64, 128 for hit
+counts 1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+ (``count_class_binary`` in afl-showmap.c). Bit
+``k`` is exactly bucket ``k`` of :data:`~symcc_ulfm.executors.base.HIT_CLASS_BOUNDS`, so the
+coverage id is ``coverage_id(edge, HIT_CLASS_BOUNDS[k]) == edge * 8 + k``. AFL counters are
+8 bits (AFL++ skips zero on wrap-around), so 128+ is the top class. Without a twin there is no
+coverage: :meth:`~SymccExecutor.coverage` returns an empty set and the identity and notes say
+"no coverage: content dedup only".
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import PolicyError, ProvenanceChanged, SymccUlfmError, TargetError
+from .base import HIT_CLASS_BOUNDS, Executor, RunResult, coverage_id
+
+VERSION = 1
+NO_COVERAGE = "no coverage: content dedup only"
+DEFAULT_SEEDS = (bytes(16),)
+DEFAULTS: dict[str, Any] = {
+    "args": [],
+    "input_mode": None,  # derived from args: "file" when an argument contains @@, else "stdin"
+    "timeout_s": 30.0,
+    "afl_binary": None,
+    "afl_showmap": None,  # afl-showmap on PATH when afl_binary is set
+    "seeds": None,  # DEFAULT_SEEDS: 16 zero bytes, all of them symbolic
+    "max_output_bytes": 1024 * 1024,
+}
+AFL_SHM_MARKER = b"__AFL_SHM_ID"  # what afl-fuzz looks for to call a binary instrumented
+STDERR_TAIL_BYTES = 2000
+REAPER = Path(__file__).with_name("symcc_reaper.py")
+REAPER_GRACE_S = 30.0  # beyond the reaper's own timeout, before it is presumed hung
+# afl-showmap exits 0 (ran), 1 (timeout or could not run the target), 2 (target crashed).
+SHOWMAP_EXITS = (0, 1, 2)
+
+
+def coverage_from_afl_map(bitmap: bytes) -> frozenset[int]:
+    """Coverage ids of an ``afl-showmap -b`` map (see the module docstring for the format)."""
+    ids = set()
+    for edge, value in enumerate(bitmap):
+        if value:
+            if value & (value - 1):
+                raise ValueError(f"map entry {edge} is {value:#04x}, not an AFL binary hit class")
+            ids.add(coverage_id(edge, HIT_CLASS_BOUNDS[value.bit_length() - 1]))
+    return frozenset(ids)
+
+
+class SymccExecutor(Executor):
+    """Runs ``target``, a SymCC-compiled binary; options as in :data:`DEFAULTS`."""
+
+    name = "symcc"
+
+    def __init__(self, target: str | None, options: dict[str, Any]):
+        unknown = sorted(set(options) - set(DEFAULTS))
+        if unknown:
+            raise PolicyError(
+                f"executor_options.{unknown[0]}", f"unknown option; known: {', '.join(sorted(DEFAULTS))}"
+            )
+        opts = {**DEFAULTS, **options}
+        if not target:
+            raise TargetError("target", "the symcc executor needs the path of a SymCC-compiled binary")
+        self._target = target
+        self._binary, self._binary_sha256, stamp = _executable("target", target)
+        self._stamps = {self._binary: stamp}
+        self._args = _string_list("args", opts["args"])
+        self._input_mode = _input_mode(opts["input_mode"], self._args)
+        self._timeout_s = _number("timeout_s", opts["timeout_s"], 0.01, 86400.0)
+        self._max_output_bytes = _integer("max_output_bytes", opts["max_output_bytes"], 1, 256 * 1024 * 1024)
+        self._coverage_identity: dict[str, Any] = {"kind": "none", "note": NO_COVERAGE}
+        self._afl_binary = self._showmap = None
+        if opts["afl_binary"] is not None:
+            self._afl_binary, afl_sha256 = self._afl_twin(opts["afl_binary"])
+            self._showmap, showmap_sha256, _ = _executable(
+                "executor_options.afl_showmap", opts["afl_showmap"] or _which_showmap()
+            )
+            self._coverage_identity = {
+                "kind": "afl-showmap -b",
+                "afl_binary": opts["afl_binary"],
+                "afl_binary_sha256": afl_sha256,
+                "afl_showmap_sha256": showmap_sha256,
+            }
+        elif opts["afl_showmap"] is not None:
+            raise PolicyError(
+                "executor_options.afl_showmap", "only used with afl_binary (the AFL-instrumented twin)"
+            )
+        self._seeds = _seeds(opts["seeds"])
+
+    def _afl_twin(self, path: Any) -> tuple[str, str]:
+        binary, digest, stamp = _executable("executor_options.afl_binary", path)
+        self._stamps[binary] = stamp
+        if AFL_SHM_MARKER not in Path(binary).read_bytes():
+            raise TargetError(
+                "executor_options.afl_binary", f"{path}: not AFL-instrumented (build it with afl-cc)"
+            )
+        return binary, digest
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "executor": self.name,
+            "version": VERSION,
+            "target": self._target,
+            "target_sha256": self._binary_sha256,
+            "args": list(self._args),
+            "input_mode": self._input_mode,
+            "env": {"SYMCC_ENABLE_LINEARIZATION": "1"},
+            "timeout_s": self._timeout_s,
+            "max_output_bytes": self._max_output_bytes,
+            "coverage": dict(self._coverage_identity),
+            "seeds_sha256": [hashlib.sha256(seed).hexdigest() for seed in self._seeds],
+        }
+
+    def seeds(self) -> list[bytes]:
+        return list(self._seeds)
+
+    def run(self, data: bytes) -> RunResult:
+        self._check_unchanged()
+        started = time.monotonic()
+        work = Path(tempfile.mkdtemp(prefix="symcc-ulfm-"))
+        try:
+            output_dir = work / "output"
+            output_dir.mkdir()
+            input_path = work / "input"
+            input_path.write_bytes(data)
+            env = _clean_env()
+            env["SYMCC_OUTPUT_DIR"] = str(output_dir)
+            env["SYMCC_ENABLE_LINEARIZATION"] = "1"
+            if self._input_mode == "file":
+                env["SYMCC_INPUT_FILE"] = str(input_path)
+            returncode, timed_out = _run_contained(
+                "target", [self._binary, *self._argv(input_path)], input_path, env, work, self._timeout_s
+            )
+            candidates, counts = _read_outputs(output_dir, self._max_output_bytes)
+            notes: dict[str, Any] = {
+                "returncode": returncode,
+                "timed_out": timed_out,
+                # A run that was killed (timeout or signal) may have died inside a write.
+                "partial_possible": timed_out or returncode < 0,
+                **counts,
+            }
+            if self._afl_binary is None:
+                notes["coverage"] = NO_COVERAGE
+            if returncode != 0:
+                notes["stderr_tail"] = _tail(work / "stderr")
+        finally:
+            _remove_tree(work)
+        return RunResult(candidates=candidates, seconds=time.monotonic() - started, notes=notes)
+
+    def coverage(self, data: bytes) -> frozenset[int]:
+        if self._afl_binary is None:
+            return frozenset()
+        self._check_unchanged()
+        work = Path(tempfile.mkdtemp(prefix="symcc-ulfm-cov-"))
+        try:
+            input_path = work / "input"
+            input_path.write_bytes(data)
+            map_path = work / "map"
+            timeout_ms = max(10, int(self._timeout_s * 1000))
+            argv = [self._showmap, "-q", "-b", "-o", str(map_path), "-t", str(timeout_ms), "--"]
+            argv += [self._afl_binary, *self._argv(input_path)]
+            # afl-showmap enforces -t itself; the outer bound also covers its fork-server start-up.
+            returncode, timed_out = _run_contained(
+                "executor_options.afl_showmap", argv, input_path, _clean_env(), work, 2 * self._timeout_s + 15
+            )
+            if timed_out or returncode not in SHOWMAP_EXITS or not map_path.is_file():
+                raise TargetError(
+                    "executor_options.afl_binary",
+                    f"afl-showmap gave no map (exit {returncode}, timed out: {timed_out}): {_tail(work / 'stderr')}",
+                )
+            return coverage_from_afl_map(map_path.read_bytes())
+        finally:
+            _remove_tree(work)
+
+    def _argv(self, input_path: Path) -> list[str]:
+        return [arg.replace("@@", str(input_path)) for arg in self._args]
+
+    def _check_unchanged(self) -> None:
+        """Refuse to run binaries replaced since the identity was taken (their SHA-256 is in it)."""
+        for binary, stamp in self._stamps.items():
+            if _stamp(binary) != stamp:
+                raise ProvenanceChanged(
+                    f"{binary}: changed since its SHA-256 was taken into the work identity"
+                )
+
+
+def _executable(field: str, path: Any) -> tuple[str, str, tuple[int, ...]]:
+    """Absolute path, SHA-256 and stat stamp of an executable regular file, or TargetError."""
+    if not isinstance(path, str) or not path:
+        raise PolicyError(field, f"{path!r}: expected the path of an executable file")
+    resolved = os.path.abspath(path)
+    if not os.path.isfile(resolved):
+        raise TargetError(field, f"{path}: no such file")
+    if not os.access(resolved, os.X_OK):
+        raise TargetError(field, f"{path}: not executable")
+    digest = hashlib.sha256()
+    with open(resolved, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return resolved, digest.hexdigest(), _stamp(resolved)
+
+
+def _stamp(path: str) -> tuple[int, ...]:
+    info = os.stat(path)
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _which_showmap() -> str:
+    found = shutil.which("afl-showmap")
+    if found is None:
+        raise TargetError(
+            "executor_options.afl_showmap",
+            "afl-showmap not on PATH: install AFL++ (apt-get install afl++) or set afl_showmap",
+        )
+    return found
+
+
+def _string_list(name: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise PolicyError(f"executor_options.{name}", f"{value!r}: expected a list of strings")
+    return list(value)
+
+
+def _input_mode(value: Any, args: list[str]) -> str:
+    derived = "file" if any("@@" in arg for arg in args) else "stdin"
+    if value is None:
+        return derived
+    if value not in ("stdin", "file"):
+        raise PolicyError("executor_options.input_mode", f"{value!r}: expected 'stdin' or 'file'")
+    if value != derived:
+        why = "file mode needs @@ in args" if value == "file" else "stdin mode cannot have @@ in args"
+        raise PolicyError(
+            "executor_options.input_mode", f"{value!r}: {why} (the input file's path replaces @@)"
+        )
+    return value
+
+
+def _number(name: str, value: Any, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise PolicyError(f"executor_options.{name}", f"{value!r}: expected a number in {low}..{high}")
+    return float(value)
+
+
+def _integer(name: str, value: Any, low: int, high: int) -> int:
+    if type(value) is not int or not low <= value <= high:
+        raise PolicyError(f"executor_options.{name}", f"{value!r}: expected an integer in {low}..{high}")
+    return value
+
+
+def _seeds(value: Any) -> tuple[bytes, ...]:
+    """Seeds from a list of hex strings, or from the regular files of a directory (by name)."""
+    field = "executor_options.seeds"
+    if value is None:
+        return DEFAULT_SEEDS
+    if isinstance(value, str):
+        directory = Path(value)
+        if not directory.is_dir():
+            raise TargetError(field, f"{value}: not a directory")
+        seeds = tuple(path.read_bytes() for path in sorted(directory.iterdir()) if path.is_file())
+        if not seeds:
+            raise TargetError(field, f"{value}: no regular files to use as seeds")
+        return seeds
+    if not isinstance(value, list) or not value or not all(isinstance(item, str) for item in value):
+        raise PolicyError(field, f"{value!r}: expected a non-empty list of hex strings or a directory path")
+    try:
+        return tuple(bytes.fromhex(item) for item in value)
+    except ValueError as exc:
+        raise PolicyError(field, f"{value!r}: not hex ({exc})") from None
+
+
+def _clean_env() -> dict[str, str]:
+    return {key: val for key, val in os.environ.items() if not key.startswith("SYMCC_")}
+
+
+def _run_contained(
+    field: str, argv: list[str], stdin_path: Path, env: dict[str, str], cwd: Path, timeout_s: float
+) -> tuple[int, bool]:
+    """Run ``argv`` under :mod:`.symcc_reaper`; return ``(returncode, timed_out)``.
+
+    The reaper enforces ``timeout_s``, kills the command's process group and then every
+    descendant that is left (also those that escaped the group, like AFL's fork server). Stdin
+    is ``stdin_path`` (a file, so the target may read as much or as little as it likes), stdout
+    is discarded, stderr goes to ``cwd/stderr``. A command the kernel refuses to execute is a
+    TargetError on ``field``.
+    """
+    status_path = cwd / "status.json"
+    command = [sys.executable, "-I", "-S", str(REAPER), str(status_path), repr(timeout_s), "--", *argv]
+    with open(stdin_path, "rb") as stdin, open(cwd / "stderr", "wb") as stderr:
+        proc = subprocess.Popen(
+            command,
+            stdin=stdin,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+    try:
+        proc.wait(timeout=timeout_s + REAPER_GRACE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # not reaped yet: the group id is still the reaper's
+        proc.wait()
+    try:
+        status = json.loads(status_path.read_text())
+    except (OSError, ValueError):
+        raise SymccUlfmError(
+            f"symcc_reaper gave no status for {argv[0]} (exit {proc.returncode}): {_tail(cwd / 'stderr')}"
+        ) from None
+    if "exec_error" in status:
+        raise TargetError(field, f"{argv[0]}: cannot execute ({status['exec_error']})")
+    return status["returncode"], status["timed_out"]
+
+
+def _read_outputs(output_dir: Path, max_bytes: int) -> tuple[list[bytes], dict[str, Any]]:
+    """Candidates from SymCC's numbered test cases, in order, with counts of what was skipped."""
+    skipped = {"symlink": 0, "not_regular": 0, "oversized": 0, "unreadable": 0}
+    counts: dict[str, Any] = {
+        "outputs_found": 0,
+        "outputs_read": 0,
+        "outputs_skipped": skipped,
+        "ignored_entries": 0,
+    }
+    try:
+        dir_fd = os.open(output_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        # The target replaced or removed its output directory: nothing it left can be trusted.
+        counts["output_dir_error"] = f"{type(exc).__name__}: {exc.strerror}"
+        return [], counts
+    candidates = []
+    try:
+        names = os.listdir(dir_fd)
+        numbered = sorted(
+            (name for name in names if len(name) >= 6 and name.isascii() and name.isdigit()), key=int
+        )
+        counts["outputs_found"] = len(numbered)
+        counts["ignored_entries"] = len(names) - len(numbered)
+        for name in numbered:
+            data, reason = _read_regular(dir_fd, name, max_bytes)
+            if data is None:
+                skipped[reason] += 1
+            else:
+                candidates.append(data)
+        counts["outputs_read"] = len(candidates)
+    finally:
+        os.close(dir_fd)
+    return candidates, counts
+
+
+def _read_regular(dir_fd: int, name: str, max_bytes: int) -> tuple[bytes | None, str]:
+    """Bytes of a regular file (never through a symlink, never blocking on a FIFO) or a reason."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as exc:
+        return None, "symlink" if exc.errno == errno.ELOOP else "unreadable"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None, "not_regular"
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, max_bytes + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > max_bytes:
+            return None, "oversized"
+        return b"".join(chunks), ""
+    except OSError:
+        return None, "unreadable"
+    finally:
+        os.close(fd)
+
+
+def _tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - STDERR_TAIL_BYTES))
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove a run's temp dir, also when the target left directories without write permission."""
+    try:
+        shutil.rmtree(path)
+    except PermissionError:
+        for root, dirs, _files in os.walk(path):
+            for name in dirs:
+                child = os.path.join(root, name)
+                if not os.path.islink(child):
+                    os.chmod(child, stat.S_IRWXU)
+        shutil.rmtree(path)

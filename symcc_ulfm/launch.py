@@ -1,0 +1,129 @@
+"""``symcc-ulfm launch``: prepare the state directory, run the mpiexec job, bound it in time.
+
+The job's own exit status is a fact, not the verdict: ``mpiexec`` returns 86 when a victim of
+an injected failure exits, and 0 when the victim was SIGKILLed. The oracle decides.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .cluster import job_environment, mpiexec_command
+from .core.canonical import canonical_json, digest
+from .core.modes import FileModes
+from .core.policy import Policy
+from .endpoint import measure_endpoint
+from .errors import PolicyError
+from .evidence.oracle import judge
+from .executors import create
+from .store.atomic import read_bytes, write_new, write_replace
+from .store.paths import StateDir
+
+JOB_OUTPUT = "job-output.txt"
+
+
+@dataclass
+class JobResult:
+    command: list[str]
+    returncode: int
+    seconds: float
+    timed_out: bool
+    output_path: Path
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            text = self.output_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume: bool = False) -> StateDir:
+    """Create the state directory and write the canonical policy (create-only).
+
+    A directory that already holds a campaign is only accepted with ``resume`` and the same policy.
+    """
+    state = StateDir(Path(state_dir).absolute(), modes)
+    data = policy.to_bytes()
+    if state.policy.exists():
+        if not resume:
+            raise PolicyError("state_dir", f"{state.root} already holds a campaign; use --resume or a new directory")
+        if read_bytes(state.policy) != data:
+            raise PolicyError("state_dir", f"{state.root} holds a campaign with a different policy; cannot resume")
+        return state
+    if resume:
+        raise PolicyError("state_dir", f"{state.root} holds no campaign to resume")
+    state.create()
+    write_new(state.policy, data, modes.snapshot)
+    return state
+
+
+def job_timeout(policy: Policy) -> float:
+    t = policy.timeouts
+    return t.startup_s + policy.deadline_s + t.shutdown_grace_s + t.job_grace_s
+
+
+def run_job(
+    policy: Policy,
+    state: StateDir,
+    echo: Callable[[str], None] = print,
+    extra_args: list[str] | None = None,
+    env_overrides: dict[str, str] | None = None,
+    command_prefix: list[str] | None = None,
+) -> JobResult:
+    """Run the campaign job; prints the exact command; kills the whole job if it overruns."""
+    command = mpiexec_command(policy, state.root, state.modes, extra=extra_args)
+    command = [*(command_prefix or []), *command]
+    echo("+ " + shlex.join(command))
+    env = job_environment(state.modes)
+    env.update(env_overrides or {})
+    output = state.root / JOB_OUTPUT
+    started = time.monotonic()
+    timed_out = False
+    with open(output, "ab") as sink:
+        os.fchmod(sink.fileno(), state.modes.snapshot)
+        process = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            returncode = process.wait(timeout=job_timeout(policy))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            returncode = _kill_job(process)
+    return JobResult(command, returncode, time.monotonic() - started, timed_out, output)
+
+
+def _kill_job(process: subprocess.Popen) -> int:
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            return process.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+    return process.wait()
+
+
+def check_executor(policy: Policy) -> str:
+    """Build the executor once before anything is written: a bad target fails here (exit 2)."""
+    executor = create(policy.executor, policy.target, policy.executor_options)
+    try:
+        return digest(executor.identity())
+    finally:
+        executor.close()
+
+
+def conclude(state: StateDir, minimum_hosts: int | None = None) -> dict:
+    """After the job: re-measure endpoint coverage, run the oracle, store its verdict."""
+    if (state.root / "outcome.json").exists():
+        measure_endpoint(state.root, state.modes)
+    verdict = judge(state.root, minimum_hosts=minimum_hosts)
+    write_replace(state.root / "oracle.json", canonical_json(verdict), state.modes.snapshot)
+    return verdict

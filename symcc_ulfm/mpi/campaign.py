@@ -1,0 +1,206 @@
+"""The campaign runtime on every rank: start-up, generations, recovery, shutdown.
+
+``run_campaign(state_dir)`` is what every rank runs, under ``mpiexec`` (via
+``python -m symcc_ulfm.mpi.rank``) or on every ipyparallel engine at once. It returns a plain
+dict (this rank's outcome) and raises only :class:`SymccUlfmError` subclasses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+from mpi4py import MPI
+
+from ..core.canonical import canonical_json, sha256_hex
+from ..core.membership import initial_membership
+from ..core.modes import modes_from_env
+from ..core.policy import Policy
+from ..errors import CapabilityError, PolicyError, SymccUlfmError
+from ..store.atomic import read_bytes, write_replace
+from .capability import compare, probe, require_ulfm
+from .context import RankContext
+from .ft import ops_for
+from .master import MasterLoop
+from .recovery import recover
+from .transport import FailureDetected, WaitTimeout, allgather_blobs, wait_request, warm_up
+from .watchdog import bounded
+from .worker import WorkerLoop
+
+OUTCOME_FORMAT = "symcc-ulfm-outcome/1"
+_BLOB_WIDTH = 8192
+
+
+def load_policy(state_root: Path) -> tuple[Policy, str]:
+    """The policy file must be canonical: its bytes are what the ranks' SHA-256 is taken over."""
+    raw = read_bytes(Path(state_root) / "policy.json", limit=1 << 20)
+    try:
+        policy = Policy.from_json(json.loads(raw))
+    except ValueError as exc:
+        raise PolicyError("policy.json", f"not valid JSON: {exc}") from None
+    if policy.to_bytes() != raw:
+        raise PolicyError("policy.json", "not in canonical form; write it with symcc-ulfm launch")
+    return policy, sha256_hex(raw)
+
+
+def start(state_root: Path, comm: MPI.Comm) -> RankContext:
+    world = comm.Dup()
+    world.Set_errhandler(MPI.ERRORS_RETURN)
+    stable = world.Get_rank()
+    modes = modes_from_env(os.environ)
+    policy, policy_sha = load_policy(state_root)
+    ctx = RankContext.open(Path(state_root), modes, policy, stable, world, ops_for(policy.ulfm))
+    host = socket.gethostname()
+    ctx.log.event("startup", host=host, pid=os.getpid(), ulfm=policy.ulfm)
+
+    facts = probe() if policy.ulfm else {"ulfm": False}
+    problem = None
+    executor_sha = None
+    try:
+        if policy.ulfm:
+            require_ulfm(facts, stable)
+        executor_sha = ctx.executor_sha
+    except SymccUlfmError as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+    blob = canonical_json(
+        {"facts": facts, "policy": policy_sha, "executor": executor_sha, "host": host, "problem": problem}
+    )
+    with bounded("startup exchange", policy.timeouts.startup_s, ctx.log):
+        exchanged = [json.loads(b) for b in allgather_blobs(world, blob, _BLOB_WIDTH, "startup exchange")]
+    problems = [f"rank {r}: {e['problem']}" for r, e in enumerate(exchanged) if e["problem"]]
+    if problems:
+        raise CapabilityError("; ".join(problems))
+    compare([e["facts"] for e in exchanged], [e["policy"] for e in exchanged])
+    if len({e["executor"] for e in exchanged}) != 1:
+        raise CapabilityError(f"ranks disagree on the executor identity: {[e['executor'] for e in exchanged]}")
+    warm_up(world, "warm-up", policy.timeouts.startup_s)
+    ctx.log.event("capability", facts=facts, executor_sha256=executor_sha, ranks=world.Get_size())
+
+    if world.Get_size() != policy.ranks:
+        raise CapabilityError(f"the job has {world.Get_size()} ranks, the policy {policy.ranks}")
+    if stable == 0 and not ctx.snapshots.snapshot_path(0).exists():
+        hosts = tuple(e["host"] for e in exchanged)
+        membership = initial_membership(
+            policy.ranks, policy.warm_spares, policy.workers_per_master, hosts, policy_sha, time.time()
+        )
+        for seed in ctx.executor.seeds():
+            ctx.corpus.publish_seed(seed)
+        ctx.snapshots.write_generation0(membership)
+    with bounded("generation 0 agreement", policy.timeouts.startup_s, ctx.log):
+        if ctx.ops.agree(world, 1, "generation 0 agree") != 1:
+            raise CapabilityError("generation 0 agreement failed")
+    membership = ctx.snapshots.current()
+    if membership.policy_sha256 != policy_sha:
+        raise CapabilityError("the state directory belongs to a campaign with another policy")
+    ctx.set_generation(membership)
+    return ctx
+
+
+def start_generation(ctx: RankContext) -> str:
+    """Re-split the group and master communicators and agree before any work (DESIGN.md §6.7)."""
+    mark = time.monotonic()
+    membership = ctx.membership
+    role = membership.role_of(ctx.stable)
+    group = membership.layout.group_of(ctx.stable)
+    ok = 1
+    with bounded(f"generation {membership.generation} split", ctx.policy.timeouts.recovery_step_s, ctx.log):
+        try:
+            world = ctx.global_comm
+            ctx.group_comm = world.Split(group.index if group else MPI.UNDEFINED, ctx.stable)
+            ctx.master_comm = world.Split(0 if role == "master" else MPI.UNDEFINED, ctx.stable)
+            ctx.final_comm = world.Dup()
+            for comm in (ctx.group_comm, ctx.master_comm, ctx.final_comm):
+                if comm != MPI.COMM_NULL:
+                    comm.Set_errhandler(MPI.ERRORS_RETURN)
+        except MPI.Exception as exc:
+            ctx.log.event("split-failed", error_class=exc.Get_error_class())
+            ok = 0
+        if ctx.ops.agree(ctx.global_comm, ok, "generation agree") != 1:
+            raise FailureDetected("generation agree: not every rank completed the re-split", 0)
+    ctx.post_revocation_sentinel()
+    ctx.log.event(
+        "generation-start", role=role, seconds=time.monotonic() - mark, layout_sha256=membership.layout.sha256,
+        active=list(membership.active), spares=list(membership.spares), masters=list(membership.layout.masters),
+    )
+    return role
+
+
+def final_agreement(ctx: RankContext) -> None:
+    """Every rank's last collective of a generation; spares post it as soon as the generation starts."""
+    timeouts = ctx.policy.timeouts
+    request, _ = ctx.ops.start_agree(ctx.final_comm, 1, "final agreement")
+    bound = max(0.0, ctx.remaining()) + timeouts.shutdown_grace_s + 2 * timeouts.recovery_step_s
+    try:
+        wait_request(request, "final agreement", bound, watch=[ctx.revocation])
+    except WaitTimeout as exc:
+        ctx.log.event("final-agreement-timeout", error=str(exc))
+
+
+def run_generation(ctx: RankContext) -> None:
+    role = start_generation(ctx)
+    if role == "master":
+        loop = MasterLoop(ctx)
+        try:
+            loop.prepare()
+            loop.run()
+        finally:
+            loop.close()
+    elif role == "worker":
+        WorkerLoop(ctx).run()
+    elif role == "spare":
+        ctx.injector.maybe("idle", ctx.generation)
+    final_agreement(ctx)
+
+
+def write_outcome(ctx: RankContext, status: str) -> dict:
+    outcome = {
+        "format": OUTCOME_FORMAT,
+        "status": status,
+        "final_generation": ctx.generation,
+        "started_at": ctx.membership.started_at,
+        "ended_at": time.time(),
+        "deadline_s": ctx.policy.deadline_s,
+        "policy_sha256": ctx.membership.policy_sha256,
+        "writer": ctx.stable,
+    }
+    if ctx.stable == min(ctx.membership.live):
+        write_replace(ctx.state.root / "outcome.json", canonical_json(outcome), ctx.state.modes.snapshot)
+    return outcome
+
+
+def run_campaign(state_root: str | Path, comm: MPI.Comm | None = None) -> dict:
+    """Run this rank's part of the campaign; returns {stable, role, generation, status}."""
+    ctx = start(Path(state_root), comm or MPI.COMM_WORLD)
+    while True:
+        try:
+            run_generation(ctx)
+            break
+        except FailureDetected as exc:
+            ctx.log.event("failure-detected", where=exc.where, error_class=exc.error_class)
+            recover(ctx, exc)
+    outcome = write_outcome(ctx, "deadline-reached")
+    ctx.log.event("campaign-end", status=outcome["status"], generation=ctx.generation)
+    ctx.log.sync()
+    return {"stable": ctx.stable, "role": ctx.membership.role_of(ctx.stable), "generation": ctx.generation,
+            "status": outcome["status"]}
+
+
+def finalize_bounded(timeout_s: float, log=None) -> str:
+    """MPI_Finalize with a watchdog: a hung finalize is recorded and the process still ends."""
+
+    def hung():
+        if log is not None:
+            log.event("finalize-hung", timeout_s=timeout_s)
+            log.sync()
+        os._exit(0)
+
+    timer = threading.Timer(timeout_s, hung)
+    timer.daemon = True
+    timer.start()
+    MPI.Finalize()
+    timer.cancel()
+    return "finalized"

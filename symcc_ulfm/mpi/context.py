@@ -1,0 +1,104 @@
+"""What one rank knows during a campaign: identity, policy, stores, communicators, deadline."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from mpi4py import MPI
+
+from ..core.canonical import digest
+from ..core.membership import Membership
+from ..core.modes import FileModes
+from ..core.policy import Policy
+from ..errors import ProtocolError
+from ..executors import Executor, create
+from ..store.corpus import Corpus
+from ..store.paths import StateDir
+from ..store.runlog import RankLog
+from ..store.snapshots import SnapshotStore
+from ..store.wal import WorkWAL
+from .ft import PlainOps, UlfmOps
+from .injection import Injector
+from .transport import TAG_REVOKE, Inbox
+
+
+@dataclass
+class RankContext:
+    stable: int
+    policy: Policy
+    state: StateDir
+    log: RankLog
+    ops: UlfmOps | PlainOps
+    injector: Injector
+    global_comm: MPI.Comm
+    membership: Membership | None = None
+    group_comm: MPI.Comm | None = None
+    master_comm: MPI.Comm | None = None
+    final_comm: MPI.Comm | None = None
+    revocation: Inbox | None = None
+    _executor: Executor | None = field(default=None, repr=False)
+    _executor_sha: str | None = None
+
+    @classmethod
+    def open(cls, state_root: Path, modes: FileModes, policy: Policy, stable: int, comm: MPI.Comm, ops) -> RankContext:
+        state = StateDir(state_root, modes)
+        log = RankLog(state.rank_log(stable), stable, modes.snapshot)
+        return cls(stable, policy, state, log, ops, Injector(policy.failure_schedule, stable, log), comm)
+
+    @property
+    def generation(self) -> int:
+        return self.membership.generation if self.membership else 0
+
+    @property
+    def deadline(self) -> float:
+        """Wall time at which the campaign ends; counted from generation 0, never extended."""
+        return self.membership.started_at + self.policy.deadline_s
+
+    def remaining(self) -> float:
+        return self.deadline - time.time()
+
+    @cached_property
+    def snapshots(self) -> SnapshotStore:
+        return SnapshotStore(self.state.membership, self.state.modes.snapshot)
+
+    @cached_property
+    def corpus(self) -> Corpus:
+        return Corpus(self.state.corpus, self.state.modes.corpus, self.state.modes.snapshot)
+
+    @cached_property
+    def wal(self) -> WorkWAL:
+        return WorkWAL(self.state.wal, self.state.root, self.corpus, self.state.modes.snapshot, self.policy.timeouts.lease_s)
+
+    @property
+    def executor(self) -> Executor:
+        if self._executor is None:
+            self._executor = create(self.policy.executor, self.policy.target, self.policy.executor_options)
+        return self._executor
+
+    @property
+    def executor_sha(self) -> str:
+        if self._executor_sha is None:
+            self._executor_sha = digest(self.executor.identity())
+        return self._executor_sha
+
+    def post_revocation_sentinel(self) -> None:
+        """One pending receive on the global communicator that only a failure or Revoke completes."""
+        self.revocation = Inbox(self.global_comm, MPI.ANY_SOURCE, TAG_REVOKE, 16).post()
+
+    def check_revocation(self) -> None:
+        """Raise FailureDetected when the revocation sentinel completes with an error."""
+        try:
+            forged = self.revocation.test("revocation sentinel")
+        except ProtocolError as exc:
+            forged, reason = b"", str(exc)
+        else:
+            reason = "a message on the revocation-sentinel tag"
+        if forged is not None:
+            self.log.event("message-rejected", reason=reason)
+
+    def set_generation(self, membership: Membership) -> None:
+        self.membership = membership
+        self.log.generation = membership.generation

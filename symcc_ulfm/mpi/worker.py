@@ -1,0 +1,112 @@
+"""The worker loop: READY, then WORK -> run the executor -> stage candidates -> RESULT, until STOP.
+
+A worker accepts only WORK of its current generation from its own master, reads the input by
+hash from the corpus (verified), writes candidates into its own staging directory only, and
+returns every candidate's SHA-256, length and coverage with the full fence.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..core import envelope
+from ..errors import IntegrityError, ProtocolError, SymccUlfmError
+from ..store.staging import WorkerStaging
+from .context import RankContext
+from .transport import TAG_DATA, Backoff, Inbox, Outbox
+
+
+class WorkerLoop:
+    def __init__(self, ctx: RankContext):
+        self.ctx = ctx
+        self.gen = ctx.generation
+        self.limit = ctx.policy.max_message_bytes
+        self.staging = WorkerStaging(ctx.state.root, ctx.stable, ctx.state.modes.corpus, ctx.state.modes.snapshot_dir)
+        self.master = ctx.membership.layout.master_of(ctx.stable)
+        self.executed = 0
+
+    def run(self) -> None:
+        ctx = self.ctx
+        inbox = Inbox(ctx.group_comm, 0, TAG_DATA, self.limit).post()
+        outbox = Outbox()
+        outbox.send(ctx.group_comm, 0, TAG_DATA, envelope.encode("READY", self.limit, generation=self.gen,
+                                                                 worker=ctx.stable), "READY")
+        backoff = Backoff()
+        give_up = ctx.deadline + ctx.policy.timeouts.shutdown_grace_s + ctx.policy.timeouts.recovery_step_s
+        while True:
+            ctx.check_revocation()
+            try:
+                raw = inbox.test(f"data from master {self.master}")
+            except ProtocolError as exc:
+                ctx.log.event("message-rejected", source=self.master, reason=str(exc))
+                raw = None
+            outbox.progress()
+            if raw is not None:
+                backoff.reset()
+                try:
+                    message = envelope.decode(raw, self.limit)
+                except ProtocolError as exc:
+                    ctx.log.event("message-rejected", source=self.master, reason=str(exc))
+                    continue
+                if message["type"] == "STOP":
+                    ctx.log.event("worker-stop", executed=self.executed, reason=message["reason"])
+                    break
+                if message["type"] != "WORK" or message["generation"] != self.gen or message["worker"] != ctx.stable:
+                    ctx.log.event("message-rejected", source=self.master,
+                                  reason=f"{message['type']} of generation {message['generation']} is not my work")
+                    continue
+                ctx.injector.maybe("work", self.gen)
+                result = self._execute(message)
+                outbox.send(ctx.group_comm, 0, TAG_DATA, result, "RESULT")
+                continue
+            if time.time() > give_up:
+                ctx.log.event("worker-stop", executed=self.executed, reason="no STOP from master in time")
+                break
+            backoff.idle()
+        while outbox.busy and time.time() < give_up:
+            ctx.check_revocation()
+            outbox.progress()
+            backoff.idle()
+        inbox.cancel()
+
+    def _execute(self, work: dict) -> bytes:
+        ctx = self.ctx
+        fence = {k: work[k] for k in ("generation", "shard", "lease", "work_hash", "input_hash", "worker")}
+        started = time.perf_counter()
+        candidates: list[dict] = []
+        stats: dict[str, float] = {}
+        error = None
+        try:
+            data = ctx.corpus.read(work["input_hash"])
+            outcome = ctx.executor.run(data)
+            seen = set()
+            for child in outcome.candidates:
+                sha256, _ = self.staging.stage(work["lease"], child)
+                if sha256 in seen:
+                    continue
+                seen.add(sha256)
+                coverage = sorted(ctx.executor.coverage(child))
+                candidates.append({"sha256": sha256, "length": len(child), "coverage": coverage})
+            stats = {
+                "generated": len(outcome.candidates),
+                "executions": outcome.executions,
+                "solver_queries": outcome.solver_queries,
+                "solver_seconds": outcome.solver_seconds,
+                "run_seconds": outcome.seconds,
+            }
+        except (IntegrityError, SymccUlfmError) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        stats["seconds"] = time.perf_counter() - started
+        self.executed += 1
+        try:
+            return envelope.encode("RESULT", self.limit, **fence, candidates=candidates, stats=stats, error=error)
+        except ProtocolError:
+            ctx.log.event("result-truncated", candidates=len(candidates), reason="RESULT over the message limit")
+        while True:
+            stats["truncated"] = 1
+            for c in candidates:
+                c["coverage"] = []
+            try:
+                return envelope.encode("RESULT", self.limit, **fence, candidates=candidates, stats=stats, error=error)
+            except ProtocolError:
+                candidates = candidates[: len(candidates) // 2]

@@ -1,0 +1,11 @@
+"""Pure statistics for the scaling study (DESIGN.md §10): no file system, no clocks, no randomness.
+
+- :mod:`.intervals`: normal CI of a mean, Student-t paired CI of a relative change, Wilson interval.
+- :mod:`.usl`: Universal Scalability Law fit and its doubling threshold.
+- :mod:`.saturation`: coverage saturation fit and its doubling threshold.
+- :mod:`.ceiling`: the recommended worker ceiling from those thresholds and the core count.
+
+Bad arguments raise :class:`.common.StatsInputError` (a ``ConfigError``, exit 2). Data that a
+model cannot honestly describe is not an error: the model returns a result whose ``refused``
+field holds the recorded reason, e.g. ``coverage_fit_error=invalid coverage observation``.
+"""

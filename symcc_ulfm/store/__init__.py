@@ -1,0 +1,1 @@
+"""Durable store: filesystem only, always raises on failure."""

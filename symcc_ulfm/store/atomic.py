@@ -1,0 +1,137 @@
+"""Atomic, durable file writes with explicit modes.
+
+A write goes to a temporary file in the destination directory, gets its mode with ``fchmod``
+(never the umask), is ``fsync``ed, then renamed (replace) or hard-linked (create-only) into
+place, and the directory is ``fsync``ed. Every failure raises :class:`StoreError`; a
+create-only write that finds the name taken returns ``False`` so the caller can compare.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from ..errors import StoreError
+
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def ensure_dir(path: Path, mode: int) -> Path:
+    """Create ``path`` (and parents) with exactly ``mode``; an existing directory is kept as it is."""
+    path = Path(path)
+    try:
+        if not path.is_dir():
+            parent = path.parent
+            if parent != path and not parent.is_dir():
+                ensure_dir(parent, mode)
+            try:
+                os.mkdir(path, mode)
+                os.chmod(path, mode)
+                fsync_dir(parent)
+            except FileExistsError:
+                if not path.is_dir():
+                    raise
+        return path
+    except OSError as exc:
+        raise StoreError(f"cannot create directory {path}: {exc.strerror or exc}") from exc
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_temp(directory: Path, name: str, data: bytes, mode: int) -> Path:
+    temp = directory / f".tmp-{name}-{os.getpid()}-{secrets.token_hex(4)}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, mode)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        _unlink_quietly(temp)
+        raise
+    os.close(fd)
+    return temp
+
+
+def write_replace(path: Path, data: bytes, mode: int) -> None:
+    """Atomically create or replace ``path`` with ``data``."""
+    path = Path(path)
+    try:
+        temp = _write_temp(path.parent, path.name, data, mode)
+        try:
+            os.rename(temp, path)
+        except BaseException:
+            _unlink_quietly(temp)
+            raise
+        fsync_dir(path.parent)
+    except OSError as exc:
+        raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def write_new(path: Path, data: bytes, mode: int) -> bool:
+    """Atomically create ``path`` only if absent: True when this call created it."""
+    path = Path(path)
+    try:
+        temp = _write_temp(path.parent, path.name, data, mode)
+        try:
+            os.link(temp, path)
+            created = True
+        except FileExistsError:
+            created = False
+        finally:
+            _unlink_quietly(temp)
+        fsync_dir(path.parent)
+        return created
+    except OSError as exc:
+        raise StoreError(f"cannot create {path}: {exc.strerror or exc}") from exc
+
+
+def read_bytes(path: Path, limit: int | None = None) -> bytes:
+    """Read a regular file without following a symlink at its final component.
+
+    A missing file raises ``FileNotFoundError`` (callers often expect that); every other
+    failure raises :class:`StoreError`.
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StoreError(f"{path} is a symbolic link; refusing to follow it") from exc
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreError(f"{path} is not a regular file")
+        if limit is not None and info.st_size > limit:
+            raise StoreError(f"{path} has {info.st_size} bytes, more than the limit of {limit}")
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,82 @@
+"""The state directory layout (DESIGN.md §4), in one place.
+
+::
+
+    policy.json                                   canonical policy (its SHA-256 is the policy SHA)
+    membership/generation-<g>-snapshot.json       global membership snapshot of generation g
+    membership/generation-<g>-layout.json         content-addressed layout (SHA in snapshot/receipt)
+    membership/prepare-<g>.json                   agreed recovery plan leading to generation g
+    membership/receipt-<g>.json                   durable receipt committing generation g (g >= 1)
+    wal/records/<work_hash>.json                  one WAL record per work identity
+    wal/locks/<work_hash>.lock                    its exclusive lock
+    query-store/master-<m>/generation-<g>/        per-master, per-generation QueryStore (SQLite)
+    corpus/objects/<sha256>                       public corpus, named by content
+    corpus/claims/<sha256>                        which work record first published the object
+    staging/worker-<w>/<lease>/<sha256>           a worker's candidates awaiting commit
+    logs/rank-<stable>.jsonl                      structured per-rank logs
+    endpoint.json                                 endpoint coverage re-measured over the final corpus
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.modes import FileModes
+from .atomic import ensure_dir
+
+
+@dataclass(frozen=True)
+class StateDir:
+    root: Path
+    modes: FileModes
+
+    def __post_init__(self):
+        object.__setattr__(self, "root", Path(self.root))
+
+    @property
+    def policy(self) -> Path:
+        return self.root / "policy.json"
+
+    @property
+    def membership(self) -> Path:
+        return self.root / "membership"
+
+    @property
+    def wal(self) -> Path:
+        return self.root / "wal"
+
+    @property
+    def query_store(self) -> Path:
+        return self.root / "query-store"
+
+    @property
+    def corpus(self) -> Path:
+        return self.root / "corpus"
+
+    @property
+    def staging(self) -> Path:
+        return self.root / "staging"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def endpoint(self) -> Path:
+        return self.root / "endpoint.json"
+
+    def worker_staging(self, worker: int) -> Path:
+        return self.staging / f"worker-{worker}"
+
+    def rank_log(self, stable: int) -> Path:
+        return self.logs / f"rank-{stable}.jsonl"
+
+    def create(self) -> StateDir:
+        """Create every top-level directory with the modes of the contract."""
+        ensure_dir(self.root, self.modes.snapshot_dir)
+        for path in (self.membership, self.wal / "records", self.wal / "locks", self.query_store, self.staging, self.logs):
+            ensure_dir(path, self.modes.snapshot_dir)
+        for path in (self.corpus / "objects", self.corpus / "claims"):
+            ensure_dir(path, self.modes.corpus_dir)
+        return self

@@ -1,0 +1,265 @@
+"""The shared work WAL: one record per work identity, ``leased -> committing -> done``.
+
+Each record is a canonical JSON file carrying the SHA-256 of its own body, replaced atomically
+under the record's exclusive lock; a torn, truncated or edited record fails its checks and is
+never trusted. Lease tokens are fenced by generation: a record leased in an older generation
+is *lapsed* and may be re-leased; a manifest can only be written with the exact current lease.
+
+:meth:`WorkWAL.replay_commit_once` runs "re-read manifest -> verify/publish every object ->
+mark done" inside the record lock. Any exception leaves the record ``committing`` so a later
+master retries, and two masters never both consume the same staging objects.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..core.canonical import canonical_json, digest, is_sha256_hex, sha256_hex
+from ..errors import FenceError, StaleGeneration, StoreError, WalCorruption
+from .atomic import read_bytes, write_replace
+from .corpus import Corpus
+from .crashpoints import crash_point
+from .locks import exclusive
+from .staging import parse_staged, read_staged, remove_lease_dir
+
+WAL_FORMAT = "symcc-ulfm-wal/1"
+STATES = ("leased", "committing", "done")
+_LEASE_KEYS = {"generation", "master", "shard", "token", "worker"}
+_RECORD_KEYS = {
+    "format", "work_hash", "input_hash", "executor_sha256", "state", "lease", "history", "manifest", "done", "checksum",
+}
+
+
+class AlreadyDone(FenceError):
+    """The work was committed already; nothing to lease."""
+
+
+class NeedsReplay(FenceError):
+    """The record is ``committing``: replay it before leasing again."""
+
+
+def work_hash(input_hash: str, executor_sha256: str) -> str:
+    """The work identity: which input, run by which executor identity."""
+    return digest({"input_hash": input_hash, "executor_sha256": executor_sha256})
+
+
+def manifest_objects(record: dict) -> list[dict]:
+    return record["manifest"]["objects"] if record.get("manifest") else []
+
+
+class WorkWAL:
+    def __init__(self, root: Path, state_root: Path, corpus: Corpus, mode: int, lock_timeout_s: float = 30.0):
+        self.root = Path(root)
+        self.records_dir = self.root / "records"
+        self.locks_dir = self.root / "locks"
+        self.state_root = Path(state_root)
+        self.corpus = corpus
+        self.mode = mode
+        self.lock_timeout_s = lock_timeout_s
+
+    # -- reading -------------------------------------------------------------------------
+
+    def path(self, work: str) -> Path:
+        if not is_sha256_hex(work):
+            raise WalCorruption(f"{work!r} is not a work hash")
+        return self.records_dir / f"{work}.json"
+
+    def read(self, work: str) -> dict | None:
+        try:
+            data = read_bytes(self.path(work), limit=64 << 20)
+        except FileNotFoundError:
+            return None
+        return parse_record(data, expected_work=work)
+
+    def work_hashes(self) -> list[str]:
+        try:
+            names = os.listdir(self.records_dir)
+        except OSError as exc:
+            raise StoreError(f"cannot list {self.records_dir}: {exc.strerror or exc}") from exc
+        return sorted(n[:-5] for n in names if n.endswith(".json") and not n.startswith("."))
+
+    def records(self) -> Iterator[dict]:
+        for work in self.work_hashes():
+            record = self.read(work)
+            if record is not None:
+                yield record
+
+    # -- transitions ---------------------------------------------------------------------
+
+    def lease(self, input_hash: str, executor_sha256: str, lease: dict[str, Any]) -> dict:
+        """Lease the work for ``(input_hash, executor)``; raises AlreadyDone/NeedsReplay/FenceError."""
+        _check_lease(lease)
+        work = work_hash(input_hash, executor_sha256)
+        with self._locked(work):
+            record = self.read(work)
+            if record is None:
+                record = {
+                    "format": WAL_FORMAT,
+                    "work_hash": work,
+                    "input_hash": input_hash,
+                    "executor_sha256": executor_sha256,
+                    "state": "leased",
+                    "lease": dict(lease),
+                    "history": [],
+                    "manifest": None,
+                    "done": None,
+                }
+            elif record["state"] == "done":
+                raise AlreadyDone(f"work {work} is done")
+            elif record["state"] == "committing":
+                raise NeedsReplay(f"work {work} is committing; replay it first")
+            else:
+                held = record["lease"]
+                if held["generation"] > lease["generation"]:
+                    raise StaleGeneration(f"work {work} is leased in generation {held['generation']}")
+                if held["generation"] == lease["generation"] and held["master"] != lease["master"]:
+                    raise FenceError(f"work {work} is leased by master {held['master']} in this generation")
+                record["history"].append({"state": "leased", **held})
+                record["lease"] = dict(lease)
+            self._write(record)
+            crash_point("wal.leased")
+            return record
+
+    def begin_commit(self, work: str, lease: dict[str, Any], manifest: dict[str, Any]) -> dict:
+        """Write the canonical manifest under the exact current lease: ``leased -> committing``."""
+        _check_manifest(manifest)
+        with self._locked(work):
+            record = self._require(work)
+            if record["state"] != "leased":
+                raise FenceError(f"work {work} is {record['state']}, not leased")
+            held = record["lease"]
+            if held["generation"] != lease["generation"]:
+                raise StaleGeneration(f"lease of generation {lease['generation']} on a record of {held['generation']}")
+            if held != dict(lease):
+                raise FenceError(f"lease {lease['token']} is not the record's current lease {held['token']}")
+            for obj in manifest["objects"]:
+                # only this lease's own staging may be consumed (and removed) by this record
+                if parse_staged(obj["staging"])[:2] != (held["worker"], held["token"]):
+                    raise FenceError(f"manifest object {obj['staging']} is not staged under lease {held['token']}")
+            record["manifest"] = canonical_manifest(manifest)
+            record["state"] = "committing"
+            self._write(record)
+            crash_point("wal.committing")
+            return record
+
+    def replay_commit_once(self, work: str, committer: dict[str, Any]) -> dict:
+        """Publish every object of the manifest and mark done, once, under the record lock.
+
+        ``committer`` ({generation, master}) is who replayed it; returns the done record (a
+        record that is already done is returned unchanged).
+        """
+        with self._locked(work):
+            record = self._require(work)
+            if record["state"] == "done":
+                # A crash after ``wal.done`` left the consumed staging behind: finish removing it.
+                self.discard_staging(record)
+                return record
+            if record["state"] != "committing":
+                raise FenceError(f"work {work} is {record['state']}; nothing to replay")
+            claimed = []
+            for obj in record["manifest"]["objects"]:
+                if self.corpus.claim(obj["sha256"], work) != work:
+                    continue
+                if not self.corpus.has(obj["sha256"]):
+                    data = read_staged(self.state_root, obj["staging"], obj["sha256"], obj["length"])
+                    self.corpus.put(data)
+                    crash_point("commit.published")
+                else:
+                    self.corpus.read(obj["sha256"])
+                claimed.append(obj["sha256"])
+            crash_point("commit.objects")
+            record["state"] = "done"
+            record["done"] = {"generation": committer["generation"], "master": committer["master"], "claimed": claimed}
+            self._write(record)
+            crash_point("wal.done")
+            self.discard_staging(record)
+            crash_point("commit.staging-removed")
+            return record
+
+    def discard_staging(self, record: dict) -> None:
+        """Remove the staging directories a done record consumed."""
+        seen = set()
+        for obj in manifest_objects(record):
+            worker, lease, _ = parse_staged(obj["staging"])
+            if (worker, lease) not in seen:
+                seen.add((worker, lease))
+                remove_lease_dir(self.state_root, worker, lease)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _require(self, work: str) -> dict:
+        record = self.read(work)
+        if record is None:
+            raise FenceError(f"no WAL record for work {work}")
+        return record
+
+    def _locked(self, work: str):
+        self.path(work)
+        return exclusive(self.locks_dir / f"{work}.lock", self.mode, self.lock_timeout_s)
+
+    def _write(self, record: dict) -> None:
+        body = {k: v for k, v in record.items() if k != "checksum"}
+        record["checksum"] = sha256_hex(canonical_json(body))
+        write_replace(self.path(record["work_hash"]), canonical_json(record), self.mode)
+
+
+def canonical_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
+    """Objects sorted by SHA-256 and deduplicated: equal manifests have equal bytes."""
+    unique = {obj["sha256"]: obj for obj in manifest["objects"]}
+    return {**manifest, "objects": [unique[k] for k in sorted(unique)]}
+
+
+def parse_record(data: bytes, expected_work: str | None = None) -> dict:
+    """Parse and verify one record; anything torn, partial or edited raises WalCorruption."""
+    try:
+        record = json.loads(data.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        raise WalCorruption(f"WAL record {expected_work} is not valid JSON (torn or partial)") from None
+    if not isinstance(record, dict) or set(record) != _RECORD_KEYS or record.get("format") != WAL_FORMAT:
+        raise WalCorruption(f"WAL record {expected_work} does not have the WAL record fields")
+    body = {k: v for k, v in record.items() if k != "checksum"}
+    if record["checksum"] != sha256_hex(canonical_json(body)):
+        raise WalCorruption(f"WAL record {expected_work} fails its checksum")
+    if expected_work is not None and record["work_hash"] != expected_work:
+        raise WalCorruption(f"WAL record file {expected_work} holds work {record['work_hash']}")
+    if record["work_hash"] != work_hash(record["input_hash"], record["executor_sha256"]):
+        raise WalCorruption(f"WAL record {expected_work}: work hash does not match its input and executor")
+    state = record["state"]
+    if state not in STATES:
+        raise WalCorruption(f"WAL record {expected_work}: unknown state {state!r}")
+    if (state == "leased") != (record["manifest"] is None) or (state == "done") != (record["done"] is not None):
+        raise WalCorruption(f"WAL record {expected_work}: state {state} does not match its fields")
+    _check_lease(record["lease"], WalCorruption)
+    if record["manifest"] is not None:
+        _check_manifest(record["manifest"], WalCorruption)
+    return record
+
+
+def _check_lease(lease: Any, error: type[Exception] = FenceError) -> None:
+    if not isinstance(lease, dict) or set(lease) != _LEASE_KEYS:
+        raise error(f"lease {lease!r} does not have fields {sorted(_LEASE_KEYS)}")
+    for key in ("generation", "master", "worker"):
+        if type(lease[key]) is not int or lease[key] < 0:
+            raise error(f"lease {key} {lease[key]!r} is not a non-negative integer")
+
+
+def _check_manifest(manifest: Any, error: type[Exception] = FenceError) -> None:
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("objects"), list):
+        raise error("manifest has no object list")
+    for obj in manifest["objects"]:
+        if not isinstance(obj, dict) or not is_sha256_hex(obj.get("sha256")):
+            raise error(f"manifest object {obj!r} has no SHA-256")
+        if type(obj.get("length")) is not int or obj["length"] < 0:
+            raise error(f"manifest object {obj['sha256']} has no valid length")
+        try:
+            staged_sha = parse_staged(obj.get("staging"))[2]
+        except Exception as exc:
+            raise error(f"manifest object {obj['sha256']}: {exc}") from None
+        if staged_sha != obj["sha256"]:
+            raise error(f"manifest object {obj['sha256']} is staged under another name")
+    if type(manifest.get("generated")) is not int or manifest["generated"] < len(manifest["objects"]):
+        raise error("manifest 'generated' must count at least its objects")
