@@ -25,7 +25,7 @@ def _fence(**kw) -> Fence:
 def _result(**kw) -> dict:
     fields = {
         **_fence().fields(),
-        "candidates": [{"sha256": H3, "length": 4, "coverage": [1, 2, 3]}],
+        "candidates": [{"sha256": H3, "length": 4, "coverage": [1, 2, 3], "hint": {"bound": 2, "optimistic": False}}],
         "stats": {"seconds": 0.5, "executions": 3},
         "error": None,
     }
@@ -35,9 +35,9 @@ def _result(**kw) -> dict:
 
 VALID = {
     "READY": {"generation": 0, "worker": 3},
-    "WORK": {**_fence().fields()},
+    "WORK": {**_fence().fields(), "hint": None},
     "RESULT": _result(),
-    "FRONTIER": {"generation": 1, "master": 4, "items": [{"input_hash": H2, "priority": 2}], "coverage": [7, 9]},
+    "FRONTIER": {"generation": 1, "master": 4, "items": [{"input_hash": H2, "priority": 2, "hint": None}], "coverage": [7, 9]},
     "STOP": {"generation": 3, "reason": "deadline"},
 }
 
@@ -145,6 +145,12 @@ MISTYPED = [
     ("WORK", "lease", 7),
     ("WORK", "work_hash", "A" * 64),
     ("WORK", "input_hash", "1" * 63),
+    ("WORK", "hint", [1]),
+    ("WORK", "hint", {"bound": [1]}),
+    ("WORK", "hint", {"bound": {"nested": 1}}),
+    ("WORK", "hint", {str(i): 1 for i in range(17)}),
+    ("WORK", "hint", {"k": "x" * 257}),
+    ("RESULT", "candidates", [{"sha256": H3, "length": 4, "coverage": [], "hint": "bound=1"}]),
     ("RESULT", "candidates", {"sha256": H3}),
     ("RESULT", "candidates", [{"sha256": H3, "length": 4}]),
     ("RESULT", "candidates", [{"sha256": H3, "length": -4, "coverage": []}]),
@@ -159,8 +165,9 @@ MISTYPED = [
     ("RESULT", "error", 5),
     ("RESULT", "error", "x" * 4097),
     ("FRONTIER", "items", [{"input_hash": H2}]),
-    ("FRONTIER", "items", [{"input_hash": H2, "priority": -1}]),
-    ("FRONTIER", "items", [{"input_hash": "nothex", "priority": 1}]),
+    ("FRONTIER", "items", [{"input_hash": H2, "priority": -1, "hint": None}]),
+    ("FRONTIER", "items", [{"input_hash": "nothex", "priority": 1, "hint": None}]),
+    ("FRONTIER", "items", [{"input_hash": H2, "priority": 1, "hint": 3}]),
     ("FRONTIER", "coverage", "1,2"),
     ("STOP", "reason", None),
 ]

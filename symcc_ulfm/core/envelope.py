@@ -43,13 +43,27 @@ def _coverage(v: Any) -> bool:
     return isinstance(v, list) and len(v) <= MAX_COVERAGE_IDS and all(type(x) is int and 0 <= x < 2**63 for x in v)
 
 
+def _hint(v: Any) -> bool:
+    """Executor search state for one input: a small flat object of scalars (or null)."""
+    return v is None or (
+        isinstance(v, dict)
+        and len(v) <= 16
+        and all(
+            isinstance(k, str) and len(k) <= 64 and (type(x) in (int, bool) or (type(x) is float and x == x)
+                                                     or (isinstance(x, str) and len(x) <= 256))
+            for k, x in v.items()
+        )
+    )
+
+
 def _candidates(v: Any) -> bool:
     return isinstance(v, list) and all(
         isinstance(c, dict)
-        and set(c) == {"sha256", "length", "coverage"}
+        and set(c) == {"sha256", "length", "coverage", "hint"}
         and is_sha256_hex(c["sha256"])
         and _int(c["length"])
         and _coverage(c["coverage"])
+        and _hint(c["hint"])
         for c in v
     )
 
@@ -60,7 +74,11 @@ def _stats(v: Any) -> bool:
 
 def _items(v: Any) -> bool:
     return isinstance(v, list) and all(
-        isinstance(i, dict) and set(i) == {"input_hash", "priority"} and is_sha256_hex(i["input_hash"]) and _int(i["priority"])
+        isinstance(i, dict)
+        and set(i) == {"input_hash", "priority", "hint"}
+        and is_sha256_hex(i["input_hash"])
+        and _int(i["priority"])
+        and _hint(i["hint"])
         for i in v
     )
 
@@ -68,7 +86,7 @@ def _items(v: Any) -> bool:
 _FENCE = {"generation": _int, "shard": _token, "lease": _token, "work_hash": is_sha256_hex, "input_hash": is_sha256_hex}
 SCHEMAS: dict[str, dict[str, Callable[[Any], bool]]] = {
     "READY": {"generation": _int, "worker": _int},
-    "WORK": {**_FENCE, "worker": _int},
+    "WORK": {**_FENCE, "worker": _int, "hint": _hint},
     "RESULT": {**_FENCE, "worker": _int, "candidates": _candidates, "stats": _stats, "error": _opt_str},
     "FRONTIER": {"generation": _int, "master": _int, "items": _items, "coverage": _coverage},
     "STOP": {"generation": _int, "reason": _str},

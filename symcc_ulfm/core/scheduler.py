@@ -23,6 +23,7 @@ class Judged:
     length: int
     coverage: tuple[int, ...]
     novel: bool
+    hint: dict | None = None
 
 
 @dataclass
@@ -78,7 +79,7 @@ class MasterScheduler:
             ids = tuple(sorted(set(c["coverage"])))
             novel = any(i not in self.coverage and i not in local for i in ids)
             local.update(ids)
-            judged.append(Judged(c["sha256"], c["length"], ids, novel))
+            judged.append(Judged(c["sha256"], c["length"], ids, novel, c.get("hint")))
         return judged
 
     def absorb(self, coverage_ids) -> set[int]:

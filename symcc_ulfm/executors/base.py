@@ -41,9 +41,15 @@ def edge_of(cov_id: int) -> int:
 
 @dataclass
 class RunResult:
-    """What one :meth:`Executor.run` produced."""
+    """What one :meth:`Executor.run` produced.
+
+    ``hints`` (optional, one per candidate) is small JSON-able search state that the candidate's
+    own later run needs, such as the SAGE generation bound. It travels with the candidate through
+    the manifest and the WORK message, because that run usually happens on another worker.
+    """
 
     candidates: list[bytes]
+    hints: list[dict[str, Any]] | None = None
     executions: int = 1
     solver_queries: int = 0
     solver_seconds: float = 0.0
@@ -69,8 +75,12 @@ class Executor(abc.ABC):
         """Initial inputs of the campaign (published into the corpus at generation 0)."""
 
     @abc.abstractmethod
-    def run(self, data: bytes) -> RunResult:
-        """Expand one input into candidate children (bounded in time by the executor's options)."""
+    def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
+        """Expand one input into candidate children (bounded in time by the executor's options).
+
+        ``hint`` is what an earlier run returned for this input in ``RunResult.hints``, if any;
+        an executor must treat it as untrusted input and validate it.
+        """
 
     @abc.abstractmethod
     def coverage(self, data: bytes) -> frozenset[int]:

@@ -49,7 +49,7 @@ class SimulateExecutor(Executor):
     def seeds(self) -> list[bytes]:
         return [self._h("seed", j)[:16] for j in range(self.options["seeds"])]
 
-    def run(self, data: bytes) -> RunResult:
+    def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
         started = time.perf_counter()
         self._spend(self.options["cost_s"])
         children = []

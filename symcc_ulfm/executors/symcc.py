@@ -147,7 +147,7 @@ class SymccExecutor(Executor):
     def seeds(self) -> list[bytes]:
         return list(self._seeds)
 
-    def run(self, data: bytes) -> RunResult:
+    def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
         self._check_unchanged()
         started = time.monotonic()
         work = Path(tempfile.mkdtemp(prefix="symcc-ulfm-"))

@@ -27,11 +27,12 @@ from .context import RankContext
 from .ft import ops_for
 from .master import MasterLoop
 from .recovery import recover
-from .transport import FailureDetected, WaitTimeout, allgather_blobs, wait_request, warm_up
+from .transport import Backoff, FailureDetected, WaitTimeout, allgather_blobs, wait_request, warm_up
 from .watchdog import bounded
 from .worker import WorkerLoop
 
 OUTCOME_FORMAT = "symcc-ulfm-outcome/1"
+DEFAULT_STARTUP_S = 60.0
 _BLOB_WIDTH = 8192
 
 
@@ -51,9 +52,19 @@ def start(state_root: Path, comm: MPI.Comm) -> RankContext:
     world = comm.Dup()
     world.Set_errhandler(MPI.ERRORS_RETURN)
     stable = world.Get_rank()
-    modes = modes_from_env(os.environ)
-    policy, policy_sha = load_policy(state_root)
-    ctx = RankContext.open(Path(state_root), modes, policy, stable, world, ops_for(policy.ulfm))
+    ctx, early = _open(Path(state_root), world, stable)
+    # Every rank learns every rank's start-up problem, so they all fail closed together
+    # instead of waiting for a rank that already gave up.
+    with bounded("start-up problem exchange", DEFAULT_STARTUP_S, ctx.log if ctx else None):
+        mine = f"{type(early).__name__}: {early}"[:4000] if early else ""
+        reports = allgather_blobs(world, mine.encode(), _BLOB_WIDTH, "startup problems")
+    if early is not None:
+        raise early
+    others = [f"rank {r}: {b.decode()}" for r, b in enumerate(reports) if b]
+    if others:
+        raise CapabilityError("another rank could not start: " + "; ".join(others))
+    policy = ctx.policy
+    policy_sha = sha256_hex(policy.to_bytes())
     host = socket.gethostname()
     ctx.log.event("startup", host=host, pid=os.getpid(), ulfm=policy.ulfm)
 
@@ -98,6 +109,15 @@ def start(state_root: Path, comm: MPI.Comm) -> RankContext:
         raise CapabilityError("the state directory belongs to a campaign with another policy")
     ctx.set_generation(membership)
     return ctx
+
+
+def _open(state_root: Path, world: MPI.Comm, stable: int) -> tuple[RankContext | None, SymccUlfmError | None]:
+    try:
+        modes = modes_from_env(os.environ)
+        policy, _ = load_policy(state_root)
+        return RankContext.open(state_root, modes, policy, stable, world, ops_for(policy.ulfm)), None
+    except SymccUlfmError as exc:
+        return None, exc
 
 
 def start_generation(ctx: RankContext) -> str:
@@ -152,8 +172,21 @@ def run_generation(ctx: RankContext) -> None:
     elif role == "worker":
         WorkerLoop(ctx).run()
     elif role == "spare":
-        ctx.injector.maybe("idle", ctx.generation)
+        wait_as_spare(ctx)
     final_agreement(ctx)
+
+
+def wait_as_spare(ctx: RankContext) -> None:
+    """A warm spare waits on the global communicator until the deadline or a recovery.
+
+    It joins the final agreement only after the deadline: an agreement left pending while the
+    others never enter it would be reported as incomplete by every rank at finalize.
+    """
+    ctx.injector.maybe("idle", ctx.generation)
+    backoff = Backoff()
+    while time.time() < ctx.deadline:
+        ctx.check_revocation()
+        backoff.idle()
 
 
 def write_outcome(ctx: RankContext, status: str) -> dict:
@@ -172,8 +205,12 @@ def write_outcome(ctx: RankContext, status: str) -> dict:
     return outcome
 
 
-def run_campaign(state_root: str | Path, comm: MPI.Comm | None = None) -> dict:
-    """Run this rank's part of the campaign; returns {stable, role, generation, status}."""
+def run_campaign(state_root: str | Path, comm: MPI.Comm | None = None, finalize: bool = False) -> dict:
+    """Run this rank's part of the campaign; returns {stable, role, generation, status}.
+
+    ``finalize`` (the mpiexec entry point) ends MPI with a bounded ``MPI_Finalize``; ipyparallel
+    engines keep MPI alive and leave it False.
+    """
     ctx = start(Path(state_root), comm or MPI.COMM_WORLD)
     while True:
         try:
@@ -185,6 +222,8 @@ def run_campaign(state_root: str | Path, comm: MPI.Comm | None = None) -> dict:
     outcome = write_outcome(ctx, "deadline-reached")
     ctx.log.event("campaign-end", status=outcome["status"], generation=ctx.generation)
     ctx.log.sync()
+    if finalize:
+        finalize_bounded(ctx.policy.timeouts.finalize_s, ctx.log)
     return {"stable": ctx.stable, "role": ctx.membership.role_of(ctx.stable), "generation": ctx.generation,
             "status": outcome["status"]}
 
@@ -203,4 +242,6 @@ def finalize_bounded(timeout_s: float, log=None) -> str:
     timer.start()
     MPI.Finalize()
     timer.cancel()
+    if log is not None:
+        log.event("finalize-done")
     return "finalized"

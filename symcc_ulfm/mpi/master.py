@@ -50,6 +50,7 @@ class MasterLoop:
         self.idle: list[int] = []
         self.outstanding: dict[int, Outstanding] = {}
         self.priority: dict[str, int] = {}
+        self.hints: dict[str, dict | None] = {}
         self.rejections: dict[str, int] = {}
         self.dispatched = 0
         self.totals = {"analyzed": 0, "generated": 0, "unique": 0, "novel": 0}
@@ -77,6 +78,7 @@ class MasterLoop:
                 for obj in record["manifest"]["objects"]:
                     if obj["sha256"] in claimed:
                         self.priority[obj["sha256"]] = PRIORITY_NOVEL if obj["novel"] else PRIORITY_UNIQUE
+                        self.hints[obj["sha256"]] = obj["hint"]
                         self.sched.absorb(obj["coverage"])
             elif record["state"] == "leased" and record["lease"]["generation"] < self.gen:
                 if self.sched.owns(record["input_hash"]):
@@ -191,7 +193,7 @@ class MasterLoop:
                 staged = staged_name(worker, fence.lease, judged.sha256)
                 read_staged(self.ctx.state.root, staged, judged.sha256, judged.length)
                 objects.append({"sha256": judged.sha256, "length": judged.length, "staging": staged,
-                                "novel": judged.novel, "coverage": list(judged.coverage)})
+                                "novel": judged.novel, "coverage": list(judged.coverage), "hint": judged.hint})
         except (IntegrityError, FenceError) as exc:
             self.store.release(fence.lease)
             self._requeue_rejected(fence.input_hash, held.priority, str(exc))
@@ -218,6 +220,7 @@ class MasterLoop:
         new_coverage: set[int] = set()
         for obj in objects:
             new_coverage |= self.sched.absorb(obj["coverage"])
+            self.hints[obj["sha256"]] = obj["hint"]
         self.sched.forget(record["input_hash"])
         manifest = record["manifest"]
         self.totals["analyzed"] += 1
@@ -236,7 +239,7 @@ class MasterLoop:
                 continue
             payload = envelope.encode(
                 "FRONTIER", self.limit, generation=self.gen, master=self.ctx.stable,
-                items=[{"input_hash": h, "priority": p} for h, p in forward.get(m, [])],
+                items=[{"input_hash": h, "priority": p, "hint": self.hints.get(h)} for h, p in forward.get(m, [])],
                 coverage=sorted(new_coverage),
             )
             self.outbox.send(self.ctx.master_comm, self.masters.index(m), TAG_FRONTIER, payload, f"FRONTIER to {m}")
@@ -251,6 +254,7 @@ class MasterLoop:
             return
         self.sched.absorb(message["coverage"])
         for item in message["items"]:
+            self.hints[item["input_hash"]] = item["hint"]
             self.sched.offer(item["input_hash"], item["priority"])
 
     def _requeue_rejected(self, input_hash: str, priority: int, reason: str) -> None:
@@ -296,7 +300,7 @@ class MasterLoop:
         fence = Fence(self.gen, self.store.shard, token, work, input_hash, worker)
         priority = self.priority.get(input_hash, PRIORITY_UNIQUE)
         self.outstanding[worker] = Outstanding(fence, lease, priority, time.time())
-        payload = envelope.encode("WORK", self.limit, **fence.fields())
+        payload = envelope.encode("WORK", self.limit, **fence.fields(), hint=self.hints.get(input_hash))
         self.outbox.send(ctx.group_comm, self.workers.index(worker) + 1, TAG_DATA, payload, f"WORK to {worker}")
         self.dispatched += 1
         if self.dispatched == 1:

@@ -14,12 +14,14 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m symcc_ulfm.mpi.rank STATE_DIR", file=sys.stderr)
         return 2
+    from mpi4py import MPI
+
     from ..errors import SymccUlfmError
     from .campaign import finalize_bounded, run_campaign
 
     code = 0
     try:
-        outcome = run_campaign(argv[1])
+        outcome = run_campaign(argv[1], finalize=True)
         print(f"rank {outcome['stable']}: {outcome['status']} in generation {outcome['generation']} "
               f"as {outcome['role']}", file=sys.stderr)
     except SymccUlfmError as exc:
@@ -28,7 +30,8 @@ def main(argv: list[str]) -> int:
     except Exception:
         traceback.print_exc()
         code = 70
-    finalize_bounded(5.0)
+    if not MPI.Is_finalized():
+        finalize_bounded(5.0)
     return code
 
 

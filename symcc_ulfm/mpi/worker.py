@@ -78,15 +78,18 @@ class WorkerLoop:
         error = None
         try:
             data = ctx.corpus.read(work["input_hash"])
-            outcome = ctx.executor.run(data)
+            if self.executed == 0:
+                ctx.log.event("corpus-read-verified", sha256=work["input_hash"], length=len(data))
+            outcome = ctx.executor.run(data, work["hint"])
+            hints = outcome.hints or [None] * len(outcome.candidates)
             seen = set()
-            for child in outcome.candidates:
+            for child, hint in zip(outcome.candidates, hints, strict=True):
                 sha256, _ = self.staging.stage(work["lease"], child)
                 if sha256 in seen:
                     continue
                 seen.add(sha256)
                 coverage = sorted(ctx.executor.coverage(child))
-                candidates.append({"sha256": sha256, "length": len(child), "coverage": coverage})
+                candidates.append({"sha256": sha256, "length": len(child), "coverage": coverage, "hint": hint})
             stats = {
                 "generated": len(outcome.candidates),
                 "executions": outcome.executions,

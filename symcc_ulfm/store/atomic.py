@@ -16,11 +16,21 @@ from pathlib import Path
 
 from ..errors import StoreError
 
+MODE_HINT = (
+    "files are written with the modes of SYMCC_ULFM_SNAPSHOT_FILE_MODE (state) and "
+    "SYMCC_SHARED_CORPUS_FILE_MODE (corpus), default 0600/0644; when ranks run as different users on a "
+    "shared state directory, set them (e.g. 0660 with a shared group) so that every rank can read them"
+)
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 def ensure_dir(path: Path, mode: int) -> Path:
-    """Create ``path`` (and parents) with exactly ``mode``; an existing directory is kept as it is."""
+    """Create ``path`` (and parents) with exactly ``mode``; an existing directory is kept as it is.
+
+    Inside a set-group-ID directory (a state directory shared by several Unix users through a
+    group) the new directory keeps the set-group-ID bit, so everything below it stays in the
+    shared group.
+    """
     path = Path(path)
     try:
         if not path.is_dir():
@@ -29,7 +39,7 @@ def ensure_dir(path: Path, mode: int) -> Path:
                 ensure_dir(parent, mode)
             try:
                 os.mkdir(path, mode)
-                os.chmod(path, mode)
+                os.chmod(path, mode | (os.stat(parent).st_mode & stat.S_ISGID))
                 fsync_dir(parent)
             except FileExistsError:
                 if not path.is_dir():
@@ -112,6 +122,8 @@ def read_bytes(path: Path, limit: int | None = None) -> bytes:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise StoreError(f"{path} is a symbolic link; refusing to follow it") from exc
+        if exc.errno == errno.EACCES:
+            raise StoreError(f"cannot read {path}: permission denied; {MODE_HINT}") from exc
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
         info = os.fstat(fd)

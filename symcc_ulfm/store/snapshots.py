@@ -11,7 +11,6 @@ exists, the new snapshot is not authoritative.
 
 from __future__ import annotations
 
-import errno
 import json
 import re
 from pathlib import Path
@@ -22,13 +21,6 @@ from .atomic import read_bytes, write_new, write_replace
 from .crashpoints import crash_point
 
 _RECEIPT = re.compile(r"receipt-(\d+)\.json")
-MODE_HINT = (
-    "the file was written with SYMCC_ULFM_SNAPSHOT_FILE_MODE by the rank that created it; when ranks "
-    "run as different users on a shared state directory, set it (e.g. 0640 or 0660, with a shared group) "
-    "so that every rank can read it"
-)
-
-
 class SnapshotStore:
     def __init__(self, root: Path, mode: int):
         self.root = Path(root)
@@ -78,12 +70,7 @@ class SnapshotStore:
     # -- reading -------------------------------------------------------------------------
 
     def _read(self, path: Path) -> bytes:
-        try:
-            return read_bytes(path, limit=16 << 20)
-        except StoreError as exc:
-            if isinstance(exc.__cause__, PermissionError) or getattr(exc.__cause__, "errno", None) == errno.EACCES:
-                raise StoreError(f"cannot read {path}: permission denied; {MODE_HINT}") from exc
-            raise
+        return read_bytes(path, limit=16 << 20)
 
     def _json(self, path: Path) -> dict:
         try:

@@ -1,0 +1,220 @@
+"""The ``concolic`` executor: our own concolic engine for Python targets, on z3.
+
+``run(data)`` executes the target once with a symbolic input (:mod:`.symbytes`), then expands
+the recorded path with a generational search (:mod:`.search`). Children produced by optimistic
+solving are re-executed and repaired when they leave the predicted path at an earlier branch
+(the typical case: a checksum over bytes the child changed), see :func:`.search.repair_query`.
+Every child's search state (its SAGE bound and predicted path signature) is returned as its
+hint; when the child is run later with that hint, wherever that happens, the bound applies and
+its actual path is compared with the prediction: ``notes["diverged"]`` reports the outcome.
+
+``coverage(data)`` is a separate concrete run of the original (unshimmed) target under
+:class:`.tracer.Tracer`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ...errors import PolicyError
+from ...targets import DEFAULT_TARGET, TargetInfo, resolve_target
+from ..base import Executor, RunResult
+from . import path as P
+from .search import Child, GenerationalSearch, QueryCache, repair_query, signature
+from .shadow import symbolic_twin
+from .symbytes import SymBytes
+from .tracer import Tracer, execute
+from .z3conv import SAT, Converter, solve
+
+ENGINE_VERSION = "1.0"
+DEFAULT_SEED = bytes(16)
+DEFAULTS: dict[str, Any] = {
+    "query_timeout_ms": 1000,
+    "max_branches_per_run": 64,
+    "site_budget": 8,
+    "exec_timeout_s": 2.0,
+    "max_children": 64,
+    "run_timeout_s": 10.0,
+    "max_repairs": 64,
+    "max_frames": 400,
+    "max_path": 50000,
+    "seeds": None,
+}
+_POSITIVE = {k for k, v in DEFAULTS.items() if v is not None}
+_REPAIR_ROUNDS = 4
+
+
+def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(raw) - set(DEFAULTS))
+    if unknown:
+        raise PolicyError("executor.options", f"unknown concolic option(s) {unknown}; known: {sorted(DEFAULTS)}")
+    options = dict(DEFAULTS)
+    for key, value in raw.items():
+        if key in _POSITIVE:
+            kind = float if isinstance(DEFAULTS[key], float) else int
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise PolicyError(f"executor.options.{key}", f"must be a positive number, got {value!r}")
+            options[key] = kind(value)
+        else:
+            options[key] = value
+    if options["seeds"] is not None:
+        seeds = options["seeds"]
+        try:
+            if isinstance(seeds, str) or not seeds:
+                raise ValueError
+            options["seeds"] = [bytes.fromhex(s).hex() for s in seeds]
+        except (TypeError, ValueError):
+            raise PolicyError("executor.options.seeds", "must be a non-empty list of hex strings") from None
+    return options
+
+
+class ConcolicExecutor(Executor):
+    """Concolic execution of a Python target; ``target=None`` means :data:`DEFAULT_TARGET` (``tlv``).
+
+    Options (all optional): ``query_timeout_ms`` (per solver query), ``max_branches_per_run``
+    (negation attempts per run), ``site_budget`` (attempts per branch site per run),
+    ``exec_timeout_s`` (per target execution), ``max_children`` (candidates per run),
+    ``run_timeout_s`` (whole ``run``), ``max_repairs`` (re-executions spent repairing divergent
+    children per run), ``max_frames`` (recursion bound), ``max_path`` (recorded constraints per
+    run) and ``seeds`` (hex strings; for targets without shipped seeds the default seed is 16
+    zero bytes).
+    """
+
+    name = "concolic"
+
+    def __init__(self, target: str | None = None, options: Mapping[str, Any] | None = None):
+        self.options = _options(dict(options or {}))
+        self.info: TargetInfo = resolve_target(target if target is not None else DEFAULT_TARGET)
+        self._twin = symbolic_twin(self.info.function)
+        self._files = frozenset(self.info.files)
+        self._search = GenerationalSearch(
+            query_timeout_ms=self.options["query_timeout_ms"],
+            max_branches=self.options["max_branches_per_run"],
+            site_budget=self.options["site_budget"],
+            max_children=self.options["max_children"],
+            cache=QueryCache(),
+        )
+        self._source_sha256 = self.info.source_sha256
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "executor": self.name,
+            "engine_version": ENGINE_VERSION,
+            "target": self.info.spec,
+            "target_sha256": self._source_sha256,
+            "options": dict(self.options),
+        }
+
+    def seeds(self) -> list[bytes]:
+        if self.options["seeds"] is not None:
+            return [bytes.fromhex(s) for s in self.options["seeds"]]
+        return list(self.info.seeds) or [DEFAULT_SEED]
+
+    def coverage(self, data: bytes) -> frozenset[int]:
+        tracer = Tracer(self._files, time.monotonic() + self.options["exec_timeout_s"], collect=True)
+        outcome = execute(self.info.function, bytes(data), tracer, self.options["max_frames"])
+        return tracer.finish(outcome)
+
+    def _symbolic(self, data: bytes):
+        deadline = time.monotonic() + self.options["exec_timeout_s"]
+        recorded = P.start(deadline, self.options["max_path"])
+        try:
+            outcome = execute(self._twin, SymBytes.from_input(data), Tracer(self._files, deadline, False),
+                              self.options["max_frames"])
+        finally:
+            P.stop()
+        return recorded, outcome
+
+    def _diverged(self, entries: list, child: Child) -> bool:
+        sig, index = 0, -1
+        for kind, node, site in entries:
+            if kind != P.BRANCH:
+                continue
+            index += 1
+            sig = signature(sig, site, bool(node.val))
+            if index == child.branch:
+                return sig != child.expect
+        return True
+
+    def _repair(self, parent: bytes, child: Child, budget: list[int], stats) -> bytes:
+        """Re-execute an optimistic child and fix earlier branches it broke, keeping its change."""
+        keep = {i: b for i, (a, b) in enumerate(zip(parent, child.data, strict=True)) if a != b}
+        data = child.data
+        for _ in range(_REPAIR_ROUNDS):
+            if budget[0] <= 0:
+                break
+            budget[0] -= 1
+            stats["repair_runs"] += 1
+            recorded, _ = self._symbolic(data)
+            found = repair_query(data, recorded.entries, child.prefix, keep)
+            if found is None:
+                break
+            constraints, _ = found
+            answer = solve(Converter(), constraints, self.options["query_timeout_ms"])
+            stats["queries"] += 1
+            stats["solver_seconds"] += answer.seconds
+            if answer.status != SAT:
+                break
+            patched = bytearray(data)
+            for index, value in answer.model.items():
+                patched[index] = value
+            data = bytes(patched)
+            keep = {i: b for i, (a, b) in enumerate(zip(parent, data, strict=True)) if a != b}
+            stats["repaired"] += 1
+        return data
+
+    def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
+        start = time.perf_counter()
+        data = bytes(data)
+        deadline = time.monotonic() + self.options["run_timeout_s"]
+        recorded, outcome = self._symbolic(data)
+        notes: dict[str, Any] = {"outcome": outcome.label, "branches": recorded.branches, "pins": recorded.pins,
+                                 "path_truncated": recorded.truncated}
+        lineage = child_from_hint(data, hint)
+        if lineage is not None:
+            notes["diverged"] = self._diverged(recorded.entries, lineage)
+            notes["predicted_by"] = "optimistic" if lineage.optimistic else "exact"
+        bound = lineage.bound if lineage is not None else 0
+        children, search = self._search.expand(data, recorded.entries, bound, deadline)
+        extra = {"repair_runs": 0, "repaired": 0, "queries": 0, "solver_seconds": 0.0}
+        budget = [self.options["max_repairs"]]
+        candidates: list[bytes] = []
+        hints: list[dict[str, Any]] = []
+        for child in children:
+            if child.optimistic and budget[0] > 0 and time.monotonic() < deadline:
+                child.data = self._repair(data, child, budget, extra)
+            candidates.append(child.data)
+            hints.append(hint_of(child))
+        notes.update(
+            bound=bound, attempts=search.attempts, sat=search.sat, unsat=search.unsat, unknown=search.unknown,
+            optimistic=search.optimistic, checksum=search.checksum, cache_hits=search.cache_hits,
+            skipped_site_budget=search.skipped_budget, repair_runs=extra["repair_runs"],
+            repaired=extra["repaired"],
+        )
+        return RunResult(
+            candidates=candidates,
+            hints=hints,
+            executions=1 + extra["repair_runs"],
+            solver_queries=search.queries + extra["queries"],
+            solver_seconds=search.solver_seconds + extra["solver_seconds"],
+            seconds=time.perf_counter() - start,
+            notes=notes,
+        )
+
+
+_HINT_KEYS = {"bound": int, "branch": int, "expect": int, "optimistic": bool}
+
+
+def hint_of(child: Child) -> dict[str, Any]:
+    return {"bound": child.bound, "branch": child.branch, "expect": child.expect, "optimistic": child.optimistic}
+
+
+def child_from_hint(data: bytes, hint: dict[str, Any] | None) -> Child | None:
+    """The lineage a hint describes; a malformed hint is ignored (the run starts at bound 0)."""
+    if not isinstance(hint, dict) or set(hint) != set(_HINT_KEYS):
+        return None
+    if any(type(hint[k]) is not t for k, t in _HINT_KEYS.items()) or hint["bound"] < 0 or hint["branch"] < -1:
+        return None
+    return Child(data, hint["bound"], hint["branch"], hint["expect"], hint["optimistic"])

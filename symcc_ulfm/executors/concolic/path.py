@@ -1,0 +1,120 @@
+"""The path recorder: branches taken on symbolic data and fixed-value (concretisation) constraints.
+
+A *branch* is recorded whenever the truth value of a symbolic condition is asked for; its
+site id is derived from the code location of the first frame outside this package (file
+basename, qualified name, line and bytecode offset) hashed with SHA-256, so the same branch has
+the same id in every process. A *pin* records ``expr == concrete value`` where the engine had to
+give up symbolic tracking (index, hash, C code): the solver must then keep that value, which
+keeps every generated input honest about what the engine could not model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+
+from . import expr as E
+
+BRANCH, PIN = 0, 1
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_CHECK_EVERY = 256
+
+
+class ExecTimeout(BaseException):
+    """The run went past its deadline (BaseException so that ``except Exception`` in targets cannot eat it)."""
+
+
+def stable_id(text: str, bits: int = 64) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[: bits // 8], "big")
+
+
+_engine_code: dict[int, tuple[bool, object]] = {}
+_site_ids: dict[tuple[int, int], tuple[int, object]] = {}
+
+
+def _is_engine(code) -> bool:
+    hit = _engine_code.get(id(code))
+    if hit is None:
+        inside = os.path.dirname(os.path.abspath(code.co_filename)) == _PACKAGE_DIR
+        hit = _engine_code[id(code)] = (inside, code)
+    return hit[0]
+
+
+def site_of(frame) -> int:
+    """Stable id of the innermost non-engine location at or above ``frame``."""
+    while frame is not None and _is_engine(frame.f_code):
+        frame = frame.f_back
+    if frame is None:
+        return 0
+    code = frame.f_code
+    key = (id(code), frame.f_lasti)
+    hit = _site_ids.get(key)
+    if hit is None:
+        text = f"{os.path.basename(code.co_filename)}:{code.co_qualname}:{frame.f_lineno}:{frame.f_lasti}"
+        hit = _site_ids[key] = (stable_id(text), code)
+    return hit[0]
+
+
+def current_site() -> int:
+    return site_of(sys._getframe(1))
+
+
+@dataclass
+class Path:
+    """Entries in execution order: ``(BRANCH, condition, site)`` or ``(PIN, equality, 0)``."""
+
+    deadline: float
+    max_entries: int
+    entries: list[tuple[int, E.Node, int]] = field(default_factory=list)
+    branches: int = 0
+    pins: int = 0
+    truncated: bool = False
+
+    def _room(self) -> bool:
+        if len(self.entries) % _CHECK_EVERY == 0 and time.monotonic() > self.deadline:
+            raise ExecTimeout("symbolic run exceeded its deadline")
+        if len(self.entries) >= self.max_entries:
+            self.truncated = True
+            return False
+        return True
+
+
+_active: Path | None = None
+
+
+def start(deadline: float, max_entries: int) -> Path:
+    global _active
+    E.reset()
+    _active = Path(deadline, max_entries)
+    return _active
+
+
+def stop() -> Path | None:
+    global _active
+    path, _active = _active, None
+    return path
+
+
+def branch(cond: E.Node) -> bool:
+    """Record that the program asked for the truth of ``cond``; returns its concrete value."""
+    path = _active
+    if path is not None and path._room():
+        path.entries.append((BRANCH, cond, site_of(sys._getframe(1))))
+        path.branches += 1
+    return cond.val
+
+
+def pin(node: E.Node):
+    """Concretise ``node``: record ``node == value`` and return the value."""
+    if node.op == E.CONST:
+        return node.val
+    path = _active
+    if path is not None and path._room():
+        fixed = E.make(E.EQ, (node, E.const(node.val)))
+        if isinstance(fixed, E.Node):
+            path.entries.append((PIN, fixed, 0))
+            path.pins += 1
+    return node.val

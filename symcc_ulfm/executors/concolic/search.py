@@ -1,0 +1,281 @@
+"""SAGE-style generational search over one recorded path.
+
+For every branch from the input's *bound* on, the search asks for an input that follows the same
+path up to the branch and then goes the other way. Only the prefix constraints connected to the
+branch through shared input bytes are sent (independence slicing with union-find, transitively
+closed: anything less could break an untouched constraint); the model's bytes are patched into
+the parent. When that query is UNSAT or times out, the negated branch alone is solved
+(*optimistic* solving, as in SAGE and QSYM): such a child may diverge, and the executor tries to
+repair it (see :func:`repair_query`).
+
+Pruning, so that checksum and parsing loops do not explode:
+
+* a site is negated at most ``site_budget`` times per run: its first occurrences after the
+  bound (later ones are reached by the children, whose bound lies further down the path);
+* a process-wide query cache remembers (site, direction, condition, slice) -> model or UNSAT, so
+  the same question is never sent to z3 twice; a cached model is re-patched into the new parent.
+
+Checksum-aware strategy: an equality ``A == B`` whose two sides read disjoint bytes (a stored
+checksum or length against a value computed from other bytes) is first solved with ``A``'s
+bytes held at their values, ``B == value(A)``: a small query that stays sound however ``A`` was
+computed (pinned table lookups, bit loops).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from . import expr as E
+from .path import PIN
+from .z3conv import SAT, Converter, solve
+
+
+@dataclass
+class Child:
+    data: bytes
+    bound: int
+    branch: int
+    expect: int
+    optimistic: bool
+    prefix: tuple[tuple[int, bool], ...] = ()
+
+
+@dataclass
+class SearchStats:
+    queries: int = 0
+    solver_seconds: float = 0.0
+    sat: int = 0
+    unsat: int = 0
+    unknown: int = 0
+    optimistic: int = 0
+    checksum: int = 0
+    cache_hits: int = 0
+    skipped_budget: int = 0
+    attempts: int = 0
+
+    def add(self, answer) -> None:
+        self.queries += 1
+        self.solver_seconds += answer.seconds
+        setattr(self, answer.status, getattr(self, answer.status) + 1)
+
+
+def signature(previous: int, site: int, taken: bool) -> int:
+    """Running digest of a path's (site, direction) sequence, used to predict a child's path."""
+    return hash((previous, site, taken))
+
+
+class Slicer:
+    """Prefix constraints grouped by connected input bytes (union-find over byte indices)."""
+
+    def __init__(self) -> None:
+        self._parent: dict[int, int] = {}
+        self._members: dict[int, list[E.Node]] = {}
+
+    def _find(self, x: int) -> int:
+        parent = self._parent
+        root = x
+        while parent[root] != root:
+            root = parent[root]
+        while parent[x] != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    def add(self, node: E.Node) -> None:
+        roots = set()
+        for v in node.vars:
+            if v not in self._parent:
+                self._parent[v] = v
+                self._members[v] = []
+            roots.add(self._find(v))
+        if not roots:
+            return
+        ordered = sorted(roots, key=lambda r: len(self._members[r]), reverse=True)
+        main = ordered[0]
+        for other in ordered[1:]:
+            self._parent[other] = main
+            self._members[main].extend(self._members.pop(other))
+        self._members[main].append(node)
+
+    def slice(self, indices) -> list[E.Node]:
+        roots = {self._find(v) for v in indices if v in self._parent}
+        out: list[E.Node] = []
+        for root in roots:
+            out.extend(self._members[root])
+        return out
+
+
+class QueryCache:
+    """Process-wide LRU: query key -> model (dict) or None for UNSAT/unknown."""
+
+    def __init__(self, size: int = 65536) -> None:
+        self.size = size
+        self._data: OrderedDict[tuple, dict[int, int] | None] = OrderedDict()
+
+    def get(self, key: tuple):
+        if key in self._data:
+            self._data.move_to_end(key)
+            return True, self._data[key]
+        return False, None
+
+    def put(self, key: tuple, model) -> None:
+        self._data[key] = model
+        if len(self._data) > self.size:
+            self._data.popitem(last=False)
+
+
+def _split_equality(cond: E.Node):
+    """(eq node, truth of eq when cond holds) if cond is ``a == b`` or ``not a == b``."""
+    if cond.op == E.EQ:
+        return cond, True
+    if cond.op == E.NOT and cond.args[0].op == E.EQ:
+        return cond.args[0], False
+    return None, None
+
+
+def _patch(data: bytes, model: dict[int, int]) -> bytes:
+    child = bytearray(data)
+    for index, value in model.items():
+        child[index] = value
+    return bytes(child)
+
+
+def _pins(data: bytes, indices) -> list[E.Node]:
+    return [E.make(E.EQ, (E.var(i, data[i]), E.const(data[i]))) for i in sorted(indices)]
+
+
+@dataclass
+class GenerationalSearch:
+    query_timeout_ms: int
+    max_branches: int
+    site_budget: int
+    max_children: int
+    cache: QueryCache = field(default_factory=QueryCache)
+
+    def _ask(self, conv: Converter, constraints: list, stats: SearchStats):
+        answer = solve(conv, constraints, self.query_timeout_ms)
+        stats.add(answer)
+        return answer
+
+    def _checksum(self, data, cond, want_true, slicer, conv, stats):
+        eq, eq_when_true = _split_equality(cond)
+        if eq is None:
+            return None
+        left, right = eq.args
+        if not (left.vars and right.vars) or not left.vars.isdisjoint(right.vars):
+            return None
+        free, held = (left, right) if len(left.vars) <= len(right.vars) else (right, left)
+        want_eq = want_true == eq_when_true
+        goal = E.make(E.EQ, (free, E.const(held.val)))
+        if not isinstance(goal, E.Node):
+            return None
+        goal = goal if want_eq else E.negate(goal)
+        context = slicer.slice(free.vars)
+        touched = set().union(*(n.vars for n in context)) if context else set()
+        answer = self._ask(conv, [*context, *_pins(data, touched & held.vars), goal], stats)
+        if answer.status == SAT:
+            stats.checksum += 1
+            return answer.model
+        return None
+
+    def _solve_branch(self, data, cond, want_true, site, slicer, conv, stats):
+        """Model for "same prefix, branch goes ``want_true``": (model, optimistic) or (None, False)."""
+        goal = cond if want_true else E.negate(cond)
+        context = slicer.slice(goal.vars)
+        key = (site, want_true, goal.h, hash(frozenset(n.h for n in context)))
+        model = self._checksum(data, cond, want_true, slicer, conv, stats)
+        if model is not None:
+            return model, False  # not cached: it depends on this parent's value of the held side
+        found, model = self.cache.get(key)
+        if found:
+            stats.cache_hits += 1
+        else:
+            model = self._ask(conv, [*context, goal], stats).model
+            self.cache.put(key, model)
+        if model is not None or not context:
+            return model, False
+        loose = (site, want_true, goal.h)
+        found, model = self.cache.get(loose)
+        if found:
+            stats.cache_hits += 1
+        else:
+            model = self._ask(conv, [goal], stats).model
+            self.cache.put(loose, model)
+        if model is not None:
+            stats.optimistic += 1
+        return model, model is not None
+
+    def expand(self, data: bytes, entries: list, bound: int, deadline: float) -> tuple[list[Child], SearchStats]:
+        stats = SearchStats()
+        conv = Converter()
+        slicer = Slicer()
+        negated: dict[int, int] = {}
+        children: list[Child] = []
+        seen = {data}
+        prefix: list[tuple[int, bool]] = []
+        sig = 0
+        index = -1
+        for kind, node, site in entries:
+            if kind == PIN:
+                slicer.add(node)
+                continue
+            index += 1
+            taken = bool(node.val)
+            if index >= bound and self._eligible(site, negated, stats):
+                if len(children) >= self.max_children or stats.attempts >= self.max_branches:
+                    break
+                if time.monotonic() > deadline:
+                    break
+                stats.attempts += 1
+                negated[site] = negated.get(site, 0) + 1
+                model, optimistic = self._solve_branch(data, node, not taken, site, slicer, conv, stats)
+                if model is not None:
+                    child = _patch(data, model)
+                    if child not in seen:
+                        seen.add(child)
+                        flipped = (site, not taken)
+                        children.append(Child(child, index + 1, index, signature(sig, *flipped), optimistic,
+                                              tuple(prefix) + (flipped,) if optimistic else ()))
+            slicer.add(node if taken else E.negate(node))
+            prefix.append((site, taken))
+            sig = signature(sig, site, taken)
+        return children, stats
+
+    def _eligible(self, site: int, negated: dict, stats: SearchStats) -> bool:
+        if negated.get(site, 0) >= self.site_budget:
+            stats.skipped_budget += 1
+            return False
+        return True
+
+
+def repair_query(data: bytes, entries: list, expected: tuple, keep: dict[int, int]) -> tuple | None:
+    """Constraints that fix the first branch where ``data`` left the ``expected`` path.
+
+    ``keep`` holds the bytes the optimistic child changed on purpose; they stay fixed, so the
+    repair re-satisfies an earlier check (typically a checksum over the changed bytes) without
+    undoing the change. Returns ``(constraints, branch index)`` or None when the path follows the
+    expectation, or left it at a different site (not repairable by flipping one branch).
+    """
+    slicer = Slicer()
+    index = -1
+    for kind, node, site in entries:
+        if kind == PIN:
+            slicer.add(node)
+            continue
+        index += 1
+        if index >= len(expected):
+            return None
+        want_site, want_taken = expected[index]
+        if site != want_site:
+            return None
+        taken = bool(node.val)
+        if taken != want_taken:
+            goal = node if want_taken else E.negate(node)
+            fixed = _pins(data, keep)
+            return [*slicer.slice(goal.vars | keep.keys()), *fixed, goal], index
+        slicer.add(node if taken else E.negate(node))
+    return None
+
+
+__all__ = ["Child", "GenerationalSearch", "QueryCache", "SearchStats", "Slicer", "repair_query", "signature"]

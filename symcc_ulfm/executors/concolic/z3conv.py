@@ -1,0 +1,140 @@
+"""Lazy conversion of expression nodes to z3, and solving.
+
+Input byte ``i`` is the 8-bit variable ``b{i}``. An integer node of width ``w`` (see
+:func:`.expr.signed_width`) becomes a ``w``-bit vector holding its two's complement value. An
+operation sign-extends its operands to a common width ``W`` that holds the operands and the
+result, computes there and truncates to the result width: because the static interval of the
+result fits the result width, the truncation is exact and the encoding agrees with Python on
+every input, not only on the current one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import z3
+
+from . import expr as E
+
+SAT, UNSAT, UNKNOWN = "sat", "unsat", "unknown"
+
+
+def _ext(value: z3.BitVecRef, to_width: int) -> z3.BitVecRef:
+    grow = to_width - value.size()
+    return z3.SignExt(grow, value) if grow > 0 else value
+
+
+def _fit(value: z3.BitVecRef, width: int) -> z3.BitVecRef:
+    return z3.Extract(width - 1, 0, value) if value.size() > width else value
+
+
+class Converter:
+    """Node -> z3 with a cache; one converter per run (nodes are interned per run)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[int, z3.ExprRef] = {}
+        self._keep: list[E.Node] = []
+        self._vars: dict[int, z3.BitVecRef] = {}
+
+    def byte(self, index: int) -> z3.BitVecRef:
+        bv = self._vars.get(index)
+        if bv is None:
+            bv = self._vars[index] = z3.BitVec(f"b{index}", 8)
+        return bv
+
+    def __call__(self, root: E.Node) -> z3.ExprRef:
+        cache = self._cache
+        stack = [root]
+        while stack:
+            node = stack[-1]
+            if id(node) in cache:
+                stack.pop()
+                continue
+            pending = [a for a in node.args if id(a) not in cache]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            cache[id(node)] = self._convert(node, [cache[id(a)] for a in node.args])
+            self._keep.append(node)
+        return cache[id(root)]
+
+    def _convert(self, node: E.Node, args: list) -> z3.ExprRef:
+        op, w = node.op, node.width
+        if op == E.CONST:
+            return z3.BitVecVal(node.val % (1 << w), w)
+        if op == E.VAR:
+            return z3.ZeroExt(1, self.byte(node.param))
+        if op == E.NOT:
+            return z3.Not(args[0])
+        if op == E.BAND:
+            return z3.And(args[0], args[1])
+        if op == E.BOR:
+            return z3.Or(args[0], args[1])
+        if op == E.ITE:
+            width = max(w, args[1].size(), args[2].size())
+            return _fit(z3.If(args[0], _ext(args[1], width), _ext(args[2], width)), w)
+        if op in (E.EQ, E.LT, E.LE):
+            width = max(a.size() for a in args)
+            a, b = (_ext(x, width) for x in args)
+            return a == b if op == E.EQ else a < b if op == E.LT else a <= b
+        width = max([w] + [a.size() for a in args])
+        if op in (E.FDIV, E.MOD):
+            width += 1
+        xs = [_ext(a, width) for a in args]
+        return _fit(self._arith(op, xs, node.param, width), w)
+
+    @staticmethod
+    def _arith(op: int, xs: list, param, width: int) -> z3.BitVecRef:
+        a = xs[0]
+        if op == E.SHL:
+            return a << z3.BitVecVal(param, width) if param < width else z3.BitVecVal(0, width)
+        if op == E.SHR:
+            return a >> z3.BitVecVal(min(param, width - 1), width)
+        if op == E.NEG:
+            return -a
+        if op == E.INV:
+            return ~a
+        b = xs[1]
+        if op == E.ADD:
+            return a + b
+        if op == E.SUB:
+            return a - b
+        if op == E.MUL:
+            return a * b
+        if op == E.AND:
+            return a & b
+        if op == E.OR:
+            return a | b
+        if op == E.XOR:
+            return a ^ b
+        remainder = a % b  # z3's % on bit-vectors is bvsmod: the sign follows the divisor, like Python
+        if op == E.MOD:
+            return remainder
+        return (a - remainder) / b  # exact division, so truncation equals floor
+
+
+@dataclass
+class Answer:
+    status: str
+    model: dict[int, int] | None
+    seconds: float
+
+
+def solve(conv: Converter, constraints: list[E.Node], timeout_ms: int) -> Answer:
+    """Check the conjunction of boolean nodes; a model maps every byte index they mention."""
+    start = time.perf_counter()
+    solver = z3.SolverFor("QF_BV")
+    solver.set("timeout", int(timeout_ms))
+    indices: set[int] = set()
+    for node in constraints:
+        solver.add(conv(node))
+        indices.update(node.vars)
+    result = solver.check()
+    if result == z3.sat:
+        model = solver.model()
+        values = {i: model.eval(conv.byte(i), model_completion=True).as_long() for i in sorted(indices)}
+        return Answer(SAT, values, time.perf_counter() - start)
+    status = UNSAT if result == z3.unsat else UNKNOWN
+    return Answer(status, None, time.perf_counter() - start)

@@ -1,0 +1,145 @@
+"""Targets: Python functions taking ``bytes``, built in or named by the user.
+
+A target spec is one of
+
+* a built-in name (``tlv``, ``pnglike``, ``tokenizer``, ``varint``, ``magic32``; see
+  :func:`list_targets`), the default being :data:`DEFAULT_TARGET`;
+* ``module:function`` (``function`` may be dotted, e.g. ``pkg.mod:Parser.parse``);
+* ``path/file.py:function`` (the file is loaded as a fresh module).
+
+Built-in targets ship seed inputs of the lengths they need and a ``deepest(data)`` predicate
+that tells whether an input reaches their deepest branch (used by tests and benchmarks).
+Anything that cannot be resolved raises :class:`~symcc_ulfm.errors.TargetError` (exit code 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+
+from ..errors import TargetError
+
+DEFAULT_TARGET = "tlv"
+_BUILTIN = ("tlv", "pnglike", "tokenizer", "varint", "magic32")
+_FORMS = "a built-in name ({}), module:function or path/file.py:function".format(", ".join(_BUILTIN))
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """A resolved target.
+
+    ``source_path`` is the file whose SHA-256 enters the executor identity (the file defining
+    the function); ``files`` are the ``co_filename`` values traced for coverage.
+    """
+
+    spec: str
+    function: Callable[[bytes], object]
+    description: str
+    seeds: tuple[bytes, ...]
+    deepest: Callable[[bytes], bool] | None
+    source_path: str
+    files: tuple[str, ...]
+    builtin: bool
+
+    @property
+    def source_sha256(self) -> str:
+        with open(self.source_path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+
+    @property
+    def entry(self) -> str:
+        return f"{self.function.__module__}:{self.function.__qualname__}"
+
+
+def names() -> list[str]:
+    return list(_BUILTIN)
+
+
+def _builtin(name: str) -> TargetInfo:
+    module = importlib.import_module(f"{__name__}.{name}")
+    path = os.path.abspath(module.__file__)
+    return TargetInfo(name, module.parse, module.DESCRIPTION, tuple(module.SEEDS), module.deepest, path,
+                      (module.parse.__code__.co_filename,), True)
+
+
+def list_targets() -> list[dict]:
+    """Name, description, seed lengths and entry point of every built-in target."""
+    out = []
+    for name in _BUILTIN:
+        info = _builtin(name)
+        out.append({"name": name, "description": info.description,
+                    "seed_lengths": [len(s) for s in info.seeds], "entry": info.entry})
+    return out
+
+
+def _fail(spec: str, why: str) -> TargetError:
+    return TargetError("target", f"cannot resolve {spec!r}: {why}; expected {_FORMS}")
+
+
+def _load_file(spec: str, path: str) -> ModuleType:
+    full = os.path.abspath(path)
+    if not os.path.isfile(full):
+        raise _fail(spec, f"no such file {path!r}")
+    name = "symcc_ulfm_target_" + hashlib.sha256(full.encode()).hexdigest()[:16]
+    if name in sys.modules:
+        return sys.modules[name]
+    loader_spec = importlib.util.spec_from_file_location(name, full)
+    if loader_spec is None or loader_spec.loader is None:
+        raise _fail(spec, f"{path!r} is not a loadable Python file")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[name] = module
+    try:
+        loader_spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise _fail(spec, f"loading {path!r} raised {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def _load_module(spec: str, name: str) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise _fail(spec, f"cannot import module {name!r} ({exc})") from exc
+    except Exception as exc:
+        raise _fail(spec, f"importing {name!r} raised {type(exc).__name__}: {exc}") from exc
+
+
+def resolve_target(spec: str | None) -> TargetInfo:
+    """Resolve a target spec (None means :data:`DEFAULT_TARGET`)."""
+    spec = DEFAULT_TARGET if spec is None else str(spec).strip()
+    if not spec:
+        raise _fail(spec, "empty target")
+    if ":" not in spec:
+        if spec in _BUILTIN:
+            return _builtin(spec)
+        raise _fail(spec, "not a built-in target")
+    where, _, attr = spec.rpartition(":")
+    if not where or not attr:
+        raise _fail(spec, "both sides of ':' must be non-empty")
+    is_file = where.endswith(".py") or os.sep in where or "/" in where
+    module = _load_file(spec, where) if is_file else _load_module(spec, where)
+    function: object = module
+    for part in attr.split("."):
+        try:
+            function = getattr(function, part)
+        except AttributeError:
+            raise _fail(spec, f"{where!r} has no attribute {attr!r}") from None
+    if not callable(function):
+        raise _fail(spec, f"{attr!r} is not callable")
+    code = getattr(function, "__code__", None)
+    source = code.co_filename if code is not None else getattr(module, "__file__", None)
+    if not source or not os.path.isfile(source):
+        raise _fail(spec, f"{attr!r} has no Python source file to digest")
+    files = {source, os.path.abspath(source)}
+    summary = (getattr(function, "__doc__", None) or "user target").strip().splitlines()
+    return TargetInfo(spec, function, summary[0] if summary else "user target", (), None,
+                      os.path.abspath(source), tuple(sorted(files)), False)
+
+__all__ = ["DEFAULT_TARGET", "TargetInfo", "list_targets", "names", "resolve_target"]

@@ -1,0 +1,104 @@
+"""One-process exploration: reaching every built-in target's deepest branch, and the loop itself."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+import pytest
+
+from symcc_ulfm.executors.base import Executor, RunResult, coverage_id
+from symcc_ulfm.executors.concolic import ConcolicExecutor
+from symcc_ulfm.explore import explore
+from symcc_ulfm.targets import names, resolve_target
+
+KEYS = {"executions", "generated", "unique", "novel", "edges", "seconds", "executions_per_s",
+        "solver_queries", "solver_queries_per_s", "solver_seconds"}
+
+
+def corpus(out_dir) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in out_dir.iterdir()}
+
+
+@pytest.mark.parametrize("name", names())
+def test_explore_reaches_the_deepest_branch_from_the_shipped_seeds(name, tmp_path):
+    info = resolve_target(name)
+    executor = ConcolicExecutor(target=name)
+    stats = explore(executor, seconds=20, out_dir=tmp_path, stop_when=info.deepest)
+    assert KEYS <= stats.keys()
+    files = corpus(tmp_path)
+    assert all(hashlib.sha256(data).hexdigest() == fname for fname, data in files.items())
+    assert all(seed in files.values() for seed in info.seeds)
+    assert any(info.deepest(data) for data in files.values()), stats
+    assert len(files) == stats["novel"] + len(info.seeds)
+    assert stats["novel"] <= stats["unique"] <= stats["generated"]
+
+
+def test_explore_without_stop_runs_until_the_budget_or_an_empty_queue(tmp_path):
+    stats = explore(ConcolicExecutor("magic32"), seconds=5, out_dir=tmp_path)
+    assert not stats["stopped_early"] and stats["queue_left"] == 0
+    assert stats["edges"] > 0 and stats["solver_queries"] >= 2
+    assert any(resolve_target("magic32").deepest(d) for d in corpus(tmp_path).values())
+
+
+class Doubler(Executor):
+    """Not concolic: candidates are the input with one more byte; coverage is its length."""
+
+    name = "doubler"
+
+    def identity(self):
+        return {"executor": self.name}
+
+    def seeds(self):
+        return [b"a", b"a"]
+
+    def run(self, data, hint=None):
+        return RunResult(candidates=[data + b"b", data + b"b", b"a"], executions=1)
+
+    def coverage(self, data):
+        return frozenset({coverage_id(min(len(data), 5), 1)})
+
+
+def test_explore_works_for_any_executor_and_deduplicates(tmp_path):
+    stats = explore(Doubler(), seconds=1, out_dir=tmp_path)
+    assert stats["generated"] == 3 * stats["runs"]
+    assert stats["novel"] == 4  # 'ab'..'abbbb'; longer ones are unique but add no coverage
+    assert stats["unique"] > stats["novel"], "non-novel unique inputs are still explored, last"
+    assert set(corpus(tmp_path).values()) == {b"a", b"ab", b"abb", b"abbb", b"abbbb"}
+    assert stats["edges"] == 5 and stats["solver_queries"] == 0
+
+
+def havoc(data: bytes, rng: random.Random) -> bytes:
+    """AFL-like random mutation: bit flips, random bytes, interesting values, block copies."""
+    out = bytearray(data)
+    for _ in range(rng.choice((1, 2, 4, 8))):
+        pos = rng.randrange(len(out))
+        choice = rng.randrange(4)
+        if choice == 0:
+            out[pos] ^= 1 << rng.randrange(8)
+        elif choice == 1:
+            out[pos] = rng.randrange(256)
+        elif choice == 2:
+            out[pos] = rng.choice((0, 1, 0x7F, 0x80, 0xFF))
+        else:
+            src = rng.randrange(len(out))
+            out[pos] = out[src]
+    return bytes(out)
+
+
+def test_concolic_reaches_magic32_where_random_mutation_does_not(tmp_path):
+    budget = 5000
+    info = resolve_target("magic32")
+    stats = explore(ConcolicExecutor("magic32"), seconds=20, out_dir=tmp_path, stop_when=info.deepest)
+    assert stats["executions"] <= budget
+    assert any(info.deepest(d) for d in corpus(tmp_path).values())
+
+    rng = random.Random(1234)
+    pool = list(info.seeds)
+    reached = False
+    for _ in range(budget):
+        child = havoc(rng.choice(pool), rng)
+        if info.function(child) != "bad magic" and child not in pool:
+            pool.append(child)
+        reached = reached or info.deepest(child)
+    assert not reached

@@ -1,0 +1,83 @@
+"""Built-in targets and target resolution."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from symcc_ulfm.errors import TargetError
+from symcc_ulfm.executors.concolic import path as P
+from symcc_ulfm.executors.concolic.shadow import symbolic_twin
+from symcc_ulfm.executors.concolic.symbytes import SymBytes
+from symcc_ulfm.targets import DEFAULT_TARGET, list_targets, names, resolve_target
+from symcc_ulfm.targets.pnglike import SIGNATURE, chunk, crc32
+
+# One hand-made input per target that reaches its deepest branch (checks the predicates).
+DEEP_INPUTS = {
+    "magic32": b"M32!" + (0xDEADBEEF ^ 0x01020304).to_bytes(4, "little") + (0x01020304).to_bytes(4, "little"),
+    "tlv": b"TLV\x01\x02" + bytes([2, 2, 0, 1, 0x10, 4, 2, 2, 0x13, 0x37]),
+    "varint": bytes([1, 3, 0xBD, 0xDC, 0x7C]),
+    "tokenizer": b"((5348/(3+1)))",
+    "pnglike": SIGNATURE + chunk(b"IHDR", bytes([0, 0, 0, 1, 0, 0, 0, 1, 16, 6, 0, 0, 0]))
+    + chunk(b"tEXt", b"Debug\x00x") + chunk(b"IEND", b""),
+}
+
+
+def test_registry_lists_every_target_with_seeds():
+    listed = list_targets()
+    assert [t["name"] for t in listed] == names() == ["tlv", "pnglike", "tokenizer", "varint", "magic32"]
+    for item in listed:
+        assert item["description"] and item["seed_lengths"] and all(n > 0 for n in item["seed_lengths"])
+        assert item["entry"].startswith("symcc_ulfm.targets.")
+    assert DEFAULT_TARGET == "tlv"
+
+
+@pytest.mark.parametrize("name", names())
+def test_deepest_predicate_is_false_on_seeds_and_true_on_a_known_input(name):
+    info = resolve_target(name)
+    assert info.builtin and info.deepest is not None
+    assert not any(info.deepest(seed) for seed in info.seeds)
+    assert info.deepest(DEEP_INPUTS[name])
+    assert not info.deepest(b"")
+
+
+@pytest.mark.parametrize("name", names())
+def test_symbolic_twin_computes_the_concrete_result(name):
+    info = resolve_target(name)
+    twin = symbolic_twin(info.function)
+    for data in (*info.seeds, DEEP_INPUTS[name]):
+        P.start(time.monotonic() + 30, 100_000)
+        try:
+            result = twin(SymBytes.from_input(data))
+        finally:
+            recorded = P.stop()
+        assert result == info.function(data)
+        assert recorded.branches > 0
+
+
+def test_pnglike_seed_has_valid_crcs():
+    seed = resolve_target("pnglike").seeds[0]
+    assert crc32(b"IEND") == 0xAE426082
+    assert resolve_target("pnglike").function(seed) == "image with 1 text chunks"
+
+
+def test_module_and_file_forms(tmp_path):
+    info = resolve_target("symcc_ulfm.targets.magic32:parse")
+    assert not info.builtin and info.function(b"x") == "short"
+    assert info.source_path.endswith("magic32.py")
+    path = tmp_path / "mine.py"
+    path.write_text("class P:\n    @staticmethod\n    def go(data):\n        return len(data)\n")
+    info = resolve_target(f"{path}:P.go")
+    assert info.function(b"abc") == 3 and info.spec == f"{path}:P.go"
+    assert len(info.source_sha256) == 64
+
+
+@pytest.mark.parametrize("spec", ["nope", "nope:f", "symcc_ulfm.targets.tlv:missing", "/no/such/file.py:f",
+                                  "symcc_ulfm.targets.tlv:MAGIC", ":f", "x:"])
+def test_unresolvable_targets_raise_target_error_naming_the_forms(spec):
+    with pytest.raises(TargetError) as caught:
+        resolve_target(spec)
+    message = str(caught.value)
+    assert caught.value.field == "target" and caught.value.exit_code == 2
+    assert repr(spec) in message and "module:function" in message and "file.py:function" in message
