@@ -35,6 +35,19 @@ def _executor_options(pairs: list[str]) -> dict[str, Any]:
     return options
 
 
+def _timeouts(pairs: list[str] | None) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        try:
+            out[key] = int(value) if key == "recovery_retries" else float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not key:
+            raise ConfigError("--timeout", f"{pair!r} is not NAME=SECONDS (e.g. lease_s=30, recovery_step_s=10)")
+    return out
+
+
 def cmd_launch(args: argparse.Namespace) -> int:
     from .core.modes import modes_from_env
     from .core.policy import build_policy
@@ -54,6 +67,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
         minimum_hosts=args.minimum_hosts,
         seed=args.seed,
         ulfm=not args.no_ulfm,
+        timeouts=_timeouts(args.timeout),
     )
     check_executor(policy)
     state_dir = Path(args.state_dir or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
@@ -224,6 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--minimum-hosts", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-ulfm", action="store_true", help="fault-free baseline without ULFM")
+    p.add_argument("--timeout", action="append", metavar="NAME=SECONDS",
+                   help="bound on a wait: startup_s, recovery_step_s, recovery_retries, lease_s, shutdown_grace_s, "
+                   "finalize_s, job_grace_s (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue the campaign in an existing --state-dir")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_launch)

@@ -20,11 +20,14 @@ from .core.canonical import canonical_json, digest
 from .core.modes import FileModes
 from .core.policy import Policy
 from .endpoint import measure_endpoint
-from .errors import PolicyError
+from .errors import PolicyError, WalCorruption
 from .evidence.oracle import judge
 from .executors import create
 from .store.atomic import read_bytes, write_new, write_replace
+from .store.corpus import Corpus
 from .store.paths import StateDir
+from .store.snapshots import SnapshotStore
+from .store.wal import WorkWAL
 
 JOB_OUTPUT = "job-output.txt"
 
@@ -57,12 +60,28 @@ def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume:
             raise PolicyError("state_dir", f"{state.root} already holds a campaign; use --resume or a new directory")
         if read_bytes(state.policy) != data:
             raise PolicyError("state_dir", f"{state.root} holds a campaign with a different policy; cannot resume")
+        if (state.root / "outcome.json").exists():
+            raise PolicyError("state_dir", f"the campaign in {state.root} already reached its deadline; nothing to resume")
+        preflight(state)
         return state
     if resume:
         raise PolicyError("state_dir", f"{state.root} holds no campaign to resume")
     state.create()
     write_new(state.policy, data, modes.snapshot)
     return state
+
+
+def preflight(state: StateDir) -> None:
+    """Before a resume: the durable state must be trustworthy, or nothing starts (exit 4).
+
+    A corrupted WAL record or a broken receipt chain is reported by name and left as it is.
+    """
+    SnapshotStore(state.membership, state.modes.snapshot).current()
+    corpus = Corpus(state.corpus, state.modes.corpus, state.modes.snapshot)
+    wal = WorkWAL(state.wal, state.root, corpus, state.modes.snapshot)
+    problems = [str(problem) for _, _, problem in wal.scan() if problem is not None]
+    if problems:
+        raise WalCorruption(f"{len(problems)} WAL record(s) cannot be trusted; refusing to resume: " + "; ".join(problems))
 
 
 def job_timeout(policy: Policy) -> float:

@@ -3,6 +3,14 @@
 Everything here is deterministic in its inputs (no clock: the campaign start time is passed
 in), so every survivor computes byte-identical snapshots and receipts and can check the one
 the writer stored.
+
+Epochs and the deadline budget: a campaign runs as one or more *epochs*, one per job. Epoch 0
+starts with generation 0; when a whole job is lost and ``launch --resume`` starts a new one, a
+*resume* receipt opens the next epoch. Within an epoch the wall deadline counts from the
+epoch's start and is never extended by recovery; across epochs the campaign's
+``deadline_s`` is a budget: ``consumed_s`` is the time earlier epochs used (from their start
+to their last durable activity), so an epoch ends at ``epoch_started_at + deadline_s -
+consumed_s``.
 """
 
 from __future__ import annotations
@@ -34,10 +42,19 @@ class Membership:
     policy_sha256: str
     started_at: float
     previous_sha256: str | None = None
+    epoch: int = 0
+    epoch_started_at: float | None = None
+    consumed_s: float = 0.0
     layout: Layout = field(init=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "layout", compute_layout(self.generation, self.active, self.workers_per_master))
+        if self.epoch_started_at is None:
+            object.__setattr__(self, "epoch_started_at", self.started_at)
+
+    def deadline(self, deadline_s: float) -> float:
+        """Wall time at which this epoch ends (see the module docstring)."""
+        return self.epoch_started_at + max(0.0, deadline_s - self.consumed_s)
 
     @property
     def live(self) -> tuple[int, ...]:
@@ -67,6 +84,9 @@ class Membership:
             "started_at": self.started_at,
             "previous_sha256": self.previous_sha256,
             "layout_sha256": self.layout.sha256,
+            "epoch": self.epoch,
+            "epoch_started_at": self.epoch_started_at,
+            "consumed_s": self.consumed_s,
         }
 
     def to_bytes(self) -> bytes:
@@ -93,6 +113,9 @@ class Membership:
             policy_sha256=value["policy_sha256"],
             started_at=value["started_at"],
             previous_sha256=value["previous_sha256"],
+            epoch=value["epoch"],
+            epoch_started_at=value["epoch_started_at"],
+            consumed_s=value["consumed_s"],
         )
         if snap.layout.sha256 != value["layout_sha256"]:
             raise ValueError("snapshot layout_sha256 does not match its active set")
@@ -139,9 +162,17 @@ class Prepare:
         return canonical_json(self.to_json())
 
 
+RECEIPT_KINDS = ("recovery", "resume")
+
+
 @dataclass(frozen=True)
 class Receipt:
-    """Commits generation ``generation``: who went missing, who was promoted, the new snapshot."""
+    """Commits generation ``generation``.
+
+    A *recovery* receipt says who went missing and who was promoted; a *resume* receipt opens
+    a new epoch after the whole job was lost (``missing``/``promoted`` empty, every stable rank
+    re-admitted in the initial split) and records when and with how much budget used.
+    """
 
     generation: int
     previous_sha256: str
@@ -149,10 +180,14 @@ class Receipt:
     promoted: tuple[int, ...]
     snapshot_sha256: str
     layout_sha256: str
+    kind: str = "recovery"
+    resumed_at: float | None = None
+    consumed_s: float | None = None
 
     def to_json(self) -> dict:
         return {
             "format": RECEIPT_FORMAT,
+            "kind": self.kind,
             "generation": self.generation,
             "previous_generation": self.generation - 1,
             "previous_sha256": self.previous_sha256,
@@ -160,6 +195,8 @@ class Receipt:
             "promoted": list(self.promoted),
             "snapshot_sha256": self.snapshot_sha256,
             "layout_sha256": self.layout_sha256,
+            "resumed_at": self.resumed_at,
+            "consumed_s": self.consumed_s,
         }
 
     def to_bytes(self) -> bytes:
@@ -218,6 +255,37 @@ def commit(previous: Membership, prepared: Prepare) -> tuple[Membership, Receipt
         promoted=promoted,
         snapshot_sha256=nxt.sha256,
         layout_sha256=nxt.layout.sha256,
+    )
+    return nxt, receipt
+
+
+def resume(
+    previous: Membership, resumed_at: float, consumed_s: float, hosts: tuple[str, ...]
+) -> tuple[Membership, Receipt]:
+    """Open the next epoch: all stable ranks of the new job, in the initial active/spare split."""
+    spares = previous.ranks - previous.budget
+    nxt = replace(
+        previous,
+        generation=previous.generation + 1,
+        active=tuple(range(previous.budget)),
+        spares=tuple(range(previous.budget, previous.budget + spares)),
+        failed=(),
+        hosts=tuple(hosts),
+        previous_sha256=previous.sha256,
+        epoch=previous.epoch + 1,
+        epoch_started_at=resumed_at,
+        consumed_s=consumed_s,
+    )
+    receipt = Receipt(
+        generation=nxt.generation,
+        previous_sha256=previous.sha256,
+        missing=(),
+        promoted=(),
+        snapshot_sha256=nxt.sha256,
+        layout_sha256=nxt.layout.sha256,
+        kind="resume",
+        resumed_at=resumed_at,
+        consumed_s=consumed_s,
     )
     return nxt, receipt
 

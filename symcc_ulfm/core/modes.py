@@ -22,6 +22,7 @@ DEFAULT_CORPUS_MODE = 0o644
 
 _STRICT = re.compile(r"0[0-7]{3}")
 _ACCEPTED = "four characters, a leading 0 and three octal digits, e.g. 0600, 0640 or 0644"
+_SAFE = "expected owner read/write and no write for others, e.g. 0600, 0640, 0644 or 0660"
 
 
 def parse_mode(field: str, text: str) -> int:
@@ -30,9 +31,9 @@ def parse_mode(field: str, text: str) -> int:
         raise ModeError(field, f"{text!r} is not a strict octal file mode; expected {_ACCEPTED}")
     mode = int(text, 8)
     if mode & 0o002:
-        raise ModeError(field, f"{text} is world-writable; shared state must never be world-writable")
+        raise ModeError(field, f"{text} is world-writable; shared state must never be world-writable ({_SAFE})")
     if mode & 0o600 != 0o600:
-        raise ModeError(field, f"{text} denies the owner read/write; expected at least 0600")
+        raise ModeError(field, f"{text} denies the owner read/write ({_SAFE})")
     return mode
 
 

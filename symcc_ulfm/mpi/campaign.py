@@ -17,11 +17,12 @@ from pathlib import Path
 from mpi4py import MPI
 
 from ..core.canonical import canonical_json, sha256_hex
-from ..core.membership import initial_membership
+from ..core.membership import initial_membership, resume
 from ..core.modes import modes_from_env
 from ..core.policy import Policy
 from ..errors import CapabilityError, PolicyError, SymccUlfmError
 from ..store.atomic import read_bytes, write_replace
+from ..store.runlog import last_event_time
 from .capability import compare, probe, require_ulfm
 from .context import RankContext
 from .ft import ops_for
@@ -78,7 +79,8 @@ def start(state_root: Path, comm: MPI.Comm) -> RankContext:
     except SymccUlfmError as exc:
         problem = f"{type(exc).__name__}: {exc}"
     blob = canonical_json(
-        {"facts": facts, "policy": policy_sha, "executor": executor_sha, "host": host, "problem": problem}
+        {"facts": facts, "policy": policy_sha, "executor": executor_sha, "host": host, "pid": os.getpid(),
+         "opened_at": ctx.opened_at, "problem": problem}
     )
     with bounded("startup exchange", policy.timeouts.startup_s, ctx.log):
         exchanged = [json.loads(b) for b in allgather_blobs(world, blob, _BLOB_WIDTH, "startup exchange")]
@@ -88,19 +90,23 @@ def start(state_root: Path, comm: MPI.Comm) -> RankContext:
     compare([e["facts"] for e in exchanged], [e["policy"] for e in exchanged])
     if len({e["executor"] for e in exchanged}) != 1:
         raise CapabilityError(f"ranks disagree on the executor identity: {[e['executor'] for e in exchanged]}")
+    ctx.peers = [{"host": e["host"], "pid": e["pid"]} for e in exchanged]
     warm_up(world, "warm-up", policy.timeouts.startup_s)
     ctx.log.event("capability", facts=facts, executor_sha256=executor_sha, ranks=world.Get_size())
 
     if world.Get_size() != policy.ranks:
         raise CapabilityError(f"the job has {world.Get_size()} ranks, the policy {policy.ranks}")
-    if stable == 0 and not ctx.snapshots.snapshot_path(0).exists():
+    if stable == 0:
         hosts = tuple(e["host"] for e in exchanged)
-        membership = initial_membership(
-            policy.ranks, policy.warm_spares, policy.workers_per_master, hosts, policy_sha, time.time()
-        )
-        for seed in ctx.executor.seeds():
-            ctx.corpus.publish_seed(seed)
-        ctx.snapshots.write_generation0(membership)
+        if not ctx.snapshots.snapshot_path(0).exists():
+            membership = initial_membership(
+                policy.ranks, policy.warm_spares, policy.workers_per_master, hosts, policy_sha, time.time()
+            )
+            for seed in ctx.executor.seeds():
+                ctx.corpus.publish_seed(seed)
+            ctx.snapshots.write_generation0(membership)
+        else:
+            open_next_epoch(ctx, hosts, job_started=min(e["opened_at"] for e in exchanged))
     with bounded("generation 0 agreement", policy.timeouts.startup_s, ctx.log):
         if ctx.ops.agree(world, 1, "generation 0 agree") != 1:
             raise CapabilityError("generation 0 agreement failed")
@@ -118,6 +124,22 @@ def _open(state_root: Path, world: MPI.Comm, stable: int) -> tuple[RankContext |
         return RankContext.open(state_root, modes, policy, stable, world, ops_for(policy.ulfm)), None
     except SymccUlfmError as exc:
         return None, exc
+
+
+def open_next_epoch(ctx: RankContext, hosts: tuple[str, ...], job_started: float) -> None:
+    """A new job on an existing state directory: commit a resume receipt (``core.membership``).
+
+    The budget the lost job used runs from its epoch's start to its last logged activity (log
+    lines of this job, all written after ``job_started``, do not count).
+    """
+    previous = ctx.snapshots.current()
+    last = last_event_time(ctx.state.logs, before=job_started) or previous.epoch_started_at
+    used = previous.consumed_s + max(0.0, last - previous.epoch_started_at)
+    consumed = min(ctx.policy.deadline_s, used)
+    nxt, receipt = resume(previous, time.time(), consumed, hosts)
+    ctx.snapshots.commit(nxt, receipt)
+    ctx.log.event("resume", from_generation=previous.generation, epoch=nxt.epoch, consumed_s=consumed,
+                  remaining_s=ctx.policy.deadline_s - consumed)
 
 
 def start_generation(ctx: RankContext) -> str:
@@ -197,6 +219,7 @@ def write_outcome(ctx: RankContext, status: str) -> dict:
         "started_at": ctx.membership.started_at,
         "ended_at": time.time(),
         "deadline_s": ctx.policy.deadline_s,
+        "epoch": ctx.membership.epoch,
         "policy_sha256": ctx.membership.policy_sha256,
         "writer": ctx.stable,
     }

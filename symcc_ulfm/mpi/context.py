@@ -39,6 +39,8 @@ class RankContext:
     master_comm: MPI.Comm | None = None
     final_comm: MPI.Comm | None = None
     revocation: Inbox | None = None
+    peers: list[dict] = field(default_factory=list)  # per stable rank: host and pid (for fencing)
+    opened_at: float = field(default_factory=time.time)  # before this process wrote any log line
     _executor: Executor | None = field(default=None, repr=False)
     _executor_sha: str | None = None
 
@@ -54,8 +56,8 @@ class RankContext:
 
     @property
     def deadline(self) -> float:
-        """Wall time at which the campaign ends; counted from generation 0, never extended."""
-        return self.membership.started_at + self.policy.deadline_s
+        """Wall time at which this epoch ends; never extended by recovery (``core.membership``)."""
+        return self.membership.deadline(self.policy.deadline_s)
 
     def remaining(self) -> float:
         return self.deadline - time.time()
@@ -70,7 +72,8 @@ class RankContext:
 
     @cached_property
     def wal(self) -> WorkWAL:
-        return WorkWAL(self.state.wal, self.state.root, self.corpus, self.state.modes.snapshot, self.policy.timeouts.lease_s)
+        return WorkWAL(self.state.wal, self.state.root, self.corpus, self.state.modes.snapshot,
+                       self.policy.timeouts.recovery_step_s)
 
     @property
     def executor(self) -> Executor:

@@ -8,6 +8,8 @@ for outstanding results, stops its workers and joins the final agreement.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from dataclasses import dataclass
 
@@ -53,6 +55,7 @@ class MasterLoop:
         self.hints: dict[str, dict | None] = {}
         self.rejections: dict[str, int] = {}
         self.dispatched = 0
+        self.fenced: set[int] = set()
         self.totals = {"analyzed": 0, "generated": 0, "unique": 0, "novel": 0}
 
     # -- generation start ----------------------------------------------------------------
@@ -60,15 +63,13 @@ class MasterLoop:
     def prepare(self) -> None:
         """Replay committing records, reclaim lapsed leases, rebuild the frontier (in that order)."""
         mark = time.monotonic()
-        wal, corpus = self.ctx.wal, self.ctx.corpus
-        records = list(wal.records())
+        corpus = self.ctx.corpus
+        records = self._trusted_records()
         replayed = 0
         for record in records:
             if record["state"] == "committing" and self.sched.owns(record["input_hash"]):
-                done = wal.replay_commit_once(record["work_hash"], {"generation": self.gen, "master": self.ctx.stable})
-                self._account(done, replayed=True)
-                replayed += 1
-        records = list(wal.records()) if replayed else records
+                replayed += self._replay(record["work_hash"])
+        records = self._trusted_records() if replayed else records
         reclaimed = 0
         settled: set[str] = set()
         for record in records:
@@ -98,6 +99,25 @@ class MasterLoop:
             workers=list(self.workers),
             masters=list(self.masters),
         )
+
+    def _trusted_records(self) -> list[dict]:
+        records = []
+        for work, record, problem in self.ctx.wal.scan():
+            if problem is not None:
+                self.ctx.log.event("integrity-error", work_hash=work, error=str(problem))
+            else:
+                records.append(record)
+        return records
+
+    def _replay(self, work: str) -> int:
+        """Replay one committing record; an integrity error leaves it committing (never overwritten)."""
+        try:
+            done = self.ctx.wal.replay_commit_once(work, {"generation": self.gen, "master": self.ctx.stable})
+        except IntegrityError as exc:
+            self.ctx.log.event("integrity-error", work_hash=work, error=str(exc))
+            return 0
+        self._account(done, replayed=True)
+        return 1
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -129,6 +149,7 @@ class MasterLoop:
                     self._on_frontier(m, message)
             self.outbox.progress()
             now = time.time()
+            self._fence_expired(now)
             if stopping_since is None and now >= ctx.deadline:
                 stopping_since = now
                 ctx.log.event("deadline", outstanding=len(self.outstanding), frontier=self.sched.pending)
@@ -209,7 +230,11 @@ class MasterLoop:
         wal = self.ctx.wal
         wal.begin_commit(fence.work_hash, held.lease, manifest)
         self.ctx.injector.maybe("commit", self.gen)
-        done = wal.replay_commit_once(fence.work_hash, {"generation": self.gen, "master": self.ctx.stable})
+        try:
+            done = wal.replay_commit_once(fence.work_hash, {"generation": self.gen, "master": self.ctx.stable})
+        except IntegrityError as exc:
+            self.ctx.log.event("integrity-error", work_hash=fence.work_hash, error=str(exc))
+            return
         self._account(done, replayed=False)
 
     def _account(self, record: dict, replayed: bool) -> None:
@@ -257,6 +282,29 @@ class MasterLoop:
             self.hints[item["input_hash"]] = item["hint"]
             self.sched.offer(item["input_hash"], item["priority"])
 
+    def _fence_expired(self, now: float) -> None:
+        """Kill a worker that holds a lease past ``timeouts.lease_s`` (e.g. SIGSTOPped).
+
+        ULFM only detects processes that die; a stopped one would hold its lease, and block the
+        next shrink, forever. Fencing it turns a hang into an ordinary failure that recovery
+        handles. Only ranks on this master's host can be fenced; a remote one is reported.
+        """
+        limit = self.ctx.policy.timeouts.lease_s
+        for worker, held in self.outstanding.items():
+            if worker in self.fenced or now - held.since <= limit:
+                continue
+            self.fenced.add(worker)
+            peer, me = self.ctx.peers[worker], self.ctx.peers[self.ctx.stable]
+            if peer["host"] != me["host"]:
+                self.ctx.log.event("lease-expired", worker=worker, held_s=now - held.since, fenced=False,
+                                   reason=f"worker runs on {peer['host']}; only local ranks can be fenced")
+                continue
+            self.ctx.log.event("lease-expired", worker=worker, held_s=now - held.since, fenced=True, pid=peer["pid"])
+            try:
+                os.kill(peer["pid"], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
     def _requeue_rejected(self, input_hash: str, priority: int, reason: str) -> None:
         count = self.rejections.get(input_hash, 0) + 1
         self.rejections[input_hash] = count
@@ -290,11 +338,17 @@ class MasterLoop:
             return False
         except NeedsReplay:
             self.store.release(token)
-            done = ctx.wal.replay_commit_once(work, {"generation": self.gen, "master": ctx.stable})
-            self._account(done, replayed=True)
+            self._replay(work)
+            self.sched.forget(input_hash)
             return False
-        except (FenceError, StoreError) as exc:
+        except StoreError as exc:
             self.store.release(token)
+            self._requeue_rejected(input_hash, self.priority.get(input_hash, PRIORITY_UNIQUE), str(exc))
+            ctx.log.event("lease-refused", input_hash=input_hash, reason=str(exc))
+            return False
+        except (FenceError, IntegrityError) as exc:
+            self.store.release(token)
+            self.sched.forget(input_hash)
             ctx.log.event("lease-refused", input_hash=input_hash, reason=str(exc))
             return False
         fence = Fence(self.gen, self.store.shard, token, work, input_hash, worker)

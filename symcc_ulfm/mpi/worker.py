@@ -12,6 +12,7 @@ import time
 from ..core import envelope
 from ..errors import IntegrityError, ProtocolError, SymccUlfmError
 from ..store.staging import WorkerStaging
+from .adversary import is_adversary, misbehave
 from .context import RankContext
 from .transport import TAG_DATA, Backoff, Inbox, Outbox
 
@@ -24,6 +25,7 @@ class WorkerLoop:
         self.staging = WorkerStaging(ctx.state.root, ctx.stable, ctx.state.modes.corpus, ctx.state.modes.snapshot_dir)
         self.master = ctx.membership.layout.master_of(ctx.stable)
         self.executed = 0
+        self.adversary = is_adversary(ctx.stable) and self.gen == 0
 
     def run(self) -> None:
         ctx = self.ctx
@@ -57,7 +59,9 @@ class WorkerLoop:
                     continue
                 ctx.injector.maybe("work", self.gen)
                 result = self._execute(message)
-                outbox.send(ctx.group_comm, 0, TAG_DATA, result, "RESULT")
+                planned = misbehave(self.executed, result, ctx.state.root, self.limit) if self.adversary else None
+                for tag, payload in planned or [(TAG_DATA, result)]:
+                    outbox.send(ctx.group_comm, 0, tag, payload, "RESULT")
                 continue
             if time.time() > give_up:
                 ctx.log.event("worker-stop", executed=self.executed, reason="no STOP from master in time")
@@ -83,12 +87,14 @@ class WorkerLoop:
             outcome = ctx.executor.run(data, work["hint"])
             hints = outcome.hints or [None] * len(outcome.candidates)
             seen = set()
+            measure_until = time.perf_counter() + ctx.policy.timeouts.lease_s / 2
             for child, hint in zip(outcome.candidates, hints, strict=True):
                 sha256, _ = self.staging.stage(work["lease"], child)
                 if sha256 in seen:
                     continue
                 seen.add(sha256)
-                coverage = sorted(ctx.executor.coverage(child))
+                # Coverage runs stop well before the master's lease timeout would fence this worker.
+                coverage = sorted(ctx.executor.coverage(child)) if time.perf_counter() < measure_until else []
                 candidates.append({"sha256": sha256, "length": len(child), "coverage": coverage, "hint": hint})
             stats = {
                 "generated": len(outcome.candidates),

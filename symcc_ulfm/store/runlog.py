@@ -37,3 +37,22 @@ class RankLog:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def last_event_time(logs_dir: Path, before: float) -> float | None:
+    """The time of the latest event before ``before`` in any rank log (a job's last durable activity)."""
+    latest = None
+    for path in Path(logs_dir).glob("rank-*.jsonl"):
+        try:
+            lines = path.read_bytes().splitlines()
+        except OSError as exc:
+            raise StoreError(f"cannot read log {path}: {exc.strerror or exc}") from exc
+        for line in reversed(lines):
+            try:
+                t = json.loads(line)["t"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            if t < before:
+                latest = t if latest is None else max(latest, t)
+                break
+    return latest

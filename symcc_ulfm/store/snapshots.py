@@ -15,7 +15,17 @@ import json
 import re
 from pathlib import Path
 
-from ..core.membership import PREPARE_FORMAT, RECEIPT_FORMAT, Membership, Prepare, Receipt, commit, plan
+from ..core.membership import (
+    PREPARE_FORMAT,
+    RECEIPT_FORMAT,
+    RECEIPT_KINDS,
+    Membership,
+    Prepare,
+    Receipt,
+    commit,
+    plan,
+    resume,
+)
 from ..errors import MembershipConflict, SnapshotCorruption, StoreError
 from .atomic import read_bytes, write_new, write_replace
 from .crashpoints import crash_point
@@ -129,9 +139,14 @@ class SnapshotStore:
                     promoted=tuple(value["promoted"]),
                     snapshot_sha256=value["snapshot_sha256"],
                     layout_sha256=value["layout_sha256"],
+                    kind=value["kind"],
+                    resumed_at=value["resumed_at"],
+                    consumed_s=value["consumed_s"],
                 )
             except (KeyError, TypeError) as exc:
                 raise SnapshotCorruption(f"{path.name} lacks or mistypes a field: {exc}") from None
+            if receipt.kind not in RECEIPT_KINDS:
+                raise SnapshotCorruption(f"{path.name} has unknown kind {receipt.kind!r}")
             if receipt.to_bytes() != self._read(path):
                 raise SnapshotCorruption(f"{path.name} is not canonical")
             receipts.append(receipt)
@@ -150,7 +165,12 @@ class SnapshotStore:
             # Deterministic transition: the receipt and snapshot must be exactly what applying the
             # receipt's missing set to the previous snapshot gives (catches an edited missing/promoted).
             try:
-                expected_nxt, expected = commit(membership, Prepare(receipt.generation, membership.sha256, receipt.missing))
+                if receipt.kind == "resume":
+                    expected_nxt, expected = resume(membership, receipt.resumed_at, receipt.consumed_s, nxt.hosts)
+                else:
+                    expected_nxt, expected = commit(
+                        membership, Prepare(receipt.generation, membership.sha256, receipt.missing)
+                    )
             except (TypeError, ValueError) as exc:
                 raise SnapshotCorruption(f"receipt-{receipt.generation}.json: {exc}") from None
             if expected != receipt or expected_nxt.to_bytes() != nxt.to_bytes():

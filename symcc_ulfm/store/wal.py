@@ -83,10 +83,22 @@ class WorkWAL:
         return sorted(n[:-5] for n in names if n.endswith(".json") and not n.startswith("."))
 
     def records(self) -> Iterator[dict]:
+        """Every record; a corrupted one raises WalCorruption (see :meth:`scan` to keep going)."""
         for work in self.work_hashes():
             record = self.read(work)
             if record is not None:
                 yield record
+
+    def scan(self) -> Iterator[tuple[str, dict | None, WalCorruption | None]]:
+        """Every record or the reason it cannot be trusted; a corrupted record is reported, never repaired."""
+        for work in self.work_hashes():
+            try:
+                record = self.read(work)
+            except WalCorruption as exc:
+                yield work, None, exc
+                continue
+            if record is not None:
+                yield work, record, None
 
     # -- transitions ---------------------------------------------------------------------
 

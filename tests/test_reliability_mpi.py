@@ -1,0 +1,111 @@
+"""Reliability under real faults: the fault-matrix subset, resume, hostile peers, tampered state.
+
+All campaigns are real `mpiexec --with-ft ulfm` jobs; the independent oracle decides.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers_mpi import FAST_SIMULATE, launch
+
+from symcc_ulfm.core.modes import FileModes
+from symcc_ulfm.core.policy import build_policy
+from symcc_ulfm.faults import SCENARIOS, format_table, run_scenario
+from symcc_ulfm.launch import conclude, prepare_state_dir, run_job
+
+pytestmark = pytest.mark.mpi
+BY_NAME = {s.name: s for s in SCENARIOS}
+
+
+@pytest.mark.parametrize("name", ["worker-sigkill", "sigstop-past-lease-timeout", "whole-job-restart"])
+def test_fault_matrix_subset(tmp_path, name):
+    outcome = run_scenario(BY_NAME[name], tmp_path, deadline_s=6.0)
+    print(format_table([outcome]))
+    assert outcome.passed, outcome.reasons
+    assert outcome.verdict["lost_objects"] == 0 and outcome.verdict["double_counted"] == 0
+
+
+def test_sigstopped_worker_is_fenced_not_waited_for(tmp_path):
+    outcome = run_scenario(BY_NAME["sigstop-past-lease-timeout"], tmp_path, deadline_s=6.0)
+    state = tmp_path / "sigstop-past-lease-timeout"
+    expired = [json.loads(line) for p in (state / "logs").glob("rank-*.jsonl") for line in p.read_text().splitlines()
+               if '"lease-expired"' in line]
+    assert outcome.passed, outcome.reasons
+    assert expired and expired[0]["worker"] == 2 and expired[0]["fenced"] is True
+
+
+@pytest.mark.slow
+@pytest.mark.faults
+def test_whole_fault_matrix(tmp_path):
+    outcomes = [run_scenario(s, tmp_path / str(i), deadline_s=6.0) for i in range(2) for s in SCENARIOS]
+    print(format_table(outcomes))
+    assert all(o.passed for o in outcomes), [o.reasons for o in outcomes if not o.passed]
+
+
+def test_resume_accounts_for_both_jobs_and_keeps_the_deadline_budget(tmp_path):
+    outcome = run_scenario(BY_NAME["whole-job-restart"], tmp_path, deadline_s=6.0)
+    assert outcome.passed, outcome.reasons
+    state = tmp_path / "whole-job-restart"
+    receipt = json.loads((state / "membership" / "receipt-1.json").read_text())
+    assert receipt["kind"] == "resume" and 0 < receipt["consumed_s"] < 6.0
+    outcome_file = json.loads((state / "outcome.json").read_text())
+    assert outcome_file["epoch"] == 1
+    # the second job ran only for what was left of the budget
+    assert outcome_file["ended_at"] - receipt["resumed_at"] < 6.0 - receipt["consumed_s"] + 15
+    second = launch(state, *FAST_SIMULATE, "--deadline", "6", "--failure-schedule", "", "--resume")
+    assert second.returncode == 2 and "already reached its deadline" in second.stderr
+
+
+def test_hostile_worker_messages_are_rejected_and_the_campaign_continues(tmp_path):
+    policy = build_policy(executor="simulate", executor_options={"cost_s": 0.02}, failure_schedule="", deadline_s=5.0,
+                          ranks=6, warm_spares=1, workers_per_master=2)
+    state = prepare_state_dir(policy, tmp_path / "state", FileModes())
+    job = run_job(policy, state, echo=lambda _: None, extra_args=["-x", "SYMCC_ULFM_TEST_ADVERSARY"],
+                  env_overrides={"SYMCC_ULFM_TEST_ADVERSARY": "1"})
+    verdict = conclude(state)
+    assert job.returncode == 0 and verdict["passed"], verdict["problems"]
+    rejected = [json.loads(line) for line in (state.root / "logs" / "rank-0.jsonl").read_text().splitlines()
+                if '-rejected"' in line]
+    reasons = " | ".join(e["reason"] for e in rejected)
+    for expected in ("not UTF-8 JSON", "larger than", "does not match the lease", "result of generation 7",
+                     "claims 1001", "failure-sentinel tag", "FRONTIER is not a worker message", "has SHA-256",
+                     "symbolic link"):
+        assert expected in reasons, f"{expected!r} not among the rejections: {reasons}"
+    assert verdict["wal_analyzed"] > 10  # the campaign went on after the attack
+
+
+def _finished_run(tmp_path: Path) -> Path:
+    run = launch(tmp_path / "state", "--ranks", "6", "--warm-spares", "1", "--workers-per-master", "2",
+                 "--failure-schedule", "", "--deadline", "3", *FAST_SIMULATE)
+    assert run.returncode == 0, run.stderr
+    return run.state
+
+
+def test_resume_refuses_a_corrupted_wal_record_and_leaves_it_alone(tmp_path):
+    state = _finished_run(tmp_path)
+    (state / "outcome.json").unlink()  # pretend the job was lost, so that a resume is allowed
+    record = sorted((state / "wal" / "records").iterdir())[0]
+    torn = record.read_bytes()[:-17]
+    record.write_bytes(torn)
+    run = launch(state, "--ranks", "6", "--warm-spares", "1", "--workers-per-master", "2", "--failure-schedule", "",
+                 "--deadline", "3", *FAST_SIMULATE, "--resume")
+    assert run.returncode == 4
+    assert record.name[:-5] in run.stderr and "refusing to resume" in run.stderr
+    assert record.read_bytes() == torn
+
+
+def test_a_tampered_corpus_object_is_never_overwritten_and_fails_the_oracle(tmp_path):
+    state = _finished_run(tmp_path)
+    victim = sorted((state / "corpus" / "objects").iterdir())[-1]
+    tampered = b"tampered" + victim.read_bytes()
+    victim.write_bytes(tampered)
+    oracle = subprocess.run([sys.executable, "-m", "symcc_ulfm", "oracle", str(state), "--json"],
+                            capture_output=True, text=True)
+    assert oracle.returncode == 1
+    assert f"corpus/objects/{victim.name}: content does not hash to its name" in oracle.stdout
+    assert victim.read_bytes() == tampered
