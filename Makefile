@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup test test-all
+.PHONY: setup test test-all evidence lab
 
 setup: $(STAMP)
 
@@ -21,3 +21,49 @@ test: setup
 test-all: setup
 	$(BIN)/ruff check symcc_ulfm tests
 	$(BIN)/python -m pytest
+
+# -- evidence: run notebooks/f447_run.ipynb into evidence/<run-id>/, seal, verify ----------------
+# Notebook parameters as NAME=VALUE words, e.g. make evidence EVIDENCE_PARAMS="ranks=6 executor=simulate".
+EVIDENCE_DIR ?= evidence
+EVIDENCE_PARAMS ?=
+KERNEL := symcc-ulfm
+KERNEL_SPEC := $(VENV)/share/jupyter/kernels/$(KERNEL)/kernel.json
+
+$(KERNEL_SPEC): $(STAMP)
+	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (symcc-ulfm .venv)"
+
+# The executed notebook is part of the seal: papermill writes it into the run directory when it
+# finishes, so the run is sealed again afterwards; then sha256sum -c and symcc-ulfm verify.
+evidence: setup $(KERNEL_SPEC)
+	@set -u; run=$$($(BIN)/python -m symcc_ulfm.evidence.rundir "$(EVIDENCE_DIR)" $(EVIDENCE_PARAMS)) || exit 2; \
+	run=$$(cd "$$run" && pwd); id=$$(basename "$$run"); params=""; \
+	for kv in $(EVIDENCE_PARAMS); do params="$$params -p $${kv%%=*} $${kv#*=}"; done; \
+	echo "run directory: $$run"; \
+	$(BIN)/papermill -k $(KERNEL) --log-level WARNING notebooks/f447_run.ipynb "$$run/run.ipynb" \
+		-p run_dir "$$run" $$params; status=$$?; \
+	$(BIN)/python -c "import sys; from symcc_ulfm.cluster import ensure_stopped; ensure_stopped(sys.argv[1])" "$$id"; \
+	if [ $$status -ne 0 ]; then mkdir -p "$(EVIDENCE_DIR)/.failed" && mv "$$run" "$(EVIDENCE_DIR)/.failed/"; \
+		echo "make evidence: the notebook failed (papermill exit $$status); not accepted, kept in $(EVIDENCE_DIR)/.failed/$$id"; \
+		exit $$status; fi; \
+	$(BIN)/symcc-ulfm seal "$$run" || exit 1; \
+	(cd "$$run" && sha256sum -c --quiet --strict SHA256SUMS.txt) || exit 1; \
+	$(BIN)/symcc-ulfm verify "$$run" || exit 1; \
+	echo "evidence: $$run"
+
+# JupyterLab on notebooks/ with the project's environment (kernel "Python (symcc-ulfm .venv)").
+LAB_ARGS ?=
+lab: setup $(KERNEL_SPEC)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
+# -- multinode: the cross-node gate on two network-namespace hosts (needs root; docs/multinode.md) -----
+# Writes, seals and verifies $(MULTINODE_OUT); exit 2 with the reason when not root or no `ip netns`.
+.PHONY: multinode
+MULTINODE_OUT ?= runs/multinode-$(shell date -u +%Y%m%dT%H%M%SZ)
+multinode: setup
+	$(BIN)/python -m symcc_ulfm.multinode --out "$(MULTINODE_OUT)" --wrong-mode-check
+
+# -- faults: the fault matrix, every scenario several times, the oracle deciding (symcc_ulfm/faults.py) --
+FAULT_REPEATS ?= 3
+.PHONY: faults
+faults: setup
+	$(BIN)/python -m symcc_ulfm.faults --repeats $(FAULT_REPEATS)

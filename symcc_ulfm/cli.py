@@ -312,6 +312,9 @@ def main(argv: list[str] | None = None) -> int:
         kind = "check failed" if isinstance(exc, CheckFailed) else type(exc).__name__
         print(f"symcc-ulfm: {kind}: {exc}", file=sys.stderr)
         return exc.exit_code
+    except FileNotFoundError as exc:
+        print(f"symcc-ulfm: no such file or directory: {exc.filename}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("symcc-ulfm: interrupted", file=sys.stderr)
         return 130

@@ -8,6 +8,7 @@ failure); ``--oversubscribe`` on small machines.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -173,14 +174,34 @@ def ipcluster_stop(profile_dir: Path, cluster_id: str) -> None:
     subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=False)
 
 
+def cluster_processes(cluster_id: str) -> list[Any]:
+    """Live processes of one cluster: ipyparallel starts the controller and mpiexec (hence the
+    engines) with ``IPP_CLUSTER_ID`` in their environment; their command lines do not name it."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.pid != os.getpid() and process.environ().get("IPP_CLUSTER_ID") == cluster_id:
+                found.append(process)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
 def ensure_stopped(cluster_id: str) -> bool:
-    """Stop and remove the profile of ``cluster_id`` if it is still there; True when one was found."""
+    """Stop what is left of cluster ``cluster_id`` (after a hard death of its launcher) and remove
+    its profile; True when anything was found."""
     profile_dir = ipp_root() / cluster_id
-    if not profile_dir.exists():
-        return False
-    ipcluster_stop(profile_dir, cluster_id)
-    shutil.rmtree(profile_dir, ignore_errors=True)
-    return True
+    found = profile_dir.exists()
+    if found:
+        ipcluster_stop(profile_dir, cluster_id)
+        shutil.rmtree(profile_dir, ignore_errors=True)
+    survivors = cluster_processes(cluster_id)
+    for process in survivors:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(process.pid, signal.SIGKILL)
+    return found or bool(survivors)
 
 
 def _kill_leftovers(launchers: list[Any]) -> None:
@@ -190,10 +211,8 @@ def _kill_leftovers(launchers: list[Any]) -> None:
         process = getattr(launcher, "process", None)
         if pid is None or process is None or not process.is_running():
             continue
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 @dataclass
@@ -209,6 +228,18 @@ class EngineRun:
     @property
     def as_scheduled(self) -> bool:
         return self.classification["as_scheduled"] and not self.timed_out
+
+    def problems(self) -> list[str]:
+        """Why the engines did not behave as scheduled (empty when they did)."""
+        c = self.classification
+        out = [f"engine {e['rank']} failed: {str(e['detail'])[:400]}" for e in c["engines"] if e["status"] == "failed"]
+        if c["unexpected_deaths"]:
+            out.append(f"engines {c['unexpected_deaths']} died but the failure schedule does not name them")
+        if c["victims_alive"]:
+            out.append(f"scheduled victims {c['victims_alive']} did not die")
+        if self.timed_out:
+            out.append("the campaign did not return within the job timeout")
+        return out
 
     def to_json(self) -> dict[str, Any]:
         return {"format": "symcc-ulfm-engines/1", "seconds": round(self.seconds, 3),
@@ -241,7 +272,7 @@ def run_on_engines(
         raise FileExistsError(f"{profile_dir} exists: cluster {cluster_id} is running or was not cleaned up")
     profile_dir.mkdir(parents=True, mode=0o700)
     cluster = ipp.Cluster(engines="mpi", n=policy.ranks, profile_dir=str(profile_dir), cluster_id=cluster_id,
-                          log_level=logging.WARNING, engine_timeout=int(policy.timeouts.startup_s))
+                          log_level=logging.ERROR, engine_timeout=int(policy.timeouts.startup_s))
     launcher = cluster.config.MPIEngineSetLauncher
     launcher.mpi_cmd = [find_mpiexec()]
     launcher.mpi_args = engine_mpi_args(policy, modes, with_ft)
@@ -292,6 +323,7 @@ def _stop(cluster: Any, client: Any, profile_dir: Path, cluster_id: str) -> None
         if (profile_dir / "security" / f"cluster-{cluster_id}.json").exists():
             ipcluster_stop(profile_dir, cluster_id)
         shutil.rmtree(profile_dir, ignore_errors=True)
+        ensure_stopped(cluster_id)
 
 
 def _wait_for_engines(client: Any, n: int, engine_sets: list[Any], timeout_s: float) -> None:

@@ -110,6 +110,17 @@ class _Judge:
             self.fail(f"generation {g}: layout groups {got} are not the rule's {expected}")
 
     def check_transition(self, g: int, prev: dict, snap: dict, receipt: dict) -> None:
+        if snap["generation"] != g or snap["started_at"] != prev["started_at"]:
+            self.fail(f"generation {g}: snapshot generation or campaign start time changed")
+        if receipt.get("kind") == "resume":
+            self.check_resume(g, prev, snap, receipt)
+            return
+        if receipt.get("kind") != "recovery":
+            self.fail(f"receipt-{g}: unknown kind {receipt.get('kind')!r}")
+        if (snap["epoch"], snap["epoch_started_at"], snap["consumed_s"]) != (
+            prev["epoch"], prev["epoch_started_at"], prev["consumed_s"]
+        ):
+            self.fail(f"generation {g}: a recovery changed the epoch or its deadline budget")
         missing = set(receipt["missing"])
         live = set(prev["active"]) | set(prev["spares"])
         if not missing or not missing <= live:
@@ -122,14 +133,12 @@ class _Judge:
             self.fail(f"receipt-{g}: promoted {receipt['promoted']}, the lowest-spare rule gives {promoted}")
         if snap["active"] != sorted(active + promoted) or snap["spares"] != spares[len(promoted):]:
             self.fail(f"generation {g}: active/spares do not follow from generation {g - 1} and the receipt")
-        if snap["generation"] != g or snap["started_at"] != prev["started_at"]:
-            self.fail(f"generation {g}: snapshot generation or campaign start time changed")
         if snap["failed"] != sorted(set(prev["failed"]) | missing):
             self.fail(f"generation {g}: failed {snap['failed']} is not generation {g - 1}'s plus the receipt's missing")
         self.check_prepare(g, receipt)
 
     def check_prepare(self, g: int, receipt: dict) -> None:
-        """DESIGN.md §6.4: the receipt commits exactly the plan that was prepared for it."""
+        """DESIGN.md §6.4: a recovery receipt commits exactly the plan that was prepared for it."""
         try:
             plan, _ = self.read_json(f"membership/prepare-{g}.json")
         except FileNotFoundError:
@@ -137,6 +146,22 @@ class _Judge:
             return
         if plan.get("missing") != receipt["missing"] or plan.get("previous_sha256") != receipt["previous_sha256"]:
             self.fail(f"prepare-{g}.json plans another transition than receipt-{g}")
+
+    def check_resume(self, g: int, prev: dict, snap: dict, receipt: dict) -> None:
+        """A new job re-admits every stable rank in the initial split and opens the next epoch."""
+        budget, ranks = prev["budget"], prev["ranks"]
+        if receipt["missing"] or receipt["promoted"] or snap["failed"]:
+            self.fail(f"receipt-{g}: a resume receipt names missing or promoted ranks")
+        if snap["active"] != list(range(budget)) or snap["spares"] != list(range(budget, ranks)):
+            self.fail(f"generation {g}: a resume does not restore the initial active/spare split")
+        if snap["epoch"] != prev["epoch"] + 1 or snap["epoch_started_at"] != receipt["resumed_at"]:
+            self.fail(f"generation {g}: resume receipt and snapshot disagree on the new epoch")
+        if snap["consumed_s"] != receipt["consumed_s"] or snap["consumed_s"] < prev["consumed_s"]:
+            self.fail(f"generation {g}: the deadline budget used went backwards or differs from the receipt")
+        self.notes.append(
+            f"generation {g} resumed the campaign after the whole job was lost "
+            f"({receipt['consumed_s']:.1f} s of the deadline budget used before)"
+        )
 
     # -- WAL and corpus ------------------------------------------------------------------
 
@@ -192,9 +217,11 @@ class _Judge:
             elif sha256((objects_dir / name).read_bytes()) != name:
                 self.fail(f"corpus/objects/{name}: content does not hash to its name")
         claimed_by: dict[str, str] = {}
+        double = 0
         for work, record in done.items():
             for obj in record["done"]["claimed"]:
                 if obj in claimed_by:
+                    double += 1
                     self.fail(f"object {obj} counted by two done records ({claimed_by[obj]}, {work})")
                 claimed_by[obj] = work
         seeds, pending = set(), set()
@@ -216,11 +243,17 @@ class _Judge:
                 self.fail(f"object {obj} counted by {work[:12]} is not in the corpus")
         if pending:
             self.notes.append(f"{len(pending)} objects belong to records still committing")
-        return {"names": names, "seeds": seeds, "claimed": claimed_by, "pending": pending}
+        return {"names": names, "seeds": seeds, "claimed": claimed_by, "pending": pending, "double_counted": double}
 
     # -- logs ----------------------------------------------------------------------------
 
-    def logs(self, done: dict, failed: set[int]) -> dict:
+    def logs(self, done: dict, failed: set[int], restarted_before: int, finished: bool) -> dict:
+        """Logged commits against the WAL.
+
+        A done record may lack its log line only when its master died right after marking it
+        done: a failed master, a master killed with its whole job before a resume, or any
+        master of a job that never finished (which fails the run anyway, for its outcome).
+        """
         logged: dict[str, dict] = {}
         injected = []
         capabilities: dict[int, dict] = {}
@@ -247,7 +280,8 @@ class _Judge:
                 self.fail(f"work {work[:12]}: logged generated {event['generated']} != WAL {record['manifest']['generated']}")
         unlogged = [w for w in done if w not in logged]
         for work in unlogged:
-            if done[work]["done"]["master"] not in failed:
+            killed_with_its_job = done[work]["done"]["generation"] < restarted_before or not finished
+            if done[work]["done"]["master"] not in failed and not killed_with_its_job:
                 self.fail(f"work {work[:12]} is done in the WAL but its (surviving) master never logged it")
         if unlogged:
             self.notes.append(f"{len(unlogged)} done records were committed by masters that died before logging")
@@ -303,18 +337,22 @@ def judge(state_dir: str | Path, minimum_hosts: int | None = None) -> dict[str, 
         members = j.membership(policy, policy_sha)
         snaps, receipts = members["snapshots"], members["receipts"]
         final = snaps[-1]
-        failed = set(final["failed"])
+        failed = {r for s in snaps for r in s["failed"]}
+        resumes = [r["generation"] for r in receipts if r.get("kind") == "resume"]
         wal = j.wal(snaps)
         corpus = j.corpus(wal["done"], wal["records"])
-        logs = j.logs(wal["done"], failed)
+        logs = j.logs(wal["done"], failed, max(resumes, default=0), (root / "outcome.json").exists())
     except (OSError, ValueError, KeyError, TypeError) as exc:
         j.fail(f"state directory unreadable: {type(exc).__name__}: {exc}")
         result.update(problems=j.problems, notes=j.notes, result_sha256=None)
         return result
 
+    kinds = {r["generation"]: r.get("kind") for r in receipts}
     for generation, rank, _phase in parse_schedule(policy["failure_schedule"]):
         hit = [r for r in receipts if r["generation"] > generation and rank in r["missing"]]
-        if not hit:
+        if kinds.get(generation + 1) == "resume":
+            j.notes.append(f"scheduled failure {generation}:{rank} not reached: the job was lost and resumed")
+        elif not hit:
             j.fail(f"scheduled failure {generation}:{rank} is in no receipt")
     scheduled = {rank for _, rank, _ in parse_schedule(policy["failure_schedule"])}
     unscheduled = sorted(failed - scheduled)
@@ -379,6 +417,9 @@ def judge(state_dir: str | Path, minimum_hosts: int | None = None) -> dict[str, 
         passed=passed,
         result_sha256=sha256(canonical(summary)),
         surviving_host_names=surviving_hosts,
+        epochs=final["epoch"] + 1,
+        lost_objects=len(set(corpus["claimed"]) - set(public)),
+        double_counted=corpus["double_counted"],
         logged_analyzed=logs["logged_analyzed"],
         logged_generated=logs["logged_generated"],
         injected=[e.get("spec") for e in logs["injected"]],

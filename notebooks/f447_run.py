@@ -1,0 +1,148 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # F447: one fault-tolerant concolic campaign, judged and sealed
+#
+# Runs one campaign on `ranks` ipyparallel MPI engines (`mpiexec --with-ft ulfm`), all engines
+# at once; the failure schedule kills ranks on purpose. Then the independent oracle judges the
+# state directory, the figures are drawn from the logs, and the run directory is sealed
+# (`SHA256SUMS.txt`). Any failed check fails the notebook, so papermill exits non-zero.
+#
+# `make evidence` runs this notebook into `evidence/<run-id>/run.ipynb` and re-seals the run
+# after papermill has written the executed notebook; see `evidence/README.md`.
+
+# %% tags=["parameters"]
+ranks = 10
+warm_spares = 2
+workers_per_master = 3
+failure_schedule = "0:2,1:3"
+deadline_s = 15.0
+executor = "concolic"
+target = None
+executor_options = {}
+hosts = ""
+minimum_hosts = 1
+seed = 0
+run_dir = None  # default: evidence/<run-id>/ of the checkout
+# False drops `--with-ft ulfm` from mpiexec while the policy still demands ULFM: the ranks'
+# capability check then refuses plain MPI and this notebook fails (a demonstration, never a fallback).
+with_ft = True
+
+# %%
+import json
+import os
+import time
+
+import altair as alt
+from IPython.display import Markdown, display
+from tqdm import tqdm
+
+from symcc_ulfm import cluster, plots
+from symcc_ulfm.core.modes import modes_from_env
+from symcc_ulfm.evidence import provenance, rundir, timeline
+from symcc_ulfm.evidence.seal import seal
+from symcc_ulfm.evidence.verify import verify
+from symcc_ulfm.launch import check_executor, conclude, prepare_state_dir
+
+alt.renderers.enable("svg")
+policy = rundir.policy_from_parameters(
+    ranks=ranks, warm_spares=warm_spares, workers_per_master=workers_per_master,
+    failure_schedule=failure_schedule, deadline_s=deadline_s, executor=executor, target=target,
+    executor_options=executor_options, hosts=hosts, minimum_hosts=minimum_hosts, seed=seed,
+)
+check_executor(policy)
+run = rundir.open_run_dir(run_dir) if run_dir else rundir.new_run_dir(policy)
+modes = modes_from_env(os.environ)
+state = prepare_state_dir(policy, run.state, modes)
+record = provenance.capture_policy(policy)
+provenance.write(run.provenance, record)
+print(f"run {run.run_id}\n  dir {run.root}\n  policy {policy.sha256}\n"
+      f"  source tree {record['source_tree']['sha256']}\n  seeds {record['seed_input']}")
+print("  engines: mpiexec " + " ".join(cluster.engine_mpi_args(policy, modes, with_ft)))
+
+# %% [markdown]
+# ## The campaign on all engines
+#
+# Provenance is re-verified live right before the campaign starts; the progress bar follows
+# the ranks' logs (campaign seconds, commits). The cluster is stopped in every case.
+
+# %%
+tail = timeline.LogTail(state.root)
+
+
+def live_check():
+    provenance.verify_live(record, unit="campaign")
+    provenance.write(run.provenance, record)
+
+
+with tqdm(total=policy.deadline_s, unit="s", bar_format="{l_bar}{bar}| {n:.1f}/{total:.0f} s {postfix}") as bar:
+    def show_progress():
+        tail.poll()
+        bar.n = min(tail.elapsed(time.time()), policy.deadline_s)
+        bar.set_postfix(generation=tail.generation, commits=tail.commits, injected=",".join(tail.injected) or "-")
+
+    engines = cluster.run_on_engines(policy, state.root, modes, cluster_id=run.run_id, before_campaign=live_check,
+                                     progress=show_progress, with_ft=with_ft)
+    show_progress()
+run.engines.write_text(json.dumps(engines.to_json(), indent=1, sort_keys=True) + "\n")
+run.engines_output.write_text(engines.output)
+print(f"engines up in {engines.startup_seconds:.1f} s; campaign {engines.seconds:.1f} s; "
+      f"died {engines.classification['died']} (scheduled {engines.classification['scheduled_victims']}); "
+      f"failed {engines.classification['failed']}")
+
+# %% [markdown]
+# ## The oracle
+
+# %%
+verdict = conclude(state)
+run.oracle.write_bytes((state.root / "oracle.json").read_bytes())
+rows = [(k, verdict.get(k)) for k in ("passed", "result_sha256", "final_generation", "receipts", "promoted",
+                                      "final_active", "masters", "workers", "surviving_hosts", "wal_analyzed",
+                                      "wal_generated", "wal_unique", "wal_novel", "public_objects", "endpoint_edges")]
+rows += [("engine " + str(e["rank"]), e["status"]) for e in engines.classification["engines"]]
+rows += [("problem", p) for p in verdict["problems"]] + [("note", n) for n in verdict["notes"]]
+display(Markdown("| | |\n|---|---|\n" + "\n".join(f"| {k} | `{v}` |" for k, v in rows)))
+
+# %%
+failures = [f"oracle: {p}" for p in verdict["problems"]] + engines.problems()
+assert verdict["passed"] and engines.as_scheduled, "run FAILED:\n" + "\n".join(failures)
+
+# %% [markdown]
+# ## Figures
+#
+# Membership per generation (failures as red crosses, promotions as green triangles),
+# throughput and novel coverage over time, and the work each master committed.
+
+# %%
+data = timeline.timeline(state.root)
+for name, chart in plots.all_charts(data).items():
+    plots.save_chart(chart, run.figures, name)
+    display(chart)
+
+# %% [markdown]
+# ## Seal
+#
+# `SHA256SUMS.txt` covers every other file of the run. When papermill writes this notebook
+# into the run directory, `make evidence` seals again after papermill has finished.
+
+# %%
+sealed = seal(run.root)
+check = verify(run.root)
+print(f"sealed {sealed['files']} files; verify: {'PASS' if check['passed'] else 'FAIL'} "
+      f"result_sha256={check['result_sha256']}")
+assert check["passed"], "\n".join(check["problems"])
+assert check["result_sha256"] == verdict["result_sha256"]
+print(f"re-verify: cd {run.root} && sha256sum -c SHA256SUMS.txt; symcc-ulfm verify {run.root}")

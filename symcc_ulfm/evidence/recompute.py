@@ -1,0 +1,136 @@
+"""A second, separate computation of a run's canonical summary and ``result_sha256``.
+
+Written apart from :mod:`symcc_ulfm.evidence.oracle` and importing nothing from it, the
+runtime's core or the store: it takes masters and workers from the final layout *file* (the
+oracle derives them from the layout rule), walks the receipt chain by its digests, counts the
+WAL from the done records and the corpus from the directory, and runs its own smaller set of
+checks to decide ``passed``. When both implementations read the same files the same way, they
+print the same ``result_sha256``; a disagreement means one of them (or the run) is wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+_HEX64 = re.compile(r"[0-9a-f]{64}\Z")
+
+
+def _canonical_bytes(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode()
+
+
+def _hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _load(path: Path) -> tuple[Any, bytes]:
+    raw = path.read_bytes()
+    return json.loads(raw), raw
+
+
+def _victims(schedule: str) -> list[tuple[int, int]]:
+    """(generation, rank) of each ``G:R[@PHASE][!]`` event."""
+    out = []
+    for item in schedule.split(","):
+        item = item.strip()
+        if item:
+            head = item.split("@")[0].rstrip("!")
+            generation, rank = head.split(":")
+            out.append((int(generation), int(rank)))
+    return out
+
+
+def recompute(state: Path) -> dict[str, Any]:
+    """``{"summary", "result_sha256", "problems"}`` of the state directory ``state``."""
+    problems: list[str] = []
+    policy_raw = (state / "policy.json").read_bytes()
+    policy = json.loads(policy_raw)
+    membership = state / "membership"
+
+    # membership: follow generation 0 and each receipt whose previous_sha256 chains to it
+    snapshot, snapshot_raw = _load(membership / "generation-0-snapshot.json")
+    receipts = []
+    generation = 0
+    while (membership / f"receipt-{generation + 1}.json").exists():
+        receipt, _ = _load(membership / f"receipt-{generation + 1}.json")
+        if receipt.get("previous_sha256") != _hex(snapshot_raw):
+            problems.append(f"receipt-{generation + 1}.json does not chain to generation {generation}")
+        snapshot, snapshot_raw = _load(membership / f"generation-{generation + 1}-snapshot.json")
+        if receipt.get("snapshot_sha256") != _hex(snapshot_raw):
+            problems.append(f"receipt-{generation + 1}.json names another snapshot")
+        receipts.append(receipt)
+        generation += 1
+    layout, layout_raw = _load(membership / f"generation-{generation}-layout.json")
+    if _hex(layout_raw) != snapshot.get("layout_sha256"):
+        problems.append(f"generation-{generation}-layout.json is not the layout of the final snapshot")
+    masters = [group["master"] for group in layout["groups"]]
+    workers = [w for group in layout["groups"] for w in group["workers"]]
+
+    resumed = {r["generation"] for r in receipts if r.get("kind") == "resume"}
+    for g, rank in _victims(policy["failure_schedule"]):
+        # a generation that ended with the whole job lost (a resume receipt follows) never reached its failure
+        if g + 1 not in resumed and not any(r["generation"] > g and rank in r["missing"] for r in receipts):
+            problems.append(f"scheduled victim {g}:{rank} is missing from every receipt")
+    live = set(snapshot["active"]) | set(snapshot["spares"])
+    host_names = {snapshot["hosts"][r] for r in live} if snapshot["hosts"] else set()
+    if len(host_names) < policy["minimum_hosts"]:
+        problems.append(f"only {len(host_names)} hosts survive; the policy needs {policy['minimum_hosts']}")
+
+    # WAL: done records only, each checked against its own checksum
+    analyzed = generated = novel = 0
+    counted: dict[str, str] = {}
+    for path in sorted((state / "wal" / "records").glob("*.json")):
+        record = json.loads(path.read_bytes())
+        body = {k: v for k, v in record.items() if k != "checksum"}
+        if record.get("checksum") != _hex(_canonical_bytes(body)):
+            problems.append(f"wal/records/{path.name}: checksum does not match its body")
+        if record.get("state") != "done":
+            continue
+        analyzed += 1
+        generated += record["manifest"]["generated"]
+        claimed = set(record["done"]["claimed"])
+        for obj in record["manifest"]["objects"]:
+            if obj["sha256"] in claimed and obj["novel"]:
+                novel += 1
+        for name in claimed:
+            if name in counted:
+                problems.append(f"object {name} is counted by {counted[name]} and {path.stem}")
+            counted[name] = path.stem
+
+    # corpus: every object is named by the SHA-256 of its bytes
+    objects = state / "corpus" / "objects"
+    names = sorted(p.name for p in objects.iterdir() if not p.name.startswith("."))
+    for name in names:
+        if not _HEX64.match(name) or _hex((objects / name).read_bytes()) != name:
+            problems.append(f"corpus/objects/{name}: the name is not the SHA-256 of the content")
+    lost = sorted(set(counted) - set(names))
+    if lost:
+        problems.append(f"{len(lost)} counted objects are not in the corpus, e.g. {lost[0]}")
+
+    outcome_path, endpoint_path = state / "outcome.json", state / "endpoint.json"
+    outcome = json.loads(outcome_path.read_bytes()) if outcome_path.exists() else {}
+    if outcome.get("status") != "deadline-reached":
+        problems.append(f"the campaign outcome is {outcome.get('status')!r}")
+    summary = {
+        "policy_sha256": _hex(policy_raw),
+        "final_generation": generation,
+        "receipts": [{"generation": r["generation"], "missing": r["missing"]} for r in receipts],
+        "promoted": [rank for r in receipts for rank in r["promoted"]],
+        "final_active": snapshot["active"],
+        "masters": masters,
+        "workers": workers,
+        "surviving_hosts": len(host_names),
+        "wal_analyzed": analyzed,
+        "wal_generated": generated,
+        "wal_unique": len(counted),
+        "wal_novel": novel,
+        "public_objects": len(names),
+        "corpus_sha256": _hex("\n".join(names).encode()),
+        "endpoint_edges": json.loads(endpoint_path.read_bytes())["edges"] if endpoint_path.exists() else None,
+        "passed": not problems,
+    }
+    return {"summary": summary, "result_sha256": _hex(_canonical_bytes(summary)), "problems": problems}

@@ -1,0 +1,151 @@
+"""The run directory: ``evidence/<run-id>/`` and what goes where (see evidence/README.md).
+
+::
+
+    state/              the campaign state directory (policy.json, membership/, wal/, corpus/, logs/, ...)
+    provenance.json     source-tree, seed-input and tool identities, plus the live re-checks
+    engines.json        what each MPI engine returned, classified against the failure schedule
+    engines-output.txt  mpiexec's output for the engine job
+    run.ipynb           the executed notebook (written by papermill)
+    figures/            membership, throughput and per-master figures, SVG and PNG
+    oracle.json         the oracle's verdict (the same bytes as state/oracle.json)
+    SHA256SUMS.txt      ``sha256sum -c`` list of every other file
+
+Run ids are ``f447-<UTC time>-<first 8 hex of the policy SHA-256>``.
+
+``python -m symcc_ulfm.evidence.rundir BASE [NAME=VALUE ...]`` creates a new, empty run
+directory for the notebook's policy with those parameters and prints its path (the Makefile
+uses it so that papermill can write the executed notebook into the run).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.policy import Policy, build_policy
+
+RUN_PREFIX = "f447"
+NOTEBOOK_NAME = "run.ipynb"
+SUMS_NAME = "SHA256SUMS.txt"
+# The notebook's parameters that make up the policy, with the notebook's defaults.
+POLICY_PARAMETERS: dict[str, Any] = {
+    "ranks": 10, "warm_spares": 2, "workers_per_master": 3, "failure_schedule": "0:2,1:3", "deadline_s": 15.0,
+    "executor": "concolic", "target": None, "executor_options": {}, "hosts": "", "minimum_hosts": 1, "seed": 0,
+}
+
+
+def repo_root() -> Path:
+    """The checkout holding the package (where ``evidence/`` lives)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def policy_from_parameters(**params: Any) -> Policy:
+    """The campaign policy of the notebook parameters (unknown names are an error)."""
+    unknown = sorted(set(params) - set(POLICY_PARAMETERS))
+    if unknown:
+        raise TypeError(f"not policy parameters: {', '.join(unknown)}")
+    values = {**POLICY_PARAMETERS, **params}
+    values["deadline_s"] = float(values["deadline_s"])
+    values["executor_options"] = dict(values["executor_options"] or {})
+    return build_policy(**values)
+
+
+def run_id(policy: Policy, now: float | None = None) -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
+    return f"{RUN_PREFIX}-{stamp}-{policy.sha256[:8]}"
+
+
+@dataclass(frozen=True)
+class RunDir:
+    root: Path
+
+    @property
+    def run_id(self) -> str:
+        return self.root.name
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state"
+
+    @property
+    def provenance(self) -> Path:
+        return self.root / "provenance.json"
+
+    @property
+    def engines(self) -> Path:
+        return self.root / "engines.json"
+
+    @property
+    def engines_output(self) -> Path:
+        return self.root / "engines-output.txt"
+
+    @property
+    def notebook(self) -> Path:
+        return self.root / NOTEBOOK_NAME
+
+    @property
+    def figures(self) -> Path:
+        return self.root / "figures"
+
+    @property
+    def oracle(self) -> Path:
+        return self.root / "oracle.json"
+
+    @property
+    def sums(self) -> Path:
+        return self.root / SUMS_NAME
+
+
+def new_run_dir(policy: Policy, base: str | Path | None = None) -> RunDir:
+    """Create ``<base>/<run-id>/`` (default base: ``evidence/`` of the checkout); never reuse one."""
+    base = Path(base) if base is not None else repo_root() / "evidence"
+    base.mkdir(parents=True, exist_ok=True)
+    root = base / run_id(policy)
+    root.mkdir()
+    return RunDir(root.absolute())
+
+
+def open_run_dir(path: str | Path) -> RunDir:
+    """An existing run directory made for this run: empty, or holding only papermill's notebook."""
+    root = Path(path).absolute()
+    root.mkdir(parents=True, exist_ok=True)
+    extra = sorted(p.name for p in root.iterdir() if p.name != NOTEBOOK_NAME)
+    if extra:
+        raise FileExistsError(f"{root} already holds {', '.join(extra)}: use a new run directory")
+    return RunDir(root)
+
+
+def parse_value(text: str) -> Any:
+    """papermill's ``-p`` typing: True/False/None, int, float, else the string."""
+    if text in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[text]
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print("usage: python -m symcc_ulfm.evidence.rundir BASE [NAME=VALUE ...]", file=sys.stderr)
+        return 2
+    params = {}
+    for pair in argv[1:]:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            print(f"not NAME=VALUE: {pair!r}", file=sys.stderr)
+            return 2
+        if name in POLICY_PARAMETERS:
+            params[name] = parse_value(value)
+    print(new_run_dir(policy_from_parameters(**params), argv[0]).root)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

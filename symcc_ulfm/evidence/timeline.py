@@ -1,0 +1,161 @@
+"""Plot data from a state directory: membership over time, throughput, coverage, per-master work.
+
+Everything here is computed from the files a run leaves (membership snapshots and layouts,
+``logs/rank-*.jsonl``); :mod:`symcc_ulfm.plots` only draws the rows. Times are seconds since
+the campaign start (``started_at`` of generation 0). :class:`LogTail` reads the logs
+incrementally while a campaign runs, for a progress bar.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+class LogTail:
+    """Incremental reader of ``logs/rank-*.jsonl``: only complete lines, each line once."""
+
+    def __init__(self, state_dir: str | Path):
+        self.logs = Path(state_dir) / "logs"
+        self._offsets: dict[Path, int] = {}
+        self.commits = 0
+        self.generation = 0
+        self.injected: list[str] = []
+        self.started: float | None = None  # wall time when generation 0 started
+
+    def elapsed(self, now: float) -> float:
+        """Campaign seconds so far (0 before generation 0 started)."""
+        return 0.0 if self.started is None else max(0.0, now - self.started)
+
+    def poll(self) -> list[dict[str, Any]]:
+        """New events since the last call (a half-written last line waits for the next call)."""
+        events: list[dict[str, Any]] = []
+        for path in sorted(self.logs.glob("rank-*.jsonl")) if self.logs.is_dir() else []:
+            offset = self._offsets.get(path, 0)
+            with open(path, "rb") as handle:
+                handle.seek(offset)
+                chunk = handle.read()
+            complete = chunk[: chunk.rfind(b"\n") + 1]
+            self._offsets[path] = offset + len(complete)
+            for line in complete.splitlines():
+                try:
+                    events.append(json.loads(line))
+                except ValueError:
+                    continue
+        for event in events:
+            kind = event.get("event")
+            if kind == "commit":
+                self.commits += 1
+            elif kind == "inject":
+                self.injected.append(str(event.get("spec")))
+            elif kind == "generation-start" and event.get("generation") == 0:
+                t = float(event["t"])
+                self.started = t if self.started is None else min(self.started, t)
+            self.generation = max(self.generation, int(event.get("generation", 0)))
+        return events
+
+
+def read_events(state_dir: str | Path) -> list[dict[str, Any]]:
+    """Every complete event of every rank, sorted by time."""
+    events = LogTail(state_dir).poll()
+    return sorted(events, key=lambda e: (e.get("t", 0.0), e.get("rank", 0)))
+
+
+def _membership(state_dir: Path) -> list[dict[str, Any]]:
+    """Generations in order, each with its snapshot and layout roles."""
+    generations = []
+    g = 0
+    while (snap_path := state_dir / "membership" / f"generation-{g}-snapshot.json").exists():
+        snap = json.loads(snap_path.read_text())
+        layout = json.loads((state_dir / "membership" / f"generation-{g}-layout.json").read_text())
+        roles = {r: "spare" for r in snap["spares"]}
+        for group in layout["groups"]:
+            roles[group["master"]] = "master"
+            roles.update({w: "worker" for w in group["workers"]})
+        receipt_path = state_dir / "membership" / f"receipt-{g}.json"
+        receipt = json.loads(receipt_path.read_text()) if g and receipt_path.exists() else None
+        generations.append({"generation": g, "snapshot": snap, "roles": roles, "receipt": receipt})
+        g += 1
+    return generations
+
+
+def timeline(state_dir: str | Path, bin_s: float = 1.0) -> dict[str, list[dict[str, Any]]]:
+    """All plot tables of one run: ``membership``, ``failures``, ``promotions``, ``throughput``, ``masters``."""
+    root = Path(state_dir)
+    generations = _membership(root)
+    if not generations:
+        return {"membership": [], "failures": [], "promotions": [], "throughput": [], "masters": []}
+    events = read_events(root)
+    t0 = generations[0]["snapshot"]["started_at"]
+    end = max([e["t"] for e in events] + [t0]) - t0
+    starts = _generation_starts(events, generations, t0)
+    deaths = {e["rank"]: e["t"] - t0 for e in events if e.get("event") == "inject"}
+    membership = []
+    for index, gen in enumerate(generations):
+        start = starts[gen["generation"]]
+        stop = starts[generations[index + 1]["generation"]] if index + 1 < len(generations) else end
+        for rank, role in sorted(gen["roles"].items()):
+            until = min(stop, deaths.get(rank, stop))
+            membership.append({"rank": rank, "generation": gen["generation"], "role": role,
+                               "start": round(start, 4), "end": round(max(until, start), 4)})
+    failures = [{"rank": e["rank"], "t": round(e["t"] - t0, 4), "spec": e.get("spec"), "phase": e.get("phase"),
+                 "generation": e.get("generation")} for e in events if e.get("event") == "inject"]
+    promotions = [{"rank": rank, "t": round(starts[gen["generation"]], 4), "generation": gen["generation"]}
+                  for gen in generations if gen["receipt"] for rank in gen["receipt"]["promoted"]]
+    commits = [e for e in events if e.get("event") == "commit"]
+    return {
+        "membership": membership,
+        "failures": failures,
+        "promotions": promotions,
+        "throughput": _throughput(commits, t0, end, bin_s),
+        "masters": _per_master(commits),
+    }
+
+
+def _generation_starts(events: list[dict], generations: list[dict], t0: float) -> dict[int, float]:
+    """A generation starts at its first ``generation-start`` event (generation 0 at the campaign start)."""
+    starts = {0: 0.0}
+    for event in events:
+        if event.get("event") == "generation-start":
+            g = event["generation"]
+            starts[g] = min(starts.get(g, float("inf")), event["t"] - t0)
+    previous = 0.0
+    for gen in generations:  # a generation nobody logged (a crash) starts where the previous one did
+        previous = starts.setdefault(gen["generation"], previous)
+    return starts
+
+
+def _throughput(commits: list[dict], t0: float, end: float, bin_s: float) -> list[dict[str, Any]]:
+    """Per time bin: inputs analyzed and candidates generated per second, cumulative novel and unique."""
+    bins = max(1, int(end // bin_s) + 1)
+    analyzed, generated, novel, unique = [0] * bins, [0] * bins, [0] * bins, [0] * bins
+    for event in commits:
+        i = min(bins - 1, max(0, int((event["t"] - t0) // bin_s)))
+        analyzed[i] += 1
+        generated[i] += event.get("generated", 0)
+        novel[i] += event.get("novel", 0)
+        unique[i] += event.get("unique", 0)
+    rows, total_novel, total_unique = [], 0, 0
+    for i in range(bins):
+        total_novel += novel[i]
+        total_unique += unique[i]
+        stop = min((i + 1) * bin_s, max(end, i * bin_s + 1e-3))  # the last bin is usually partial
+        width = stop - i * bin_s
+        rows.append({"t": round(stop, 4), "analyzed_per_s": analyzed[i] / width,
+                     "generated_per_s": generated[i] / width, "novel_total": total_novel,
+                     "unique_total": total_unique})
+    return rows
+
+
+def _per_master(commits: list[dict]) -> list[dict[str, Any]]:
+    """Committed work per (master, generation): the master is the rank that logged the commit."""
+    table: dict[tuple[int, int], dict[str, Any]] = {}
+    for event in commits:
+        key = (event["rank"], event["generation"])
+        row = table.setdefault(key, {"master": key[0], "generation": key[1], "analyzed": 0, "generated": 0,
+                                     "unique": 0, "novel": 0})
+        row["analyzed"] += 1
+        for field in ("generated", "unique", "novel"):
+            row[field] += event.get(field, 0)
+    return [table[k] for k in sorted(table)]
