@@ -67,3 +67,28 @@ FAULT_REPEATS ?= 3
 .PHONY: faults
 faults: setup
 	$(BIN)/python -m symcc_ulfm.faults --repeats $(FAULT_REPEATS)
+
+# -- scale: the preregistered scaling study (notebooks/f447_scale.ipynb) into $(SCALE_DIR)/scale-<time>-<protocol>/ --
+# A study keeps every cell's campaign state (thousands of files), so it goes under runs/ (ignored
+# by git) unless SCALE_DIR says otherwise; SCALE_PROTOCOL=protocols/large.json for a big machine.
+# As for evidence: papermill writes the executed notebook into the study, so the study is sealed
+# again afterwards, then sha256sum -c and the study verifier. A study whose only problem is cells
+# that failed internally is kept sealed (reliability evidence) and the recipe exits 3 (make prints
+# "Error 3", its own status is 2); any other failure moves the study to $(SCALE_DIR)/.failed/.
+SCALE_DIR ?= runs
+SCALE_PROTOCOL ?= protocols/default.json
+.PHONY: scale
+scale: setup $(KERNEL_SPEC)
+	@set -u; study=$$($(BIN)/python -m symcc_ulfm.experiment.study new "$(SCALE_DIR)" "$(SCALE_PROTOCOL)") || exit 2; \
+	id=$$(basename "$$study"); echo "study directory: $$study"; \
+	$(BIN)/papermill -k $(KERNEL) --log-level WARNING notebooks/f447_scale.ipynb "$$study/scale.ipynb" \
+		-p protocol_path "$(abspath $(SCALE_PROTOCOL))" -p study_dir "$$study"; status=$$?; \
+	if [ $$status -ne 0 ] && ! $(BIN)/python -m symcc_ulfm.experiment.study sealed-with-failed-cells "$$study"; then \
+		mkdir -p "$(SCALE_DIR)/.failed" && mv "$$study" "$(SCALE_DIR)/.failed/"; \
+		echo "make scale: the notebook failed (papermill exit $$status); not accepted, kept in $(SCALE_DIR)/.failed/$$id"; \
+		exit $$status; fi; \
+	$(BIN)/symcc-ulfm seal "$$study" || exit 1; \
+	(cd "$$study" && sha256sum -c --quiet --strict SHA256SUMS.txt) || exit 1; \
+	$(BIN)/python -m symcc_ulfm.experiment.study verify "$$study" || exit 1; \
+	if [ $$status -ne 0 ]; then echo "make scale: sealed, but matrix cells failed internally (exit 3): $$study"; exit 3; fi; \
+	echo "scale: $$study"

@@ -128,8 +128,10 @@ def cmd_seal(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from .evidence.verify import verify
+    from .experiment.study import is_study, verify_study
 
-    result = verify(Path(args.run_dir))
+    path = Path(args.run_dir)
+    result = verify_study(path) if is_study(path) else verify(path)
     text = [f"verify: {'PASS' if result['passed'] else 'FAIL'}  files_checked={result['files_checked']}  "
             f"result_sha256={result['result_sha256']}"]
     text += [f"problem: {p}" for p in result["problems"]]

@@ -114,6 +114,9 @@ def run_job(
         except subprocess.TimeoutExpired:
             timed_out = True
             returncode = _kill_job(process)
+        except BaseException:  # interrupted: the job runs in its own session, never leave it behind
+            _kill_job(process)
+            raise
     return JobResult(command, returncode, time.monotonic() - started, timed_out, output)
 
 

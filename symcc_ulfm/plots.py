@@ -73,3 +73,69 @@ def save_chart(chart: alt.TopLevelMixin, directory: str | Path, name: str) -> li
     for path in paths:
         chart.save(str(path))
     return paths
+
+
+# -- scaling study: rows from symcc_ulfm.experiment.views.chart_rows --------------------------------------
+
+SCALE_WIDTH = 260
+_USED_COLORS = alt.Scale(domain=["performance", "excluded"], range=["#7f8c8d", "#e67e22"])
+
+
+def _only(rows: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
+    return [row for row in rows if row["metric"] == metric]
+
+
+def _tier_panel(rows: dict[str, Any], metric: str, title: str, y_format: str | None = None) -> alt.LayerChart:
+    """Per-cell points, tier means with 95% CI bars and, where fitted, the model curve in the measured range."""
+    tier_scale = alt.Scale(domain=[0, rows["tiers"][-1] * 1.05], nice=False)
+    x = alt.X("tier:Q", scale=tier_scale, title="workers", axis=alt.Axis(values=rows["tiers"]))
+    y_axis = alt.Axis(format=y_format) if y_format else alt.Axis()
+    points = alt.Chart(alt.Data(values=_only(rows["points"], metric))).mark_circle(size=40, opacity=0.6).encode(
+        x=x, y=alt.Y("value:Q", title=metric, axis=y_axis, scale=alt.Scale(zero=False)),
+        color=alt.Color("used:N", scale=_USED_COLORS, title="cell"), tooltip=["tier:Q", "block:O", "value:Q", "used:N"])
+    means = alt.Data(values=_only(rows["means"], metric))
+    bars = alt.Chart(means).mark_rule(strokeWidth=2, color="#1f77b4").encode(x=x, y="low:Q", y2="high:Q")
+    centres = alt.Chart(means).mark_tick(thickness=2, size=14, color="#1f77b4").encode(
+        x=x, y="mean:Q", tooltip=["tier:Q", "mean:Q", "low:Q", "high:Q"])
+    layers = [points, bars, centres]
+    curve = _only(rows["curves"], metric)
+    if curve:
+        layers.append(alt.Chart(alt.Data(values=curve)).mark_line(color="#c0392b").encode(
+            x=alt.X("n:Q", scale=tier_scale), y="fitted:Q"))
+    return alt.layer(*layers).properties(width=SCALE_WIDTH, height=200, title=alt.TitleParams(title, fontSize=11))
+
+
+def scale_throughput_chart(rows: dict[str, Any]) -> alt.HConcatChart:
+    """Throughput per tier (mean and normal 95% CI over the performance blocks) with the fitted USL curve."""
+    panels = [_tier_panel(rows, metric, rows["labels"].get(metric, metric))
+              for metric in ("generated_per_s", "unique_per_s", "novel_per_s")]
+    return alt.hconcat(*panels).properties(title="throughput per tier")
+
+
+def scale_retention_chart(rows: dict[str, Any]) -> alt.LayerChart:
+    """Retention (unique / generated) per tier."""
+    return _tier_panel(rows, "retention", "retention = unique / generated", y_format="%")
+
+
+def scale_coverage_chart(rows: dict[str, Any]) -> alt.LayerChart:
+    """Endpoint edges per tier with the saturation curve where it was fitted (its refusal otherwise)."""
+    return _tier_panel(rows, "endpoint_edges", rows["labels"].get("endpoint_edges", "endpoint edges"))
+
+
+def scale_paired_chart(rows: dict[str, Any]) -> alt.FacetChart:
+    """Paired relative change of every metric against the lowest tier: Student-t 95% CI, in percent."""
+    data = alt.Data(values=rows["changes"])
+    y = alt.Y("metric:N", title=None)
+    rules = alt.Chart(data).mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title="change vs "
+                                                             f"{rows['baseline_tier']} workers (%)"), x2="high:Q", y=y)
+    centres = alt.Chart(data).mark_point(filled=True, size=60).encode(
+        x="mean:Q", y=y, color=alt.Color("metric:N", legend=None), tooltip=["tier:Q", "metric:N", "mean:Q", "low:Q",
+                                                                            "high:Q"])
+    zero = alt.Chart(data).mark_rule(color="#7f8c8d", strokeDash=[4, 4]).encode(x=alt.datum(0))
+    return alt.layer(rules, centres, zero).properties(width=WIDTH - 120, height=110).facet(
+        row=alt.Row("tier:O", title="workers")).properties(title="paired change against the lowest tier")
+
+
+def scale_charts(rows: dict[str, Any]) -> dict[str, alt.TopLevelMixin]:
+    return {"scale_throughput": scale_throughput_chart(rows), "scale_paired": scale_paired_chart(rows),
+            "scale_retention": scale_retention_chart(rows), "scale_coverage": scale_coverage_chart(rows)}

@@ -277,17 +277,17 @@ def race_worker(root: str, me: int, works: list[str], barrier, results) -> None:
         env = open_env(Path(root))
         real_put = env.corpus.put
 
-        def logged_put(data):
-            name, created = real_put(data)
+        def logged_put(data, barrier=None):
+            name, created = real_put(data, barrier)
             puts.append((name, created))
             return name, created
 
         env.corpus.put = logged_put
         real_write = env.wal._write
 
-        def logged_write(record):
+        def logged_write(record, barrier=None):
             writes.append((record["work_hash"], record["state"]))
-            return real_write(record)
+            return real_write(record, barrier)
 
         env.wal._write = logged_write
         order = list(works)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 
@@ -23,9 +24,8 @@ def digest(value: Any) -> str:
     return sha256_hex(canonical_json(value))
 
 
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
 def is_sha256_hex(text: object) -> bool:
-    return (
-        isinstance(text, str)
-        and len(text) == 64
-        and all(c in "0123456789abcdef" for c in text)
-    )
+    return isinstance(text, str) and _SHA256_HEX.fullmatch(text) is not None

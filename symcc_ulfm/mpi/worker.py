@@ -11,6 +11,7 @@ import time
 
 from ..core import envelope
 from ..errors import IntegrityError, ProtocolError, SymccUlfmError
+from ..store.atomic import Barrier
 from ..store.staging import WorkerStaging
 from .adversary import is_adversary, misbehave
 from .context import RankContext
@@ -22,8 +23,12 @@ class WorkerLoop:
         self.ctx = ctx
         self.gen = ctx.generation
         self.limit = ctx.policy.max_message_bytes
-        self.staging = WorkerStaging(ctx.state.root, ctx.stable, ctx.state.modes.corpus, ctx.state.modes.snapshot_dir)
+        self.barrier = Barrier(ctx.state.root)
+        self.staging = WorkerStaging(ctx.state.root, ctx.stable, ctx.state.modes.corpus, ctx.state.modes.snapshot_dir,
+                                     self.barrier)
         self.master = ctx.membership.layout.master_of(ctx.stable)
+        # the master's syncfs covers staged files only when it runs on the same host (kernel)
+        self.sync_before_result = ctx.peers[self.master]["host"] != ctx.peers[ctx.stable]["host"]
         self.executed = 0
         self.adversary = is_adversary(ctx.stable) and self.gen == 0
 
@@ -59,6 +64,8 @@ class WorkerLoop:
                     continue
                 ctx.injector.maybe("work", self.gen)
                 result = self._execute(message)
+                if self.sync_before_result:
+                    self.barrier.sync()
                 planned = misbehave(self.executed, result, ctx.state.root, self.limit) if self.adversary else None
                 for tag, payload in planned or [(TAG_DATA, result)]:
                     outbox.send(ctx.group_comm, 0, tag, payload, "RESULT")
@@ -72,6 +79,7 @@ class WorkerLoop:
             outbox.progress()
             backoff.idle()
         inbox.cancel()
+        self.barrier.close()
 
     def _execute(self, work: dict) -> bytes:
         ctx = self.ctx

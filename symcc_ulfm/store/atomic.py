@@ -8,6 +8,7 @@ create-only write that finds the name taken returns ``False`` so the caller can 
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import secrets
@@ -24,7 +25,7 @@ MODE_HINT = (
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
-def ensure_dir(path: Path, mode: int) -> Path:
+def ensure_dir(path: Path, mode: int, barrier: Barrier | None = None) -> Path:
     """Create ``path`` (and parents) with exactly ``mode``; an existing directory is kept as it is.
 
     Inside a set-group-ID directory (a state directory shared by several Unix users through a
@@ -36,11 +37,11 @@ def ensure_dir(path: Path, mode: int) -> Path:
         if not path.is_dir():
             parent = path.parent
             if parent != path and not parent.is_dir():
-                ensure_dir(parent, mode)
+                ensure_dir(parent, mode, barrier)
             try:
                 os.mkdir(path, mode)
                 os.chmod(path, mode | (os.stat(parent).st_mode & stat.S_ISGID))
-                fsync_dir(parent)
+                _settle(parent, barrier)
             except FileExistsError:
                 if not path.is_dir():
                     raise
@@ -57,7 +58,7 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _write_temp(directory: Path, name: str, data: bytes, mode: int) -> Path:
+def _write_temp(directory: Path, name: str, data: bytes, mode: int, sync: bool = True) -> Path:
     temp = directory / f".tmp-{name}-{os.getpid()}-{secrets.token_hex(4)}"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
@@ -66,7 +67,8 @@ def _write_temp(directory: Path, name: str, data: bytes, mode: int) -> Path:
         while view:
             written = os.write(fd, view)
             view = view[written:]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         _unlink_quietly(temp)
@@ -75,26 +77,71 @@ def _write_temp(directory: Path, name: str, data: bytes, mode: int) -> Path:
     return temp
 
 
-def write_replace(path: Path, data: bytes, mode: int) -> None:
-    """Atomically create or replace ``path`` with ``data``."""
+class Barrier:
+    """Deferred durability for a group of writes (group commit).
+
+    Writes given a barrier skip their own ``fsync``s; :meth:`sync` then makes all of them
+    durable at once with ``syncfs`` on the state directory's file system (``os.sync`` where
+    ``syncfs`` is missing). One ``syncfs`` costs about as much as two ``fsync``s and covers
+    any number of files, including the workers' staged candidates on the same file system.
+    """
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self.dirty = False
+        self.syncs = 0
+        try:
+            self._fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as exc:
+            raise StoreError(f"cannot open {self.directory}: {exc.strerror or exc}") from exc
+
+    def sync(self) -> None:
+        if not self.dirty:
+            return
+        if _SYNCFS is None:
+            os.sync()
+        elif _SYNCFS(self._fd) != 0:
+            err = ctypes.get_errno()
+            raise StoreError(f"syncfs of {self.directory} failed: {os.strerror(err)}")
+        self.dirty = False
+        self.syncs += 1
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def _load_syncfs():
+    try:
+        return ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+
+
+_SYNCFS = _load_syncfs()
+
+
+def write_replace(path: Path, data: bytes, mode: int, barrier: Barrier | None = None) -> None:
+    """Atomically create or replace ``path`` with ``data`` (durable now, or at ``barrier.sync()``)."""
     path = Path(path)
     try:
-        temp = _write_temp(path.parent, path.name, data, mode)
+        temp = _write_temp(path.parent, path.name, data, mode, barrier is None)
         try:
             os.rename(temp, path)
         except BaseException:
             _unlink_quietly(temp)
             raise
-        fsync_dir(path.parent)
+        _settle(path.parent, barrier)
     except OSError as exc:
         raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
-def write_new(path: Path, data: bytes, mode: int) -> bool:
+def write_new(path: Path, data: bytes, mode: int, barrier: Barrier | None = None) -> bool:
     """Atomically create ``path`` only if absent: True when this call created it."""
     path = Path(path)
     try:
-        temp = _write_temp(path.parent, path.name, data, mode)
+        temp = _write_temp(path.parent, path.name, data, mode, barrier is None)
         try:
             os.link(temp, path)
             created = True
@@ -102,10 +149,17 @@ def write_new(path: Path, data: bytes, mode: int) -> bool:
             created = False
         finally:
             _unlink_quietly(temp)
-        fsync_dir(path.parent)
+        _settle(path.parent, barrier)
         return created
     except OSError as exc:
         raise StoreError(f"cannot create {path}: {exc.strerror or exc}") from exc
+
+
+def _settle(directory: Path, barrier: Barrier | None) -> None:
+    if barrier is None:
+        fsync_dir(directory)
+    else:
+        barrier.dirty = True
 
 
 def read_bytes(path: Path, limit: int | None = None) -> bytes:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..core.canonical import is_sha256_hex
 from ..errors import CorpusIntegrityError, StoreError
-from .atomic import read_bytes, write_new
+from .atomic import Barrier, read_bytes, write_new
 from .crashpoints import crash_point
 
 SEED_OWNER = "seed"
@@ -45,14 +45,14 @@ class Corpus:
             raise CorpusIntegrityError(f"corpus object {sha256} holds content with SHA-256 {actual}")
         return data
 
-    def put(self, data: bytes) -> tuple[str, bool]:
+    def put(self, data: bytes, barrier: Barrier | None = None) -> tuple[str, bool]:
         """Publish ``data``; returns its name and whether this call created it."""
         sha256 = hashlib.sha256(data).hexdigest()
         path = self.path(sha256)
         if path.exists():
             self._require_identical(sha256, data)
             return sha256, False
-        created = write_new(path, data, self.object_mode)
+        created = write_new(path, data, self.object_mode, barrier)
         if not created:
             self._require_identical(sha256, data)
         return sha256, created
@@ -65,10 +65,10 @@ class Corpus:
                 f"SHA-256 {hashlib.sha256(existing).hexdigest()}); refusing to overwrite"
             )
 
-    def claim(self, sha256: str, owner: str) -> str:
+    def claim(self, sha256: str, owner: str, barrier: Barrier | None = None) -> str:
         """Record ``owner`` as the first publisher of ``sha256``; returns whoever holds the claim."""
         path = self.claims / self.path(sha256).name
-        if write_new(path, owner.encode("ascii"), self.claim_mode):
+        if write_new(path, owner.encode("ascii"), self.claim_mode, barrier):
             crash_point("commit.claimed")
             return owner
         return self.claim_owner(sha256)

@@ -33,7 +33,10 @@ def shard_of(master: int, generation: int) -> str:
 
 
 class QueryStore:
-    def __init__(self, root: Path, master: int, generation: int, file_mode: int, dir_mode: int):
+    def __init__(self, root: Path, master: int, generation: int, file_mode: int, dir_mode: int,
+                 deferred: bool = False):
+        """``deferred``: the caller makes writes durable with a ``Barrier`` (syncfs) instead of
+        SQLite's own fsync per transaction."""
         self.master = master
         self.generation = generation
         self.shard = shard_of(master, generation)
@@ -45,7 +48,7 @@ class QueryStore:
                 os.chmod(self.path, file_mode)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=10.0)
             self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("PRAGMA synchronous=OFF" if deferred else "PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
             self._check_meta()
         except sqlite3.Error as exc:

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import IntegrityError, StoreError
-from .atomic import ensure_dir, write_new
+from .atomic import Barrier, ensure_dir, write_new
 
 _STAGED = re.compile(r"staging/worker-([0-9]+)/([A-Za-z0-9._:-]{1,128})/([0-9a-f]{64})")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -37,18 +37,24 @@ def parse_staged(relpath: str) -> tuple[int, str, str]:
 class WorkerStaging:
     """The writing side: one worker's directory."""
 
-    def __init__(self, state_root: Path, worker: int, file_mode: int, dir_mode: int):
+    def __init__(self, state_root: Path, worker: int, file_mode: int, dir_mode: int, barrier: Barrier | None = None):
         self.state_root = Path(state_root)
         self.worker = worker
         self.file_mode = file_mode
         self.dir_mode = dir_mode
+        self.barrier = barrier
         self.root = ensure_dir(self.state_root / "staging" / f"worker-{worker}", dir_mode)
 
     def stage(self, lease: str, data: bytes) -> tuple[str, str]:
-        """Write one candidate; returns (sha256, staged relative path)."""
+        """Write one candidate; returns (sha256, staged relative path).
+
+        With a barrier the write is not synced here: the master's barrier (``syncfs`` of the
+        same file system) makes it durable before any manifest names it, and a worker on
+        another host syncs its own barrier before it sends the RESULT.
+        """
         sha256 = hashlib.sha256(data).hexdigest()
-        directory = ensure_dir(self.root / lease, self.dir_mode)
-        if not write_new(directory / sha256, data, self.file_mode):
+        directory = ensure_dir(self.root / lease, self.dir_mode, self.barrier)
+        if not write_new(directory / sha256, data, self.file_mode, self.barrier):
             existing = read_staged(self.state_root, staged_name(self.worker, lease, sha256), sha256, len(data))
             if existing != data:
                 raise IntegrityError(f"staged {sha256} exists with other content")
@@ -107,15 +113,29 @@ def _staged_error(relpath: str, exc: OSError) -> Exception:
     return StoreError(f"cannot read staged {relpath}: {exc.strerror or exc}")
 
 
-def remove_lease_dir(state_root: Path, worker: int, lease: str) -> None:
-    """Delete one lease's staging directory after its record is done."""
+def remove_lease_dir(state_root: Path, worker: int, lease: str, names: list[str] | None = None) -> None:
+    """Delete one lease's staging directory after its record is done.
+
+    ``names`` (the manifest's objects) are unlinked directly; anything else a worker left in
+    the directory is removed with it.
+    """
     parse_staged(staged_name(worker, lease, "0" * 64))
     path = Path(state_root) / "staging" / f"worker-{worker}" / lease
-    if path.is_symlink():
-        raise IntegrityError(f"staging directory {path} is a symbolic link; refused")
+    if path.is_symlink() or path.parent.is_symlink():
+        raise IntegrityError(f"staging directory {path} goes through a symbolic link; refused")
     try:
-        shutil.rmtree(path)
-    except FileNotFoundError:
-        pass
+        for name in names or ():
+            try:
+                os.unlink(path / name)
+            except FileNotFoundError:
+                pass
+        try:
+            os.rmdir(path)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                return
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            shutil.rmtree(path)
     except OSError as exc:
         raise StoreError(f"cannot remove {path}: {exc.strerror or exc}") from exc

@@ -12,6 +12,7 @@ master retries, and two masters never both consume the same staging objects.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ from typing import Any
 
 from ..core.canonical import canonical_json, digest, is_sha256_hex, sha256_hex
 from ..errors import FenceError, StaleGeneration, StoreError, WalCorruption
-from .atomic import read_bytes, write_replace
+from .atomic import Barrier, read_bytes, write_replace
 from .corpus import Corpus
 from .crashpoints import crash_point
 from .locks import exclusive
@@ -100,63 +101,21 @@ class WorkWAL:
             if record is not None:
                 yield work, record, None
 
-    # -- transitions ---------------------------------------------------------------------
+    # -- transitions (each a batch of one, durable on its own) ---------------------------
+
+    def batch(self, barrier: Barrier | None = None) -> GroupCommit:
+        """Transitions of many records made durable together by ``barrier`` (see GroupCommit)."""
+        return GroupCommit(self, barrier)
 
     def lease(self, input_hash: str, executor_sha256: str, lease: dict[str, Any]) -> dict:
         """Lease the work for ``(input_hash, executor)``; raises AlreadyDone/NeedsReplay/FenceError."""
-        _check_lease(lease)
-        work = work_hash(input_hash, executor_sha256)
-        with self._locked(work):
-            record = self.read(work)
-            if record is None:
-                record = {
-                    "format": WAL_FORMAT,
-                    "work_hash": work,
-                    "input_hash": input_hash,
-                    "executor_sha256": executor_sha256,
-                    "state": "leased",
-                    "lease": dict(lease),
-                    "history": [],
-                    "manifest": None,
-                    "done": None,
-                }
-            elif record["state"] == "done":
-                raise AlreadyDone(f"work {work} is done")
-            elif record["state"] == "committing":
-                raise NeedsReplay(f"work {work} is committing; replay it first")
-            else:
-                held = record["lease"]
-                if held["generation"] > lease["generation"]:
-                    raise StaleGeneration(f"work {work} is leased in generation {held['generation']}")
-                if held["generation"] == lease["generation"] and held["master"] != lease["master"]:
-                    raise FenceError(f"work {work} is leased by master {held['master']} in this generation")
-                record["history"].append({"state": "leased", **held})
-                record["lease"] = dict(lease)
-            self._write(record)
-            crash_point("wal.leased")
-            return record
+        with self.batch() as group:
+            return group.lease(input_hash, executor_sha256, lease)
 
     def begin_commit(self, work: str, lease: dict[str, Any], manifest: dict[str, Any]) -> dict:
         """Write the canonical manifest under the exact current lease: ``leased -> committing``."""
-        _check_manifest(manifest)
-        with self._locked(work):
-            record = self._require(work)
-            if record["state"] != "leased":
-                raise FenceError(f"work {work} is {record['state']}, not leased")
-            held = record["lease"]
-            if held["generation"] != lease["generation"]:
-                raise StaleGeneration(f"lease of generation {lease['generation']} on a record of {held['generation']}")
-            if held != dict(lease):
-                raise FenceError(f"lease {lease['token']} is not the record's current lease {held['token']}")
-            for obj in manifest["objects"]:
-                # only this lease's own staging may be consumed (and removed) by this record
-                if parse_staged(obj["staging"])[:2] != (held["worker"], held["token"]):
-                    raise FenceError(f"manifest object {obj['staging']} is not staged under lease {held['token']}")
-            record["manifest"] = canonical_manifest(manifest)
-            record["state"] = "committing"
-            self._write(record)
-            crash_point("wal.committing")
-            return record
+        with self.batch() as group:
+            return group.begin(work, lease, manifest)
 
     def replay_commit_once(self, work: str, committer: dict[str, Any]) -> dict:
         """Publish every object of the manifest and mark done, once, under the record lock.
@@ -164,42 +123,18 @@ class WorkWAL:
         ``committer`` ({generation, master}) is who replayed it; returns the done record (a
         record that is already done is returned unchanged).
         """
-        with self._locked(work):
-            record = self._require(work)
-            if record["state"] == "done":
-                # A crash after ``wal.done`` left the consumed staging behind: finish removing it.
-                self.discard_staging(record)
-                return record
-            if record["state"] != "committing":
-                raise FenceError(f"work {work} is {record['state']}; nothing to replay")
-            claimed = []
-            for obj in record["manifest"]["objects"]:
-                if self.corpus.claim(obj["sha256"], work) != work:
-                    continue
-                if not self.corpus.has(obj["sha256"]):
-                    data = read_staged(self.state_root, obj["staging"], obj["sha256"], obj["length"])
-                    self.corpus.put(data)
-                    crash_point("commit.published")
-                else:
-                    self.corpus.read(obj["sha256"])
-                claimed.append(obj["sha256"])
-            crash_point("commit.objects")
-            record["state"] = "done"
-            record["done"] = {"generation": committer["generation"], "master": committer["master"], "claimed": claimed}
-            self._write(record)
-            crash_point("wal.done")
-            self.discard_staging(record)
-            crash_point("commit.staging-removed")
-            return record
+        with self.batch() as group:
+            claimed = group.publish(work)
+            return group.finish(work, claimed, committer)
 
     def discard_staging(self, record: dict) -> None:
         """Remove the staging directories a done record consumed."""
-        seen = set()
+        leases: dict[tuple[int, str], list[str]] = {}
         for obj in manifest_objects(record):
-            worker, lease, _ = parse_staged(obj["staging"])
-            if (worker, lease) not in seen:
-                seen.add((worker, lease))
-                remove_lease_dir(self.state_root, worker, lease)
+            worker, lease, name = parse_staged(obj["staging"])
+            leases.setdefault((worker, lease), []).append(name)
+        for (worker, lease), names in leases.items():
+            remove_lease_dir(self.state_root, worker, lease, names)
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -213,10 +148,144 @@ class WorkWAL:
         self.path(work)
         return exclusive(self.locks_dir / f"{work}.lock", self.mode, self.lock_timeout_s)
 
-    def _write(self, record: dict) -> None:
-        body = {k: v for k, v in record.items() if k != "checksum"}
-        record["checksum"] = sha256_hex(canonical_json(body))
-        write_replace(self.path(record["work_hash"]), canonical_json(record), self.mode)
+    def _write(self, record: dict, barrier: Barrier | None) -> None:
+        body = canonical_json({k: v for k, v in record.items() if k != "checksum"})
+        record["checksum"] = sha256_hex(body)
+        # "checksum" sorts before every other key, so the canonical record is the body with it in front
+        data = b'{"checksum":"' + record["checksum"].encode() + b'",' + body[1:]
+        write_replace(self.path(record["work_hash"]), data, self.mode, barrier)
+
+
+class GroupCommit:
+    """Transitions of several records under one durability barrier (group commit).
+
+    Each record's lock is taken when the batch first touches it and held until the batch ends,
+    so that "re-read manifest -> publish -> mark done" of a record runs under one lock even
+    when the caller interleaves phases of many records. With a :class:`Barrier`, writes are
+    made durable only by ``sync()``; the caller orders the phases with it: manifests durable
+    (sync) before objects are published, objects durable (sync) before records are marked
+    done. Without one, every write is durable on its own.
+    """
+
+    def __init__(self, wal: WorkWAL, barrier: Barrier | None):
+        self.wal = wal
+        self.barrier = barrier
+        self._locks = contextlib.ExitStack()
+        self._held: set[str] = set()
+        self._records: dict[str, dict] = {}
+
+    def __enter__(self) -> GroupCommit:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._locks.close()
+
+    def sync(self) -> None:
+        if self.barrier is not None:
+            self.barrier.sync()
+
+    def _lock(self, work: str) -> None:
+        if work not in self._held:
+            self._locks.enter_context(self.wal._locked(work))
+            self._held.add(work)
+
+    def lease(self, input_hash: str, executor_sha256: str, lease: dict[str, Any]) -> dict:
+        _check_lease(lease)
+        work = work_hash(input_hash, executor_sha256)
+        self._lock(work)
+        record = self.wal.read(work)
+        if record is None:
+            record = {
+                "format": WAL_FORMAT,
+                "work_hash": work,
+                "input_hash": input_hash,
+                "executor_sha256": executor_sha256,
+                "state": "leased",
+                "lease": dict(lease),
+                "history": [],
+                "manifest": None,
+                "done": None,
+            }
+        elif record["state"] == "done":
+            raise AlreadyDone(f"work {work} is done")
+        elif record["state"] == "committing":
+            raise NeedsReplay(f"work {work} is committing; replay it first")
+        else:
+            held = record["lease"]
+            if held["generation"] > lease["generation"]:
+                raise StaleGeneration(f"work {work} is leased in generation {held['generation']}")
+            if held["generation"] == lease["generation"] and held["master"] != lease["master"]:
+                raise FenceError(f"work {work} is leased by master {held['master']} in this generation")
+            record["history"].append({"state": "leased", **held})
+            record["lease"] = dict(lease)
+        self.wal._write(record, self.barrier)
+        crash_point("wal.leased")
+        return record
+
+    def begin(self, work: str, lease: dict[str, Any], manifest: dict[str, Any]) -> dict:
+        _check_manifest(manifest)
+        self._lock(work)
+        record = self.wal._require(work)
+        if record["state"] != "leased":
+            raise FenceError(f"work {work} is {record['state']}, not leased")
+        held = record["lease"]
+        if held["generation"] != lease["generation"]:
+            raise StaleGeneration(f"lease of generation {lease['generation']} on a record of {held['generation']}")
+        if held != dict(lease):
+            raise FenceError(f"lease {lease['token']} is not the record's current lease {held['token']}")
+        for obj in manifest["objects"]:
+            # only this lease's own staging may be consumed (and removed) by this record
+            if parse_staged(obj["staging"])[:2] != (held["worker"], held["token"]):
+                raise FenceError(f"manifest object {obj['staging']} is not staged under lease {held['token']}")
+        record["manifest"] = canonical_manifest(manifest)
+        record["state"] = "committing"
+        self.wal._write(record, self.barrier)
+        crash_point("wal.committing")
+        return record
+
+    def publish(self, work: str, verified: dict[str, bytes] | None = None) -> list[str] | None:
+        """Re-read the manifest, claim and publish its objects; the objects this record counts.
+
+        ``verified`` are bytes the caller already read from staging and checked against the
+        manifest (saves reading them twice). Returns None when the record is already done.
+        """
+        self._lock(work)
+        record = self.wal._require(work)
+        self._records[work] = record
+        if record["state"] == "done":
+            return None
+        if record["state"] != "committing":
+            raise FenceError(f"work {work} is {record['state']}; nothing to replay")
+        corpus = self.wal.corpus
+        claimed = []
+        for obj in record["manifest"]["objects"]:
+            if corpus.claim(obj["sha256"], work, self.barrier) != work:
+                continue
+            if not corpus.has(obj["sha256"]):
+                data = (verified or {}).get(obj["sha256"])
+                if data is None or len(data) != obj["length"]:
+                    data = read_staged(self.wal.state_root, obj["staging"], obj["sha256"], obj["length"])
+                corpus.put(data, self.barrier)
+                crash_point("commit.published")
+            else:
+                corpus.read(obj["sha256"])
+            claimed.append(obj["sha256"])
+        crash_point("commit.objects")
+        return claimed
+
+    def finish(self, work: str, claimed: list[str] | None, committer: dict[str, Any]) -> dict:
+        """Mark done (after the objects are durable) and discard the consumed staging."""
+        record = self._records.pop(work)
+        if claimed is None:  # already done: a crash after wal.done may have left staging behind
+            self.wal.discard_staging(record)
+            return record
+        record["state"] = "done"
+        record["done"] = {"generation": committer["generation"], "master": committer["master"], "claimed": claimed}
+        self.wal._write(record, self.barrier)
+        crash_point("wal.done")
+        self.wal.discard_staging(record)
+        crash_point("commit.staging-removed")
+        return record
 
 
 def canonical_manifest(manifest: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,134 @@
+"""A master's view of the campaign's frontier: what to analyze next, what counted, where it goes.
+
+At the start of each generation (DESIGN.md §6.8) the new master first replays the WAL's
+``committing`` records it owns, then reclaims lapsed leases (records leased in an older
+generation are simply not settled, so their inputs are queued again), then rebuilds its queue
+from the corpus: every object it owns under rendezvous ownership and no done record analyzed.
+Priorities, hints and coverage come back from the done manifests, so nothing depends on the
+memory of a master that died.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..core import envelope
+from ..core.scheduler import PRIORITY_NOVEL, PRIORITY_SEED, PRIORITY_UNIQUE, MasterScheduler
+from ..errors import FenceError, IntegrityError, ProtocolError
+from ..store.corpus import SEED_OWNER
+from .context import RankContext
+
+
+class Frontier:
+    def __init__(self, ctx: RankContext, masters: tuple[int, ...]):
+        self.ctx = ctx
+        self.masters = masters
+        self.sched = MasterScheduler(ctx.stable, masters)
+        self.priority: dict[str, int] = {}
+        self.hints: dict[str, dict | None] = {}
+        self.totals = {"analyzed": 0, "generated": 0, "unique": 0, "novel": 0}
+        self.outgoing: list[tuple[int, bytes]] = []  # FRONTIER messages of replays, sent by the loop
+
+    def prepare(self, committer: dict) -> None:
+        """Replay committing records, reclaim lapsed leases, rebuild the frontier (in that order)."""
+        mark = time.monotonic()
+        records = self._trusted_records()
+        replayed = 0
+        for record in records:
+            if record["state"] == "committing" and self.sched.owns(record["input_hash"]):
+                replayed += self.replay(record["work_hash"], committer)
+        records = self._trusted_records() if replayed else records
+        reclaimed = 0
+        settled: set[str] = set()
+        for record in records:
+            if record["state"] == "done":
+                settled.add(record["input_hash"])
+                self._learn(record)
+            elif record["state"] == "leased" and record["lease"]["generation"] < committer["generation"]:
+                reclaimed += self.sched.owns(record["input_hash"])
+        for name in settled:
+            self.sched.forget(name)
+        corpus = self.ctx.corpus
+        for name in corpus.names():
+            if name not in settled:
+                default = PRIORITY_SEED if corpus.claim_owner(name) == SEED_OWNER else PRIORITY_UNIQUE
+                self.sched.offer(name, self.priority.get(name, default))
+        self.ctx.log.event("master-ready", replayed=replayed, reclaimed=reclaimed, frontier=self.sched.pending,
+                           seconds=time.monotonic() - mark, masters=list(self.masters))
+
+    def _trusted_records(self) -> list[dict]:
+        records = []
+        for work, record, problem in self.ctx.wal.scan():
+            if problem is not None:
+                self.ctx.log.event("integrity-error", work_hash=work, error=str(problem))
+            else:
+                records.append(record)
+        return records
+
+    def _learn(self, record: dict) -> None:
+        claimed = set(record["done"]["claimed"])
+        for obj in record["manifest"]["objects"]:
+            if obj["sha256"] in claimed:
+                self.priority[obj["sha256"]] = PRIORITY_NOVEL if obj["novel"] else PRIORITY_UNIQUE
+                self.hints[obj["sha256"]] = obj["hint"]
+                self.sched.absorb(obj["coverage"])
+
+    def replay(self, work: str, committer: dict) -> int:
+        """Replay one committing record; an integrity error leaves it committing (never overwritten)."""
+        try:
+            done = self.ctx.wal.replay_commit_once(work, committer)
+        except IntegrityError as exc:
+            self.ctx.log.event("integrity-error", work_hash=work, error=str(exc))
+            return 0
+        # peers may have scanned the corpus before these objects existed: tell their owners
+        self.outgoing += self.account(done, replayed=True, limit=self.ctx.policy.max_message_bytes)
+        return 1
+
+    def account(self, record: dict, replayed: bool, limit: int) -> list[tuple[int, bytes]]:
+        """Count a durable done record, learn its coverage, route its new objects.
+
+        Returns the FRONTIER messages for peer masters (their new inputs and the new coverage).
+        """
+        claimed = set(record["done"]["claimed"])
+        objects = [o for o in record["manifest"]["objects"] if o["sha256"] in claimed]
+        novel = [o for o in objects if o["novel"]]
+        new_coverage: set[int] = set()
+        for obj in objects:
+            new_coverage |= self.sched.absorb(obj["coverage"])
+            self.hints[obj["sha256"]] = obj["hint"]
+            self.priority[obj["sha256"]] = PRIORITY_NOVEL if obj["novel"] else PRIORITY_UNIQUE
+        self.sched.forget(record["input_hash"])
+        manifest = record["manifest"]
+        self.totals["analyzed"] += 1
+        self.totals["generated"] += manifest["generated"]
+        self.totals["unique"] += len(objects)
+        self.totals["novel"] += len(novel)
+        self.ctx.log.event(
+            "commit", work_hash=record["work_hash"], worker=manifest["worker"], generated=manifest["generated"],
+            unique=len(objects), novel=len(novel), replayed=replayed,
+            executions=manifest["stats"].get("executions", 0), edges=len(self.sched.coverage),
+        )
+        forward = self.sched.route([(o["sha256"], self.priority[o["sha256"]]) for o in objects])
+        out = []
+        for m in self.masters:
+            if m == self.ctx.stable or (m not in forward and not new_coverage):
+                continue
+            out.append((m, envelope.encode(
+                "FRONTIER", limit, generation=self.ctx.generation, master=self.ctx.stable,
+                items=[{"input_hash": h, "priority": p, "hint": self.hints.get(h)} for h, p in forward.get(m, [])],
+                coverage=sorted(new_coverage),
+            )))
+        return out
+
+    def on_frontier(self, source: int, raw: bytes, generation: int, limit: int) -> None:
+        try:
+            message = envelope.decode(raw, limit)
+            if message["type"] != "FRONTIER" or message["generation"] != generation or message["master"] != source:
+                raise FenceError(f"{message['type']} of generation {message['generation']} from master {source}")
+        except (ProtocolError, FenceError) as exc:
+            self.ctx.log.event("message-rejected", source=source, reason=str(exc))
+            return
+        self.sched.absorb(message["coverage"])
+        for item in message["items"]:
+            self.hints[item["input_hash"]] = item["hint"]
+            self.sched.offer(item["input_hash"], item["priority"])
