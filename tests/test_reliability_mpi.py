@@ -109,3 +109,30 @@ def test_a_tampered_corpus_object_is_never_overwritten_and_fails_the_oracle(tmp_
     assert oracle.returncode == 1
     assert f"corpus/objects/{victim.name}: content does not hash to its name" in oracle.stdout
     assert victim.read_bytes() == tampered
+
+
+def test_a_lone_survivor_stops_instead_of_claiming_the_deadline(tmp_path):
+    """Two of three ranks die at once: the survivor cannot form a master and a worker."""
+    import os
+    import signal
+    import threading
+
+    from symcc_ulfm.faults import _pid_of, _started_at, _wait_for
+
+    state = tmp_path / "state"
+
+    def kill_both():
+        if _wait_for(lambda: _started_at(state), 120):
+            for rank in (1, 2):
+                os.kill(_pid_of(state, rank), signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_both)
+    killer.start()
+    run = launch(state, "--ranks", "3", "--warm-spares", "0", "--workers-per-master", "2", "--failure-schedule", "",
+                 "--deadline", "20", *FAST_SIMULATE)
+    killer.join()
+    assert run.returncode == 1
+    assert json.loads((state / "outcome.json").read_text())["status"] == "stopped-too-few-members"
+    assert run.verdict["receipts"] == [{"generation": 1, "missing": [1, 2]}]
+    assert any("stopped-too-few-members" in p for p in run.verdict["problems"])
+    assert run.verdict["job_seconds"] < 20  # it stopped, it did not sit out the deadline

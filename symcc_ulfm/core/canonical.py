@@ -29,3 +29,17 @@ _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 def is_sha256_hex(text: object) -> bool:
     return isinstance(text, str) and _SHA256_HEX.fullmatch(text) is not None
+
+
+class Canonical:
+    """Mixin for values with a ``to_json()``: their canonical bytes and the SHA-256 of those."""
+
+    def to_json(self) -> Any:
+        raise NotImplementedError
+
+    def to_bytes(self) -> bytes:
+        return canonical_json(self.to_json())
+
+    @property
+    def sha256(self) -> str:
+        return sha256_hex(self.to_bytes())

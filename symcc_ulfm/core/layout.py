@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .canonical import canonical_json, sha256_hex
+from .canonical import Canonical
 
 LAYOUT_FORMAT = "symcc-ulfm-layout/1"
 
@@ -24,7 +24,7 @@ class Group:
 
 
 @dataclass(frozen=True)
-class Layout:
+class Layout(Canonical):
     generation: int
     groups: tuple[Group, ...]
 
@@ -53,12 +53,6 @@ class Layout:
             "groups": [{"index": g.index, "master": g.master, "workers": list(g.workers)} for g in self.groups],
         }
 
-    def to_bytes(self) -> bytes:
-        return canonical_json(self.to_json())
-
-    @property
-    def sha256(self) -> str:
-        return sha256_hex(self.to_bytes())
 
 
 def compute_layout(generation: int, active: tuple[int, ...] | list[int], workers_per_master: int) -> Layout:

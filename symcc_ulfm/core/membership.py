@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..errors import MembershipConflict, ScheduleError
-from .canonical import canonical_json, sha256_hex
+from .canonical import Canonical
 from .layout import Layout, compute_layout
 from .schedule import FailureEvent
 
@@ -28,7 +28,7 @@ RECEIPT_FORMAT = "symcc-ulfm-receipt/1"
 
 
 @dataclass(frozen=True)
-class Membership:
+class Membership(Canonical):
     """The global membership snapshot of one generation."""
 
     generation: int
@@ -89,12 +89,6 @@ class Membership:
             "consumed_s": self.consumed_s,
         }
 
-    def to_bytes(self) -> bytes:
-        return canonical_json(self.to_json())
-
-    @property
-    def sha256(self) -> str:
-        return sha256_hex(self.to_bytes())
 
     @classmethod
     def from_json(cls, value: dict) -> Membership:
@@ -142,7 +136,7 @@ def initial_membership(
 
 
 @dataclass(frozen=True)
-class Prepare:
+class Prepare(Canonical):
     """A durable recovery plan: the agreed missing set of ``previous_generation``."""
 
     generation: int
@@ -158,15 +152,13 @@ class Prepare:
             "missing": list(self.missing),
         }
 
-    def to_bytes(self) -> bytes:
-        return canonical_json(self.to_json())
 
 
 RECEIPT_KINDS = ("recovery", "resume")
 
 
 @dataclass(frozen=True)
-class Receipt:
+class Receipt(Canonical):
     """Commits generation ``generation``.
 
     A *recovery* receipt says who went missing and who was promoted; a *resume* receipt opens
@@ -199,8 +191,6 @@ class Receipt:
             "consumed_s": self.consumed_s,
         }
 
-    def to_bytes(self) -> bytes:
-        return canonical_json(self.to_json())
 
 
 def discover_missing(previous: Membership, survivors: list[int] | tuple[int, ...]) -> tuple[int, ...]:

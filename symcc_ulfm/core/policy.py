@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ..errors import PolicyError
-from .canonical import canonical_json, sha256_hex
+from .canonical import Canonical
 from .hosts import format_hosts, parse_hosts
 from .membership import predict
 from .schedule import FailureEvent, format_schedule, parse_schedule
@@ -49,7 +49,7 @@ class Timeouts:
 
 
 @dataclass(frozen=True)
-class Policy:
+class Policy(Canonical):
     ranks: int = 10
     warm_spares: int = 2
     workers_per_master: int = 3
@@ -128,12 +128,6 @@ class Policy:
             "timeouts": asdict(self.timeouts),
         }
 
-    def to_bytes(self) -> bytes:
-        return canonical_json(self.to_json())
-
-    @property
-    def sha256(self) -> str:
-        return sha256_hex(self.to_bytes())
 
     @classmethod
     def from_json(cls, value: Any) -> Policy:

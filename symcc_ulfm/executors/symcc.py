@@ -32,22 +32,17 @@ coverage: :meth:`~SymccExecutor.coverage` returns an empty set and the identity 
 
 from __future__ import annotations
 
-import errno
 import hashlib
-import json
 import os
 import shutil
-import signal
-import stat
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import PolicyError, ProvenanceChanged, SymccUlfmError, TargetError
+from ..errors import PolicyError, ProvenanceChanged, TargetError
 from .base import HIT_CLASS_BOUNDS, Executor, RunResult, coverage_id
+from .symcc_io import clean_env, read_outputs, remove_tree, run_contained, tail
 
 VERSION = 1
 NO_COVERAGE = "no coverage: content dedup only"
@@ -62,9 +57,6 @@ DEFAULTS: dict[str, Any] = {
     "max_output_bytes": 1024 * 1024,
 }
 AFL_SHM_MARKER = b"__AFL_SHM_ID"  # what afl-fuzz looks for to call a binary instrumented
-STDERR_TAIL_BYTES = 2000
-REAPER = Path(__file__).with_name("symcc_reaper.py")
-REAPER_GRACE_S = 30.0  # beyond the reaper's own timeout, before it is presumed hung
 # afl-showmap exits 0 (ran), 1 (timeout or could not run the target), 2 (target crashed).
 SHOWMAP_EXITS = (0, 1, 2)
 
@@ -156,15 +148,15 @@ class SymccExecutor(Executor):
             output_dir.mkdir()
             input_path = work / "input"
             input_path.write_bytes(data)
-            env = _clean_env()
+            env = clean_env()
             env["SYMCC_OUTPUT_DIR"] = str(output_dir)
             env["SYMCC_ENABLE_LINEARIZATION"] = "1"
             if self._input_mode == "file":
                 env["SYMCC_INPUT_FILE"] = str(input_path)
-            returncode, timed_out = _run_contained(
+            returncode, timed_out = run_contained(
                 "target", [self._binary, *self._argv(input_path)], input_path, env, work, self._timeout_s
             )
-            candidates, counts = _read_outputs(output_dir, self._max_output_bytes)
+            candidates, counts = read_outputs(output_dir, self._max_output_bytes)
             notes: dict[str, Any] = {
                 "returncode": returncode,
                 "timed_out": timed_out,
@@ -175,9 +167,9 @@ class SymccExecutor(Executor):
             if self._afl_binary is None:
                 notes["coverage"] = NO_COVERAGE
             if returncode != 0:
-                notes["stderr_tail"] = _tail(work / "stderr")
+                notes["stderr_tail"] = tail(work / "stderr")
         finally:
-            _remove_tree(work)
+            remove_tree(work)
         return RunResult(candidates=candidates, seconds=time.monotonic() - started, notes=notes)
 
     def coverage(self, data: bytes) -> frozenset[int]:
@@ -193,17 +185,17 @@ class SymccExecutor(Executor):
             argv = [self._showmap, "-q", "-b", "-o", str(map_path), "-t", str(timeout_ms), "--"]
             argv += [self._afl_binary, *self._argv(input_path)]
             # afl-showmap enforces -t itself; the outer bound also covers its fork-server start-up.
-            returncode, timed_out = _run_contained(
-                "executor_options.afl_showmap", argv, input_path, _clean_env(), work, 2 * self._timeout_s + 15
+            returncode, timed_out = run_contained(
+                "executor_options.afl_showmap", argv, input_path, clean_env(), work, 2 * self._timeout_s + 15
             )
             if timed_out or returncode not in SHOWMAP_EXITS or not map_path.is_file():
                 raise TargetError(
                     "executor_options.afl_binary",
-                    f"afl-showmap gave no map (exit {returncode}, timed out: {timed_out}): {_tail(work / 'stderr')}",
+                    f"afl-showmap gave no map (exit {returncode}, timed out: {timed_out}): {tail(work / 'stderr')}",
                 )
             return coverage_from_afl_map(map_path.read_bytes())
         finally:
-            _remove_tree(work)
+            remove_tree(work)
 
     def _argv(self, input_path: Path) -> list[str]:
         return [arg.replace("@@", str(input_path)) for arg in self._args]
@@ -299,128 +291,3 @@ def _seeds(value: Any) -> tuple[bytes, ...]:
         return tuple(bytes.fromhex(item) for item in value)
     except ValueError as exc:
         raise PolicyError(field, f"{value!r}: not hex ({exc})") from None
-
-
-def _clean_env() -> dict[str, str]:
-    return {key: val for key, val in os.environ.items() if not key.startswith("SYMCC_")}
-
-
-def _run_contained(
-    field: str, argv: list[str], stdin_path: Path, env: dict[str, str], cwd: Path, timeout_s: float
-) -> tuple[int, bool]:
-    """Run ``argv`` under :mod:`.symcc_reaper`; return ``(returncode, timed_out)``.
-
-    The reaper enforces ``timeout_s``, kills the command's process group and then every
-    descendant that is left (also those that escaped the group, like AFL's fork server). Stdin
-    is ``stdin_path`` (a file, so the target may read as much or as little as it likes), stdout
-    is discarded, stderr goes to ``cwd/stderr``. A command the kernel refuses to execute is a
-    TargetError on ``field``.
-    """
-    status_path = cwd / "status.json"
-    command = [sys.executable, "-I", "-S", str(REAPER), str(status_path), repr(timeout_s), "--", *argv]
-    with open(stdin_path, "rb") as stdin, open(cwd / "stderr", "wb") as stderr:
-        proc = subprocess.Popen(
-            command,
-            stdin=stdin,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-        )
-    try:
-        proc.wait(timeout=timeout_s + REAPER_GRACE_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # not reaped yet: the group id is still the reaper's
-        proc.wait()
-    try:
-        status = json.loads(status_path.read_text())
-    except (OSError, ValueError):
-        raise SymccUlfmError(
-            f"symcc_reaper gave no status for {argv[0]} (exit {proc.returncode}): {_tail(cwd / 'stderr')}"
-        ) from None
-    if "exec_error" in status:
-        raise TargetError(field, f"{argv[0]}: cannot execute ({status['exec_error']})")
-    return status["returncode"], status["timed_out"]
-
-
-def _read_outputs(output_dir: Path, max_bytes: int) -> tuple[list[bytes], dict[str, Any]]:
-    """Candidates from SymCC's numbered test cases, in order, with counts of what was skipped."""
-    skipped = {"symlink": 0, "not_regular": 0, "oversized": 0, "unreadable": 0}
-    counts: dict[str, Any] = {
-        "outputs_found": 0,
-        "outputs_read": 0,
-        "outputs_skipped": skipped,
-        "ignored_entries": 0,
-    }
-    try:
-        dir_fd = os.open(output_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        # The target replaced or removed its output directory: nothing it left can be trusted.
-        counts["output_dir_error"] = f"{type(exc).__name__}: {exc.strerror}"
-        return [], counts
-    candidates = []
-    try:
-        names = os.listdir(dir_fd)
-        numbered = sorted(
-            (name for name in names if len(name) >= 6 and name.isascii() and name.isdigit()), key=int
-        )
-        counts["outputs_found"] = len(numbered)
-        counts["ignored_entries"] = len(names) - len(numbered)
-        for name in numbered:
-            data, reason = _read_regular(dir_fd, name, max_bytes)
-            if data is None:
-                skipped[reason] += 1
-            else:
-                candidates.append(data)
-        counts["outputs_read"] = len(candidates)
-    finally:
-        os.close(dir_fd)
-    return candidates, counts
-
-
-def _read_regular(dir_fd: int, name: str, max_bytes: int) -> tuple[bytes | None, str]:
-    """Bytes of a regular file (never through a symlink, never blocking on a FIFO) or a reason."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
-    except OSError as exc:
-        return None, "symlink" if exc.errno == errno.ELOOP else "unreadable"
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None, "not_regular"
-        chunks, size = [], 0
-        while size <= max_bytes:
-            chunk = os.read(fd, max_bytes + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > max_bytes:
-            return None, "oversized"
-        return b"".join(chunks), ""
-    except OSError:
-        return None, "unreadable"
-    finally:
-        os.close(fd)
-
-
-def _tail(path: Path) -> str:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(max(0, os.fstat(handle.fileno()).st_size - STDERR_TAIL_BYTES))
-            return handle.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _remove_tree(path: Path) -> None:
-    """Remove a run's temp dir, also when the target left directories without write permission."""
-    try:
-        shutil.rmtree(path)
-    except PermissionError:
-        for root, dirs, _files in os.walk(path):
-            for name in dirs:
-                child = os.path.join(root, name)
-                if not os.path.islink(child):
-                    os.chmod(child, stat.S_IRWXU)
-        shutil.rmtree(path)

@@ -20,7 +20,7 @@ from ..core.canonical import canonical_json, sha256_hex
 from ..core.membership import initial_membership, resume
 from ..core.modes import modes_from_env
 from ..core.policy import Policy
-from ..errors import CapabilityError, PolicyError, SymccUlfmError
+from ..errors import CapabilityError, CheckFailed, PolicyError, SymccUlfmError
 from ..store.atomic import read_bytes, write_replace
 from ..store.runlog import last_event_time
 from .capability import compare, probe, require_ulfm
@@ -236,6 +236,14 @@ def run_campaign(state_root: str | Path, comm: MPI.Comm | None = None, finalize:
     """
     ctx = start(Path(state_root), comm or MPI.COMM_WORLD)
     while True:
+        if not ctx.membership.layout.groups:
+            # e.g. the only rank left after its host lost every other one: no master and worker
+            write_outcome(ctx, "stopped-too-few-members")
+            ctx.log.event("campaign-stopped", reason="fewer than one master and one worker left",
+                          active=list(ctx.membership.active))
+            ctx.log.sync()
+            raise CheckFailed(f"generation {ctx.generation} has {len(ctx.membership.active)} active endpoint(s): "
+                              "a campaign needs at least one master and one worker; stopping with state intact")
         try:
             run_generation(ctx)
             break

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from scipy.optimize import least_squares
 
 from ..errors import ConfigError
 
@@ -96,3 +97,21 @@ def check_max_rel_ci(max_rel_ci: float) -> float:
 def tier_number(tier: float) -> int | float:
     """A tier as JSON should show it: ``8`` rather than ``8.0``."""
     return int(tier) if float(tier).is_integer() else float(tier)
+
+
+def best_least_squares(residual, starts: list[tuple[float, list[float]]], lower, upper, keep: int = 3):
+    """Bounded least squares from the ``keep`` best-scoring starts; ``(params, SSE)`` of the best, or None.
+
+    ``starts`` are ``(score, x0)`` pairs (a cheap pre-fit, lower is better), so the expensive
+    solver runs only from the most promising points.
+    """
+    best = None
+    for _, x0 in sorted(starts, key=lambda item: item[0])[:keep]:
+        result = least_squares(residual, x0, bounds=(lower, upper), method="trf", x_scale="jac",
+                               ftol=1e-14, xtol=1e-14, gtol=1e-14, max_nfev=20000)
+        if result.status <= 0 or not np.all(np.isfinite(result.x)):
+            continue
+        sse = float(result.fun @ result.fun)
+        if best is None or sse < best[1]:
+            best = (result.x.copy(), sse)
+    return best

@@ -29,9 +29,9 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from .common import (
+    best_least_squares,
     check_gain,
     check_max_rel_ci,
     check_tiers,
@@ -97,26 +97,11 @@ def _fit(n: np.ndarray, r: np.ndarray, n_b: float, span: float) -> tuple[float, 
     for theta in _THETA_STARTS:
         g_inf, sse = _profile_g(n, r, n_b, span, theta)
         starts.append((sse, [g_inf, theta]))
-    starts.sort(key=lambda item: item[0])
-    best = None
-    for _, x0 in starts[:3]:
-        result = least_squares(
-            lambda p: p[0] * (1 - np.exp(-p[1] * (n - n_b) / span)) - r,
-            x0,
-            bounds=([0.0, _THETA_BOUNDS[0]], [np.inf, _THETA_BOUNDS[1]]),
-            method="trf",
-            x_scale="jac",
-            ftol=1e-14,
-            xtol=1e-14,
-            gtol=1e-14,
-            max_nfev=20000,
-        )
-        if result.status <= 0 or not np.all(np.isfinite(result.x)):
-            continue
-        sse = float(result.fun @ result.fun)
-        if best is None or sse < best[2]:
-            best = (float(result.x[0]), float(result.x[1]) / span, sse)
-    return best
+    best = best_least_squares(
+        lambda p: p[0] * (1 - np.exp(-p[1] * (n - n_b) / span)) - r,
+        starts, [0.0, _THETA_BOUNDS[0]], [np.inf, _THETA_BOUNDS[1]],
+    )
+    return None if best is None else (float(best[0][0]), float(best[0][1]) / span, best[1])
 
 
 def _non_monotonic(groups: dict[float, np.ndarray]) -> str | None:

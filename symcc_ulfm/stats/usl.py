@@ -36,9 +36,9 @@ import itertools
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from .common import (
+    best_least_squares,
     check_gain,
     check_max_rel_ci,
     check_tiers,
@@ -104,26 +104,9 @@ def _fit(n: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float] | None:
     for sigma, kappa in itertools.product(_SIGMA_STARTS, _KAPPA_STARTS):
         gamma, sse = _profile_gamma(n, y, sigma, kappa)
         starts.append((sse, [gamma, sigma, kappa]))
-    starts.sort(key=lambda item: item[0])
-    best = None
-    for _, x0 in starts[:3]:
+    for _, x0 in starts:
         x0[0] = max(x0[0], 1e-12)
-        result = least_squares(
-            lambda p: usl(n, *p) - y,
-            x0,
-            bounds=([0.0, 0.0, 0.0], [np.inf, np.inf, np.inf]),
-            method="trf",
-            x_scale="jac",
-            ftol=1e-14,
-            xtol=1e-14,
-            gtol=1e-14,
-            max_nfev=20000,
-        )
-        if result.status <= 0 or not np.all(np.isfinite(result.x)):
-            continue
-        sse = float(result.fun @ result.fun)
-        if best is None or sse < best[1]:
-            best = (result.x.copy(), sse)
+    best = best_least_squares(lambda p: usl(n, *p) - y, starts, [0.0, 0.0, 0.0], [np.inf, np.inf, np.inf])
     if best is None:
         return None
     return _snap_to_bounds(n, y, *best)
