@@ -92,3 +92,16 @@ scale: setup $(KERNEL_SPEC)
 	$(BIN)/python -m symcc_ulfm.experiment.study verify "$$study" || exit 1; \
 	if [ $$status -ne 0 ]; then echo "make scale: sealed, but matrix cells failed internally (exit 3): $$study"; exit 3; fi; \
 	echo "scale: $$study"
+
+# -- bench: the performance figures (benchmarks/bench_runtime.py) into runs/bench-<time>/, sealed ----------
+# Installs the bench extra (Dask, py-spy) once; BENCH_QUICK=1 for a shorter run (~4 min instead of ~10),
+# BENCH_ARGS for more (e.g. --only control,recovery). Prints the table; asserts nothing about speed.
+BENCH_STAMP := $(VENV)/.bench-stamp
+BENCH_QUICK ?=
+BENCH_ARGS ?=
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	@touch $(BENCH_STAMP)
+.PHONY: bench
+bench: setup $(BENCH_STAMP)
+	$(BIN)/python benchmarks/bench_runtime.py $(if $(filter 1,$(BENCH_QUICK)),--quick) $(BENCH_ARGS)

@@ -91,6 +91,7 @@ def start(state_root: Path, comm: MPI.Comm) -> RankContext:
     if len({e["executor"] for e in exchanged}) != 1:
         raise CapabilityError(f"ranks disagree on the executor identity: {[e['executor'] for e in exchanged]}")
     ctx.peers = [{"host": e["host"], "pid": e["pid"]} for e in exchanged]
+    Backoff.configure(sum(e["host"] == host for e in exchanged), os.cpu_count() or 1)
     warm_up(world, "warm-up", policy.timeouts.startup_s)
     ctx.log.event("capability", facts=facts, executor_sha256=executor_sha, ranks=world.Get_size())
 

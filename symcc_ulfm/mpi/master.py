@@ -29,7 +29,7 @@ from ..store.staging import read_staged, staged_name
 from ..store.wal import AlreadyDone, GroupCommit, NeedsReplay, work_hash
 from .context import RankContext
 from .frontier import Frontier
-from .transport import TAG_DATA, TAG_FRONTIER, TAG_SENTINEL, Backoff, FailureDetected, Inbox, Outbox
+from .transport import TAG_DATA, TAG_FRONTIER, TAG_SENTINEL, Backoff, FailureDetected, Inbox, Mailbox, Outbox
 
 MAX_REJECTIONS = 3
 
@@ -100,10 +100,10 @@ class MasterLoop:
     def _serve(self) -> None:
         ctx = self.ctx
         group, masters_comm = ctx.group_comm, ctx.master_comm
-        data = {w: Inbox(group, i + 1, TAG_DATA, self.limit).post() for i, w in enumerate(self.workers)}
+        data = {w: Mailbox(group, i + 1, TAG_DATA, self.limit) for i, w in enumerate(self.workers)}
         sentinels = {w: Inbox(group, i + 1, TAG_SENTINEL, 16).post() for i, w in enumerate(self.workers)}
         peers = [m for m in self.masters if m != ctx.stable]
-        frontier = {m: Inbox(masters_comm, self.masters.index(m), TAG_FRONTIER, self.limit).post() for m in peers}
+        frontier = {m: Mailbox(masters_comm, self.masters.index(m), TAG_FRONTIER, self.limit) for m in peers}
         backoff = Backoff()
         stopping_since = None
         grace = ctx.policy.timeouts.shutdown_grace_s
@@ -152,7 +152,7 @@ class MasterLoop:
         for inbox in [*data.values(), *sentinels.values(), *frontier.values()]:
             inbox.cancel()
 
-    def _receive(self, inbox: Inbox, source: int, where: str) -> bytes | None:
+    def _receive(self, inbox: Inbox | Mailbox, source: int, where: str) -> bytes | None:
         try:
             return inbox.test(where)
         except ProtocolError as exc:

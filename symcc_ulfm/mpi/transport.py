@@ -32,6 +32,8 @@ FAILURE_CLASSES = frozenset(
 )
 MIN_SLEEP_S = 50e-6
 MAX_SLEEP_S = 2e-3
+LONG_SLEEP_S = 20e-3
+LONG_IDLE_S = 1.0
 HOT_ROUNDS = 200
 
 
@@ -57,29 +59,41 @@ def failure(where: str, exc: MPI.Exception) -> FailureDetected:
 
 
 class Backoff:
-    """Wait between polls: yield the CPU for a short hot window after progress, then sleep longer
-    each idle round (up to ``MAX_SLEEP_S``).
+    """Wait between polls: yield for a short hot window after progress, then sleep longer each
+    idle round, up to ``MAX_SLEEP_S``, and up to ``LONG_SLEEP_S`` once idle for ``LONG_IDLE_S``.
 
-    Right after a RESULT or a WORK the answer usually comes within a few milliseconds, so the
-    first ``HOT_ROUNDS`` idle rounds only ``sched_yield`` (other ranks on the same cores run
-    meanwhile); a rank with nothing to do soon sleeps and uses almost no CPU.
+    Right after a RESULT or a WORK the answer usually comes within milliseconds, so the first
+    idle rounds only ``sched_yield`` (when the host has a core per rank: oversubscribed, the
+    yield loop would steal the workers' CPU); a rank with nothing to do for a second (a warm
+    spare, a worker with no work) polls 50 times a second and uses almost no CPU.
     """
 
+    hot_rounds = HOT_ROUNDS
+
     def __init__(self):
-        self.rounds = 0
-        self.delay = MIN_SLEEP_S
+        self.reset()
 
     def idle(self) -> None:
         self.rounds += 1
-        if self.rounds <= HOT_ROUNDS:
+        if self.rounds <= self.hot_rounds:
             os.sched_yield()
             return
+        now = time.monotonic()
+        if self.idle_since is None:
+            self.idle_since = now
+        cap = LONG_SLEEP_S if now - self.idle_since >= LONG_IDLE_S else MAX_SLEEP_S
+        self.delay = min(self.delay * 2, cap)
         time.sleep(self.delay)
-        self.delay = min(self.delay * 2, MAX_SLEEP_S)
 
     def reset(self) -> None:
         self.rounds = 0
-        self.delay = MIN_SLEEP_S
+        self.delay = MIN_SLEEP_S / 2
+        self.idle_since = None
+
+    @classmethod
+    def configure(cls, local_ranks: int, cores: int) -> None:
+        """Hot polling only when every rank on this host can have a core of its own."""
+        cls.hot_rounds = HOT_ROUNDS if local_ranks <= cores else 0
 
 
 _RETAINED: list[Inbox] = []
@@ -142,6 +156,46 @@ class Inbox:
             self.request.Wait()
         except MPI.Exception:
             pass
+
+
+@dataclass
+class Mailbox:
+    """Messages of up to ``limit`` bytes from one source, received by probing (no posted buffer).
+
+    ``Improbe`` then a receive into a buffer of exactly the probed size: nothing is allocated
+    while nothing arrives (a master with many workers and peers used to keep a ``limit``-sized
+    buffer posted for each of them), and an oversized message is received, discarded and
+    rejected with ProtocolError; it never triggers recovery. Probing a dead source fails like a
+    receive.
+    """
+
+    comm: MPI.Comm
+    source: int
+    tag: int
+    limit: int
+    status: MPI.Status = field(default_factory=MPI.Status, init=False)
+
+    def post(self) -> Mailbox:
+        return self
+
+    def test(self, where: str) -> bytes | None:
+        try:
+            message = self.comm.Improbe(source=self.source, tag=self.tag, status=self.status)
+            if message is None:
+                return None
+            size = self.status.Get_count(MPI.BYTE)
+            # Drained whole even when oversized: receiving a large matched message into a
+            # shorter buffer crashed the TCP transport of Open MPI 5.0.11 (readv EFAULT, SIGSEGV).
+            buffer = bytearray(size)
+            message.Recv([buffer, MPI.BYTE])
+        except MPI.Exception as exc:
+            raise failure(where, exc) from None
+        if size > self.limit:
+            raise ProtocolError(f"{where}: message of {size} bytes is larger than {self.limit} bytes, rejected")
+        return bytes(buffer)
+
+    def cancel(self) -> None:
+        """Nothing is posted, so nothing to withdraw."""
 
 
 class Outbox:

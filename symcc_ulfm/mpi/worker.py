@@ -15,7 +15,7 @@ from ..store.atomic import Barrier
 from ..store.staging import WorkerStaging
 from .adversary import is_adversary, misbehave
 from .context import RankContext
-from .transport import TAG_DATA, Backoff, Inbox, Outbox
+from .transport import TAG_DATA, Backoff, Mailbox, Outbox
 
 
 class WorkerLoop:
@@ -34,7 +34,7 @@ class WorkerLoop:
 
     def run(self) -> None:
         ctx = self.ctx
-        inbox = Inbox(ctx.group_comm, 0, TAG_DATA, self.limit).post()
+        inbox = Mailbox(ctx.group_comm, 0, TAG_DATA, self.limit)
         outbox = Outbox()
         outbox.send(ctx.group_comm, 0, TAG_DATA, envelope.encode("READY", self.limit, generation=self.gen,
                                                                  worker=ctx.stable), "READY")
