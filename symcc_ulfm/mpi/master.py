@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections import deque
 from dataclasses import dataclass
 
 from ..core import envelope
@@ -32,6 +33,7 @@ from .frontier import Frontier
 from .transport import TAG_DATA, TAG_FRONTIER, TAG_SENTINEL, Backoff, FailureDetected, Inbox, Mailbox, Outbox
 
 MAX_REJECTIONS = 3
+PIPELINE = 2  # leases a worker may hold: the next WORK is already there when a RESULT leaves
 
 
 @dataclass
@@ -39,7 +41,6 @@ class Outstanding:
     fence: Fence
     lease: dict
     priority: int
-    since: float
 
 
 @dataclass
@@ -63,8 +64,9 @@ class MasterLoop:
                                 ctx.state.modes.snapshot_dir, deferred=True)
         self.frontier = Frontier(ctx, self.masters)
         self.outbox = Outbox()
-        self.idle: list[int] = []
-        self.outstanding: dict[int, Outstanding] = {}
+        self.ready: set[int] = set()  # workers that sent READY
+        self.outstanding: dict[int, deque[Outstanding]] = {w: deque() for w in self.workers}
+        self.progress_at: dict[int, float] = {}  # when each worker last made progress (for fencing)
         self.unaccounted: list[dict] = []  # done records not yet durable, counted after the next barrier
         self.rejections: dict[str, int] = {}
         self.dispatched = 0
@@ -128,19 +130,20 @@ class MasterLoop:
             self._fence_expired(now)
             if stopping_since is None and now >= ctx.deadline:
                 stopping_since = now
-                ctx.log.event("deadline", outstanding=len(self.outstanding), frontier=self.frontier.sched.pending)
+                ctx.log.event("deadline", outstanding=self._held(), frontier=self.frontier.sched.pending)
             stopping = stopping_since is not None
             progressed = self._round(results, dispatch=not stopping) or heard
-            if stopping and (not self.outstanding or now - stopping_since > grace):
+            if stopping and (not self._held() or now - stopping_since > grace):
                 break
             if progressed:
                 backoff.reset()
             else:
                 backoff.idle()
         self._settle()
-        for lost in self.outstanding.values():
-            self.store.release(lost.fence.lease)
-        ctx.log.event("master-stop", abandoned=len(self.outstanding), totals=self.frontier.totals, syncs=self.barrier.syncs,
+        for queue in self.outstanding.values():
+            for lost in queue:
+                self.store.release(lost.fence.lease)
+        ctx.log.event("master-stop", abandoned=self._held(), totals=self.frontier.totals, syncs=self.barrier.syncs,
                       frontier=self.frontier.sched.pending)
         for i, w in enumerate(self.workers):
             stop = envelope.encode("STOP", self.limit, generation=self.gen, reason="deadline")
@@ -167,14 +170,13 @@ class MasterLoop:
             if kind == "READY":
                 if message["generation"] != self.gen or message["worker"] != worker:
                     raise FenceError(f"READY for generation {message['generation']} from {message['worker']}")
-                if worker not in self.idle and worker not in self.outstanding:
-                    self.idle.append(worker)
+                self.ready.add(worker)
                 return []
             if kind == "RESULT":
-                held = self.outstanding.get(worker)
-                if held is None:
+                queue = self.outstanding.get(worker)
+                if not queue:
                     raise FenceError(f"RESULT from worker {worker}, which holds no lease")
-                check_fence(held.fence, message, worker, self.gen)
+                check_fence(queue[0].fence, message, worker, self.gen)  # a worker runs its leases in order
                 return [(worker, message)]
             raise ProtocolError(f"{kind} is not a worker message")
         except (ProtocolError, FenceError) as exc:
@@ -184,7 +186,7 @@ class MasterLoop:
     # -- one round of group commit --------------------------------------------------------
 
     def _round(self, results: list[tuple[int, dict]], dispatch: bool) -> bool:
-        if not results and not (dispatch and self.idle and self.frontier.sched.pending):
+        if not results and not (dispatch and self._free_slots() and self.frontier.sched.pending):
             if self.unaccounted:
                 self._settle()
             return False
@@ -225,8 +227,8 @@ class MasterLoop:
 
     def _stage(self, group: GroupCommit, worker: int, message: dict) -> Staged | None:
         """Verify a RESULT against its lease and staging and write its manifest (deferred)."""
-        held = self.outstanding.pop(worker)
-        self.idle.append(worker)
+        held = self.outstanding[worker].popleft()
+        self.progress_at[worker] = time.time()
         fence = held.fence
         try:
             self.store.accept(message["generation"], message["shard"], message["lease"], fence.work_hash, worker)
@@ -260,19 +262,28 @@ class MasterLoop:
             self.ctx.log.event("integrity-error", work_hash=item.work, error=str(exc))
             return False
 
+    def _held(self) -> int:
+        return sum(len(queue) for queue in self.outstanding.values())
+
+    def _free_slots(self) -> list[int]:
+        """Ready workers with room in their pipeline, emptiest first (one slot per entry)."""
+        slots = []
+        for depth in range(PIPELINE):
+            slots += [w for w in self.workers if w in self.ready and len(self.outstanding[w]) == depth]
+        return slots
+
     def _lease_idle(self, group: GroupCommit) -> list[tuple[int, bytes, int]]:
-        """Lease the next inputs to every idle worker (deferred); the WORK messages to send."""
+        """Fill every ready worker's pipeline with leases (deferred); the WORK messages to send."""
         out = []
         sched = self.frontier.sched
-        while self.idle:
-            input_hash = sched.next_input()
+        for worker in self._free_slots():
+            while (input_hash := sched.next_input()) is not None:
+                payload = self._lease(group, worker, input_hash)
+                if payload is not None:
+                    out.append((self.workers.index(worker) + 1, payload, worker))
+                    break
             if input_hash is None:
                 break
-            worker = self.idle[0]
-            payload = self._lease(group, worker, input_hash)
-            if payload is not None:
-                self.idle.pop(0)
-                out.append((self.workers.index(worker) + 1, payload, worker))
         return out
 
     def _lease(self, group: GroupCommit, worker: int, input_hash: str) -> bytes | None:
@@ -302,7 +313,9 @@ class MasterLoop:
             ctx.log.event("lease-refused", input_hash=input_hash, reason=str(exc))
             return None
         fence = Fence(self.gen, self.store.shard, token, work, input_hash, worker)
-        self.outstanding[worker] = Outstanding(fence, lease, priority, time.time())
+        if not self.outstanding[worker]:
+            self.progress_at[worker] = time.time()
+        self.outstanding[worker].append(Outstanding(fence, lease, priority))
         return envelope.encode("WORK", self.limit, **fence.fields(), hint=self.frontier.hints.get(input_hash))
 
     def _requeue_rejected(self, input_hash: str, priority: int, reason: str) -> None:
@@ -321,16 +334,17 @@ class MasterLoop:
         handles. Only ranks on this master's host can be fenced; a remote one is reported.
         """
         limit = self.ctx.policy.timeouts.lease_s
-        for worker, held in self.outstanding.items():
-            if worker in self.fenced or now - held.since <= limit:
+        for worker, queue in self.outstanding.items():
+            held_s = now - self.progress_at.get(worker, now)
+            if not queue or worker in self.fenced or held_s <= limit:
                 continue
             self.fenced.add(worker)
             peer, me = self.ctx.peers[worker], self.ctx.peers[self.ctx.stable]
             if peer["host"] != me["host"]:
-                self.ctx.log.event("lease-expired", worker=worker, held_s=now - held.since, fenced=False,
+                self.ctx.log.event("lease-expired", worker=worker, held_s=held_s, fenced=False,
                                    reason=f"worker runs on {peer['host']}; only local ranks can be fenced")
                 continue
-            self.ctx.log.event("lease-expired", worker=worker, held_s=now - held.since, fenced=True, pid=peer["pid"])
+            self.ctx.log.event("lease-expired", worker=worker, held_s=held_s, fenced=True, pid=peer["pid"])
             try:
                 os.kill(peer["pid"], signal.SIGKILL)
             except ProcessLookupError:

@@ -32,7 +32,7 @@ FAILURE_CLASSES = frozenset(
 )
 MIN_SLEEP_S = 50e-6
 MAX_SLEEP_S = 2e-3
-LONG_SLEEP_S = 20e-3
+LONG_SLEEP_S = 50e-3
 LONG_IDLE_S = 1.0
 HOT_ROUNDS = 200
 
@@ -65,7 +65,7 @@ class Backoff:
     Right after a RESULT or a WORK the answer usually comes within milliseconds, so the first
     idle rounds only ``sched_yield`` (when the host has a core per rank: oversubscribed, the
     yield loop would steal the workers' CPU); a rank with nothing to do for a second (a warm
-    spare, a worker with no work) polls 50 times a second and uses almost no CPU.
+    spare, a worker with no work) polls 20 times a second and uses almost no CPU.
     """
 
     hot_rounds = HOT_ROUNDS

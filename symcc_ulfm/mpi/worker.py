@@ -1,5 +1,9 @@
 """The worker loop: READY, then WORK -> run the executor -> stage candidates -> RESULT, until STOP.
 
+The master keeps up to ``master.PIPELINE`` leases per worker, so the next WORK is usually queued
+here before the RESULT of the current one leaves: the worker never idles through the master's
+commit round. Leases run in the order they were sent.
+
 A worker accepts only WORK of its current generation from its own master, reads the input by
 hash from the corpus (verified), writes candidates into its own staging directory only, and
 returns every candidate's SHA-256, length and coverage with the full fence.
@@ -8,6 +12,7 @@ returns every candidate's SHA-256, length and coverage with the full fence.
 from __future__ import annotations
 
 import time
+from collections import deque
 
 from ..core import envelope
 from ..errors import IntegrityError, ProtocolError, SymccUlfmError
@@ -40,46 +45,59 @@ class WorkerLoop:
                                                                  worker=ctx.stable), "READY")
         backoff = Backoff()
         give_up = ctx.deadline + ctx.policy.timeouts.shutdown_grace_s + ctx.policy.timeouts.recovery_step_s
-        while True:
+        queue: deque[dict] = deque()  # leased WORK in the order the master sent it
+        stopped = False
+        while not stopped:
             ctx.check_revocation()
-            try:
-                raw = inbox.test(f"data from master {self.master}")
-            except ProtocolError as exc:
-                ctx.log.event("message-rejected", source=self.master, reason=str(exc))
-                raw = None
-            outbox.progress()
-            if raw is not None:
+            while (message := self._next_message(inbox)) is not None:  # take everything that arrived
                 backoff.reset()
-                try:
-                    message = envelope.decode(raw, self.limit)
-                except ProtocolError as exc:
-                    ctx.log.event("message-rejected", source=self.master, reason=str(exc))
-                    continue
                 if message["type"] == "STOP":
-                    ctx.log.event("worker-stop", executed=self.executed, reason=message["reason"])
+                    ctx.log.event("worker-stop", executed=self.executed, reason=message["reason"],
+                                  unstarted=len(queue))
+                    stopped = True
                     break
-                if message["type"] != "WORK" or message["generation"] != self.gen or message["worker"] != ctx.stable:
-                    ctx.log.event("message-rejected", source=self.master,
-                                  reason=f"{message['type']} of generation {message['generation']} is not my work")
-                    continue
+                queue.append(message)
+            outbox.progress()
+            if queue and not stopped:
+                work = queue.popleft()
                 ctx.injector.maybe("work", self.gen)
-                result = self._execute(message)
+                result = self._execute(work)
                 if self.sync_before_result:
                     self.barrier.sync()
                 planned = misbehave(self.executed, result, ctx.state.root, self.limit) if self.adversary else None
                 for tag, payload in planned or [(TAG_DATA, result)]:
                     outbox.send(ctx.group_comm, 0, tag, payload, "RESULT")
                 continue
-            if time.time() > give_up:
+            if not stopped and time.time() > give_up:
                 ctx.log.event("worker-stop", executed=self.executed, reason="no STOP from master in time")
                 break
-            backoff.idle()
+            if not stopped:
+                backoff.idle()
         while outbox.busy and time.time() < give_up:
             ctx.check_revocation()
             outbox.progress()
             backoff.idle()
         inbox.cancel()
         self.barrier.close()
+
+    def _next_message(self, inbox: Mailbox) -> dict | None:
+        """The next acceptable message from the master (WORK or STOP); rejected ones are logged."""
+        ctx = self.ctx
+        while True:
+            try:
+                raw = inbox.test(f"data from master {self.master}")
+                if raw is None:
+                    return None
+                message = envelope.decode(raw, self.limit)
+            except ProtocolError as exc:
+                ctx.log.event("message-rejected", source=self.master, reason=str(exc))
+                continue
+            if message["type"] == "STOP" or (
+                message["type"] == "WORK" and message["generation"] == self.gen and message["worker"] == ctx.stable
+            ):
+                return message
+            ctx.log.event("message-rejected", source=self.master,
+                          reason=f"{message['type']} of generation {message['generation']} is not my work")
 
     def _execute(self, work: dict) -> bytes:
         ctx = self.ctx
