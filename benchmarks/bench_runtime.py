@@ -53,9 +53,8 @@ REFERENCE = ("reference: 2 masters x 3 workers + 2 spares", 10, 2, 3)
 
 # what is compared: (workload, campaign layout, worker processes of the baselines = the campaign's workers)
 COMPARISONS = [(SIM, COMPACT, 2), (SIM, REFERENCE, 6), (CONCOLIC, COMPACT, 2), (CONCOLIC, REFERENCE, 6)]
-SPINNER_NOTE = ("simulate's cost_mode=cpu spins until perf_counter() has advanced cost_s (wall time): with more workers "
-                "than cores a worker's 10 ms are not 10 ms of CPU, so simulate rows with 6 workers flatter every system; "
-                "the concolic rows do real CPU work")
+SPINNER_NOTE = ("simulate's cost_mode=cpu spends cost_s of its thread's CPU time per input (time.thread_time), so "
+                "oversubscribed layouts pay for every input as a real executor would")
 IDLE_LIMIT_CORES = 0.05  # "near zero": all ranks of an idle campaign together, in cores (stated here, not in the issue)
 
 TARGETS = {
