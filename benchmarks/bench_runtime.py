@@ -35,6 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks import fs_cost  # noqa: E402
 from benchmarks import harness as h  # noqa: E402
 from benchmarks.dask_baseline import run_dask  # noqa: E402
 from benchmarks.upstream_baseline import run_baseline  # noqa: E402
@@ -91,7 +92,10 @@ class Bench:
         (self.out / "results.json").write_text(json.dumps(self.results, indent=1, sort_keys=True) + "\n")
 
     def campaign(self, name: str, workload: h.Workload, layout: tuple, ulfm: bool = True, deadline: float | None = None,
-                 schedule: str = "", actions: list | None = None, sample_cpu: bool = True) -> dict[str, Any]:
+                 schedule: str = "", actions: list | None = None, sample_cpu: bool = True,
+                 scratch: Path | None = None) -> dict[str, Any]:
+        """One measured campaign; with ``scratch`` its state lives there while it runs (e.g. on
+        tmpfs, for a diagnostic) and what the sealed run keeps is moved back afterwards."""
         label, ranks, spares, per_master = layout
         deadline = self.window if deadline is None else deadline
         sampler = h.CpuSampler()
@@ -99,7 +103,8 @@ class Bench:
         if sample_cpu and deadline > 3:
             acts += [(1.0, lambda live: sampler.sample(live.job_pids())),
                      (deadline - 1.0, lambda live: sampler.sample(live.job_pids()))]
-        state = self.state(name)
+        kept = self.state(name)
+        state = kept if scratch is None else scratch / f"symcc-ulfm-bench-{os.getpid()}-{kept.name}"
         load = os.getloadavg()[0]
         result = h.run_campaign(state, workload, ranks=ranks, spares=spares, per_master=per_master, deadline=deadline,
                                 schedule=schedule, ulfm=ulfm, actions=acts)
@@ -108,14 +113,16 @@ class Bench:
             if e.get("event") == "generation-start" and e["generation"] == 0:
                 roles[f"rank-{e['rank']}"] = e["role"]
         shares = sampler.shares()
-        result.update(layout=label, ranks=ranks, ulfm=ulfm, workload=workload.name, state_dir=str(state.relative_to(self.out)),
+        result.update(layout=label, ranks=ranks, ulfm=ulfm, workload=workload.name, state_dir=str(kept.relative_to(self.out)),
                       loadavg_before=round(load, 2), cpu_shares=shares, cpu_by_role=_by_role(shares, roles))
         workers = len(result["verdict"].get("workers") or [])
         if result.get("window_s"):
             result["worker_busy_share"] = h.busy_share(state, workers, result["window_s"])
         result["reexecuted_inputs"] = _reexecuted(state)
-        if not self.keep_state:
+        if not self.keep_state or scratch is not None:
             _prune(state)
+        if scratch is not None:
+            shutil.move(state, kept)
         return result
 
 
@@ -143,7 +150,13 @@ def limits(b: Bench) -> None:
         seq["physical_limit"] = round(b.cores * seq["rate"], 3)
         rows[workload.name] = seq
         b.say(f"  sequential {workload.name}: {seq['rate']:.1f} inputs/s -> limit {b.cores} x = {seq['physical_limit']:.1f}/s")
-    b.results["sections"]["limits"] = {"definition": "one process, no MPI: run + coverage of each distinct child, "
+    file_systems = {"state": fs_cost.probe(b.out)}
+    if (shm := fs_cost.tmpfs()) is not None:
+        file_systems["tmpfs"] = fs_cost.probe(shm)
+    for key, row in file_systems.items():
+        b.say(f"  {key} file system ({row['directory']}), CPU us per operation: "
+              + ", ".join(f"{op} {row[op]['cpu_us']:.0f}" for op in fs_cost.OPS))
+    b.results["sections"]["limits"] = {"file_systems": file_systems,"definition": "one process, no MPI: run + coverage of each distinct child, "
                                                      "FIFO frontier from the executor's seeds",
                                        "workloads": {**rows}, "workload_specs": [SIM.to_json(), CONCOLIC.to_json()]}
 
@@ -161,12 +174,25 @@ def control(b: Bench) -> None:
         per_master = r["rate"] / masters
         objects = r["verdict"]["public_objects"]
         rows.append({**h.strip(r), "masters": masters, "commits_per_s": r["rate"], "commits_per_s_per_master": round(per_master, 2),
-                     "public_objects": objects})
+                     "public_objects": objects,
+                     "objects_per_commit": round(r["verdict"]["wal_unique"] / max(1, r["verdict"]["wal_analyzed"]), 2)})
         b.say(f"  control {masters} master(s): {r['rate']:.0f} commits/s total, {per_master:.0f}/s per master "
               f"(oracle {'pass' if r['verdict']['passed'] else 'FAIL'})")
-    b.results["sections"]["control"] = {"workload": ZERO.to_json(), "rows": rows,
-                                        "definition": "commit events (durable: WAL done after syncfs) in the campaign "
-                                                      "window / window / masters"}
+    section = {"workload": ZERO.to_json(), "rows": rows,
+               "definition": "commit events (durable: WAL done after syncfs) in the campaign window / window / masters"}
+    # inode creation here varies from ~30 us to ~1 ms over minutes: probe right after the campaigns
+    fs = section["file_system_after"] = fs_cost.probe(b.out)
+    one = rows[0]
+    master_cpu = (one.get("cpu_by_role") or {}).get("master")
+    section["bound"] = {"objects_per_commit": one["objects_per_commit"], "create_cpu_us": fs["create"]["cpu_us"],
+                        "master_cpu_ms_per_commit": None if master_cpu is None else round(1000 * master_cpu / one["rate"], 2),
+                        **fs_cost.commit_bound(one["objects_per_commit"], fs["create"]["cpu_us"], b.cores)}
+    if (shm := fs_cost.tmpfs()) is not None:
+        r = b.campaign("control-1m-tmpfs", ZERO, ("1 master(s) x 2 workers, state on tmpfs", 3, 0, 2), scratch=shm)
+        section["tmpfs_diagnostic"] = {**h.strip(r), "commits_per_s": r["rate"], "public_objects": r["verdict"]["public_objects"],
+                                       "note": "same code and syncfs calls, state on RAM: no durable media, not a target row"}
+        b.say(f"  control 1 master, state on tmpfs (diagnostic, not durable): {r['rate']:.0f} commits/s")
+    b.results["sections"]["control"] = section
 
 
 def ft(b: Bench) -> None:
@@ -330,6 +356,9 @@ def profile(b: Bench) -> None:
     plans = [("efficiency", SIM, COMPACT, b.window, {"master": 0, "worker": 1}, 1.5, seconds),
              ("control", ZERO, ("1 master x 2 workers", 3, 0, 2), b.window, {"master": 0}, 1.5, seconds),
              ("start-64", SLEEPY, ("64 ranks, 2 spares, 3 workers per master", 64, 2, 3), 6.0, {"master": 0}, 0.0, 3)]
+    if fs_cost.tmpfs() is not None:  # the control plane without the file system's inode cost: what Python costs
+        plans.insert(2, ("control-tmpfs", ZERO, ("1 master x 2 workers, state on tmpfs", 3, 0, 2), b.window,
+                         {"master": 0}, 1.5, seconds))
     for name, workload, layout, deadline, targets, offset, length in plans:
         procs: dict[str, Any] = {}
 
@@ -340,7 +369,8 @@ def profile(b: Bench) -> None:
         sampler = h.CpuSampler()
         acts = [(offset, start), (offset + 0.1, lambda live, s=sampler: s.sample(live.job_pids())),
                 (offset + length - 0.1, lambda live, s=sampler: s.sample(live.job_pids()))]
-        r = b.campaign(f"profile-{name}", workload, layout, deadline=deadline, actions=acts, sample_cpu=False)
+        r = b.campaign(f"profile-{name}", workload, layout, deadline=deadline, actions=acts, sample_cpu=False,
+                       scratch=fs_cost.tmpfs() if name.endswith("-tmpfs") else None)
         roles = {f"rank-{e['rank']}": e["role"] for e in r["events"] if e.get("event") == "generation-start"}
         rows = {"campaign_rate": r["rate"], "cpu_by_role_while_profiled": _by_role(sampler.shares(), roles),
                 "note": "py-spy samples these processes while they run: this run's throughput is perturbed and not "
@@ -396,6 +426,15 @@ def table(results: dict[str, Any], command: str) -> str:
         lines.append("1 control plane (zero-cost executor, durable commits/s per master): " + " | ".join(
             f"{r['masters']}M {r['commits_per_s_per_master']:.0f}/s ({r['commits_per_s']:.0f} total)" for r in rows)
             + f"   target >= 1000: {_status(verdicts['1 control plane >= 1000 commits/s per master'])}")
+        if bound := s["control"].get("bound"):
+            inodes = bound["inodes"]
+            lines.append(f"    bound: a commit creates {inodes['master']:.1f} inodes on the master (3 WAL states, lock, claim + object "
+                         f"for each of {bound['objects_per_commit']:.1f} objects) and {inodes['worker']:.1f} on the worker; an inode "
+                         f"costs {bound['create_cpu_us']:.0f} us of CPU here (probed after the campaigns) -> at most "
+                         f"{bound['master_commits_per_s']:.0f} commits/s per master, {bound['host_commits_per_s']:.0f}/s per host; "
+                         f"measured master CPU per commit (1M): {_f(bound['master_cpu_ms_per_commit'], '.2f')} ms")
+        if diag := s["control"].get("tmpfs_diagnostic"):
+            lines.append(f"    same code with the state on tmpfs (not durable, diagnostic): {diag['commits_per_s']:.0f} commits/s")
     if "ft" in s:
         parts, ok = [], True
         for key, row in s["ft"].items():

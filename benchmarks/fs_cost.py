@@ -1,0 +1,76 @@
+"""What a durable commit asks of the file system, and what that costs on this machine.
+
+A commit creates new inodes: on the master the ``leased``, ``committing`` and ``done`` WAL
+states (each a temp file renamed over the record), the record's lock file, and per published
+object its claim and the corpus object; on the worker the lease's staging directory and one
+staged file per object. Renames, links and unlinks only touch directory entries and are cheap;
+creating an inode is the cost that decides the control plane, so it is measured here, on the
+state directory's file system and on tmpfs, in the same run as the campaigns.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+OPS = ("create", "rename", "link", "unlink", "mkdir", "syncfs")
+
+
+def probe(directory: Path, n: int = 200) -> dict[str, Any]:
+    """Per-operation wall and CPU microseconds (means over ``n``) in a fresh directory under ``directory``."""
+    root = Path(tempfile.mkdtemp(prefix=".fs-cost-", dir=directory))
+    libc = ctypes.CDLL(None, use_errno=True)
+    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    payload = b"x" * 256
+
+    def create(i: int) -> None:
+        fd = os.open(root / f"c{i}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.fchmod(fd, 0o600)
+        os.write(fd, payload)
+        os.close(fd)
+
+    steps = {
+        "create": create,
+        "rename": lambda i: os.rename(root / f"c{i}", root / f"r{i}"),
+        "link": lambda i: os.link(root / f"r{i}", root / f"l{i}"),
+        "unlink": lambda i: os.unlink(root / f"l{i}"),
+        "mkdir": lambda i: os.mkdir(root / f"d{i}"),
+        "syncfs": lambda i: libc.syncfs(dir_fd),
+    }
+    out: dict[str, Any] = {"directory": str(directory), "n": n}
+    try:
+        for op in OPS:
+            wall, cpu = time.perf_counter(), time.process_time()
+            for i in range(n):
+                steps[op](i)
+            out[op] = {"wall_us": round(1e6 * (time.perf_counter() - wall) / n, 1),
+                       "cpu_us": round(1e6 * (time.process_time() - cpu) / n, 1)}
+    finally:
+        os.close(dir_fd)
+        shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
+def inodes_per_commit(objects_per_commit: float) -> dict[str, float]:
+    """New inodes one commit creates (see the module docstring), by side."""
+    k = objects_per_commit
+    return {"master": round(4 + 2 * k, 2), "worker": round(1 + k, 2)}
+
+
+def commit_bound(objects_per_commit: float, create_us: float, cores: int) -> dict[str, float]:
+    """Commits/s that inode creation alone allows: on one master, and for the whole host."""
+    inodes = inodes_per_commit(objects_per_commit)
+    return {"master_commits_per_s": round(1e6 / (inodes["master"] * create_us), 1),
+            "host_commits_per_s": round(cores * 1e6 / ((inodes["master"] + inodes["worker"]) * create_us), 1),
+            "inodes": inodes}
+
+
+def tmpfs() -> Path | None:
+    """A RAM file system for diagnostics (same code without durable media), when there is one."""
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and os.access(shm, os.W_OK) else None
