@@ -7,6 +7,7 @@ Kept free of pytest so that a child process can import it with only ``tests/`` o
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
@@ -222,13 +223,31 @@ def run_unprivileged(code: str, *args: str, timeout: float = 60.0) -> subprocess
     env = {k: v for k, v in os.environ.items() if k != CRASH_VAR}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), str(TESTS_DIR)])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    kwargs = {}
-    if os.geteuid() == 0:
-        kwargs = {"user": UNPRIVILEGED_UID, "group": UNPRIVILEGED_UID, "extra_groups": []}
-    return subprocess.run(
-        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=timeout,
-        cwd="/", **kwargs,
-    )
+    if os.geteuid() != 0:
+        return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True,
+                              timeout=timeout, cwd="/")
+    with reachable_by(UNPRIVILEGED_UID, UNPRIVILEGED_UID, [Path(sys.executable), Path(sys.executable).resolve(), REPO_ROOT, TESTS_DIR]):
+        return subprocess.run(
+            [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=timeout,
+            cwd="/", user=UNPRIVILEGED_UID, group=UNPRIVILEGED_UID, extra_groups=[],
+        )
+
+
+@contextlib.contextmanager
+def reachable_by(uid: int, gid: int, paths: list[Path]):
+    """Grant ``o+x`` on ancestors of ``paths`` that stop ``uid``/``gid`` (a checkout under a 0700
+    ``mktemp -d``), journaled and restored afterwards, as the multinode gate does."""
+    import tempfile
+
+    from symcc_ulfm.netns.access import SearchGrants, blocking
+
+    with tempfile.TemporaryDirectory() as journal_dir:
+        grants = SearchGrants(Path(journal_dir) / "grants.json", echo=lambda _: None)
+        try:
+            grants.grant(blocking(paths, uid, gid), uid)
+            yield
+        finally:
+            grants.restore()
 
 
 def unprivileged_unavailable() -> str | None:
