@@ -2,6 +2,11 @@
 
 The victim logs the injection (synced to disk, so the oracle can match it with a receipt) and
 then dies by ``os._exit(86)``, or by SIGKILL for events ending in ``!``.
+
+An event of generation G whose point the rank never reached in G (another failure ended G
+first: ``0:2,0:5`` where rank 5 dies before rank 2 holds a lease) is *overdue*: the rank dies
+as it enters the recovery that ends G, before the first shrink, so every event of G is in the
+receipt of G+1 and the schedule means what it says.
 """
 
 from __future__ import annotations
@@ -20,10 +25,18 @@ class Injector:
 
     def maybe(self, phase: str, generation: int) -> None:
         event = self.mine.get((generation, phase))
-        if event is None:
-            return
+        if event is not None:
+            self._die(event, phase)
+
+    def overdue(self, generation: int) -> None:
+        """Recovery of ``generation`` begins: an event of it that did not fire fires now."""
+        for (g, phase), event in sorted(self.mine.items()):
+            if g == generation and phase != "recovery":
+                self._die(event, phase, overdue=True)
+
+    def _die(self, event: FailureEvent, phase: str, overdue: bool = False) -> None:
         how = "SIGKILL" if event.sigkill else f"exit {INJECTED_EXIT_CODE}"
-        self.log.event("inject", phase=phase, spec=str(event), how=how)
+        self.log.event("inject", phase=phase, spec=str(event), how=how, **({"overdue": True} if overdue else {}))
         self.log.sync()
         if event.sigkill:
             os.kill(os.getpid(), signal.SIGKILL)

@@ -39,6 +39,7 @@ def recover(ctx: RankContext, cause: FailureDetected) -> None:
     ctx.log.event("recovery-start", cause=cause.where, error_class=cause.error_class)
     for comm in (ctx.global_comm, ctx.group_comm, ctx.master_comm, ctx.final_comm):
         ctx.ops.revoke(comm)
+    ctx.injector.overdue(ctx.generation)
     timeouts = ctx.policy.timeouts
     common = ctx.global_comm  # every survivor holds it, so every retry shrinks it again
     for attempt in range(1, timeouts.recovery_retries + 1):
