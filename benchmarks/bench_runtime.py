@@ -428,7 +428,7 @@ def table(results: dict[str, Any], command: str) -> str:
             + f"   target >= 1000: {_status(verdicts['1 control plane >= 1000 commits/s per master'])}")
         if bound := s["control"].get("bound"):
             inodes = bound["inodes"]
-            lines.append(f"    bound: a commit creates {inodes['master']:.1f} inodes on the master (3 WAL states, lock, claim + object "
+            lines.append(f"    bound: a commit creates {inodes['master']:.1f} inodes on the master (3 WAL states, lock, an object "
                          f"for each of {bound['objects_per_commit']:.1f} objects) and {inodes['worker']:.1f} on the worker; an inode "
                          f"costs {bound['create_cpu_us']:.0f} us of CPU here (probed after the campaigns) -> at most "
                          f"{bound['master_commits_per_s']:.0f} commits/s per master, {bound['host_commits_per_s']:.0f}/s per host; "

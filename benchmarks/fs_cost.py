@@ -2,8 +2,8 @@
 
 A commit creates new inodes: on the master the ``leased``, ``committing`` and ``done`` WAL
 states (each a temp file renamed over the record), the record's lock file, and per published
-object its claim and the corpus object; on the worker the lease's staging directory and one
-staged file per object. Renames, links and unlinks only touch directory entries and are cheap;
+object the corpus object (its claim is a hard link to the committing record: no inode); on
+the worker the lease's staging directory and one staged file per object. Renames, links and unlinks only touch directory entries and are cheap;
 creating an inode is the cost that decides the control plane, so it is measured here, on the
 state directory's file system and on tmpfs, in the same run as the campaigns.
 """
@@ -59,7 +59,7 @@ def probe(directory: Path, n: int = 200) -> dict[str, Any]:
 def inodes_per_commit(objects_per_commit: float) -> dict[str, float]:
     """New inodes one commit creates (see the module docstring), by side."""
     k = objects_per_commit
-    return {"master": round(4 + 2 * k, 2), "worker": round(1 + k, 2)}
+    return {"master": round(4 + k, 2), "worker": round(1 + k, 2)}
 
 
 def commit_bound(objects_per_commit: float, create_us: float, cores: int) -> dict[str, float]:

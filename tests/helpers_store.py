@@ -17,7 +17,7 @@ from pathlib import Path
 
 from symcc_ulfm.core.membership import commit, initial_membership
 from symcc_ulfm.core.modes import FileModes
-from symcc_ulfm.store.corpus import Corpus
+from symcc_ulfm.store.corpus import Corpus, claim_owner
 from symcc_ulfm.store.crashpoints import CRASH_VAR
 from symcc_ulfm.store.paths import StateDir
 from symcc_ulfm.store.snapshots import SnapshotStore
@@ -108,7 +108,7 @@ def commit_state(env: Env) -> dict:
         }
     return {
         "objects": tree_files(env.state.corpus / "objects"),
-        "claims": tree_files(env.state.corpus / "claims"),
+        "claims": {name: claim_owner(data, name) for name, data in tree_files(env.state.corpus / "claims").items()},
         "records": records,
         "staging": sorted(tree_files(env.state.staging)),
         "temp_files": sorted(p.name for p in env.root.rglob(".tmp-*")),

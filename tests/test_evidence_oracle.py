@@ -119,6 +119,19 @@ def test_a_corpus_object_whose_name_is_not_its_hash_fails(tmp_path):
     assert any("is not the SHA-256 of the content" in p for p in recompute(state)["problems"])
 
 
+def test_a_claim_that_is_not_a_record_listing_the_object_fails(tmp_path):
+    state = fresh_copy(tmp_path) / "state"
+    claims = sorted(p for p in (state / "corpus" / "claims").iterdir() if p.read_bytes() != b"seed")
+    claims[0].write_bytes(b"a" * 64)  # the format of a plain work hash: no manifest, not accepted
+    target = claims[1]
+    other = next(c.read_bytes() for c in claims[2:]
+                 if target.name not in {o["sha256"] for o in json.loads(c.read_bytes())["manifest"]["objects"]})
+    target.write_bytes(other)  # a real record, but its manifest does not list this object
+    problems = problems_of(state)
+    for claim in (claims[0], target):
+        assert any(f"corpus/claims/{claim.name}: neither 'seed' nor a WAL record" in p for p in problems)
+
+
 @pytest.mark.parametrize("module, forbidden", [
     ("symcc_ulfm.evidence.oracle", ("symcc_ulfm.core", "symcc_ulfm.store")),
     ("symcc_ulfm.evidence.recompute", ("symcc_ulfm.core", "symcc_ulfm.store", "symcc_ulfm.evidence.oracle")),

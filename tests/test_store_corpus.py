@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 
@@ -115,28 +116,40 @@ def test_symlinked_object_is_refused(env, tmp_path):
         c.put(b"data")
 
 
-def test_claims_first_owner_wins_and_persist(env):
+def _record(path, work: str, names: list[str]):
+    """What a claim links to: a committing WAL record whose manifest lists the objects."""
+    path.write_text(json.dumps({"work_hash": work, "manifest": {"objects": [{"sha256": n} for n in names]}}))
+    path.chmod(0o600)
+    return path
+
+
+def test_claims_first_owner_wins_and_persist(env, tmp_path):
     c = env.corpus
     name, _ = c.put(b"obj")
+    first = _record(c.root / "w1.json", W1, [name])
+    second = _record(c.root / "w2.json", W2, [name])
     assert c.claim_owner(name) is None
-    assert c.claim(name, W1) == W1
-    assert c.claim(name, W2) == W1
+    assert c.claim(name, first) == W1
+    assert c.claim(name, second) == W1
     assert c.claim_owner(name) == W1
     reopened = Corpus(c.root, c.object_mode, c.claim_mode)
-    assert reopened.claim(name, W2) == W1 and reopened.claim_owner(name) == W1
-    assert (c.claims / name).read_bytes() == W1.encode()
-    assert stat.S_IMODE(os.stat(c.claims / name).st_mode) == c.claim_mode
+    assert reopened.claim(name, second) == W1 and reopened.claim_owner(name) == W1
+    assert os.path.samefile(c.claims / name, first)  # a link to the record: no new inode, no copy
+    assert stat.S_IMODE(os.stat(c.claims / name).st_mode) == 0o600
 
 
 def test_seed_claims(env):
     c = env.corpus
     name = c.publish_seed(b"seed input")
-    assert c.read(name) == b"seed input" and c.claim_owner(name) == SEED_OWNER
+    assert c.read(name) == b"seed input" and c.claim_owner(name) == SEED_OWNER and c.is_seed(name)
     assert c.publish_seed(b"seed input") == name  # idempotent
-    assert c.claim(name, W1) == SEED_OWNER
+    assert c.claim(name, _record(c.root / "w1.json", W1, [name])) == SEED_OWNER
+    other, _ = c.put(b"other")
+    assert not c.is_seed(other)
 
 
-@pytest.mark.parametrize("content", [b"somebody", b"\xff\xfe", b"A" * 64])
+@pytest.mark.parametrize("content", [b"somebody", b"\xff\xfe", b"A" * 64, b'{"work_hash": "' + b"a" * 64 + b'"}',
+                                     b'{"work_hash": "' + b"a" * 64 + b'", "manifest": {"objects": []}}'])
 def test_corrupt_claim_is_detected(env, content):
     c = env.corpus
     name, _ = c.put(b"obj")
@@ -144,7 +157,7 @@ def test_corrupt_claim_is_detected(env, content):
     with pytest.raises(CorpusIntegrityError):
         c.claim_owner(name)
     with pytest.raises(CorpusIntegrityError):
-        c.claim(name, W1)
+        c.claim(name, _record(c.root / "w1.json", W1, [name]))
 
 
 def test_names_of_missing_directory(tmp_path):

@@ -87,7 +87,7 @@ def test_reference_commit_state(reference_commit):
     state = reference_commit
     assert sorted(state["objects"]) == sorted(sha(x) for x in (b"alpha", b"beta", b"gamma", b"delta"))
     assert state["claims"] == {
-        sha(b"alpha"): W0.encode(), sha(b"beta"): W0.encode(), sha(b"gamma"): W1.encode(), sha(b"delta"): W1.encode()
+        sha(b"alpha"): W0, sha(b"beta"): W0, sha(b"gamma"): W1, sha(b"delta"): W1
     }
     assert {w: r["state"] for w, r in state["records"].items()} == {W0: "done", W1: "done", W2: "done"}
     assert state["records"][W2]["claimed"] == []

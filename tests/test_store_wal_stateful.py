@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from symcc_ulfm.errors import FenceError, IntegrityError, StaleGeneration
+from symcc_ulfm.store.corpus import claim_owner
 from symcc_ulfm.store.wal import AlreadyDone, NeedsReplay, work_hash
 
 WORKS = 3
@@ -194,7 +195,7 @@ class WalMachine(RuleBasedStateMachine):
             else:
                 assert real["manifest"]["objects"] == rec["objects"]
             assert real["done"] == rec["done"]
-        claims = {name: data.decode() for name, data in tree_files(self.env.state.corpus / "claims").items()}
+        claims = {name: claim_owner(data, name) for name, data in tree_files(self.env.state.corpus / "claims").items()}
         assert claims == self.model.claims
         objects = tree_files(self.env.state.corpus / "objects")
         assert set(objects) == self.model.corpus

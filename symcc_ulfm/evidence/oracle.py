@@ -117,7 +117,7 @@ class _Judge(MembershipChecks):
         claims_dir = self.root / "corpus" / "claims"
         for name in names:
             path = claims_dir / name
-            owner = path.read_text() if path.exists() else None
+            owner = self._claim_owner(path, name) if path.exists() else None
             if owner == "seed":
                 seeds.add(name)
             elif owner in done:
@@ -133,6 +133,20 @@ class _Judge(MembershipChecks):
         if pending:
             self.notes.append(f"{len(pending)} objects belong to records still committing")
         return {"names": names, "seeds": seeds, "claimed": claimed_by, "pending": pending, "double_counted": double}
+
+    def _claim_owner(self, path: Path, name: str) -> str | None:
+        """``seed``, or the work hash of the committing record the claim is (a link to it)."""
+        data = path.read_bytes()
+        if data == b"seed":
+            return "seed"
+        try:
+            record = json.loads(data)
+            if name in {o["sha256"] for o in record["manifest"]["objects"]}:
+                return record["work_hash"]
+        except (ValueError, KeyError, TypeError):
+            pass
+        self.fail(f"corpus/claims/{name}: neither 'seed' nor a WAL record whose manifest lists the object")
+        return None
 
     # -- logs ----------------------------------------------------------------------------
 

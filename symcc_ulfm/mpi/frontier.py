@@ -15,7 +15,6 @@ import time
 from ..core import envelope
 from ..core.scheduler import PRIORITY_NOVEL, PRIORITY_SEED, PRIORITY_UNIQUE, MasterScheduler
 from ..errors import FenceError, IntegrityError, ProtocolError
-from ..store.corpus import SEED_OWNER
 from .context import RankContext
 
 
@@ -51,7 +50,7 @@ class Frontier:
         corpus = self.ctx.corpus
         for name in corpus.names():
             if name not in settled:
-                default = PRIORITY_SEED if corpus.claim_owner(name) == SEED_OWNER else PRIORITY_UNIQUE
+                default = PRIORITY_SEED if corpus.is_seed(name) else PRIORITY_UNIQUE
                 self.sched.offer(name, self.priority.get(name, default))
         self.ctx.log.event("master-ready", replayed=replayed, reclaimed=reclaimed, frontier=self.sched.pending,
                            seconds=time.monotonic() - mark, masters=list(self.masters))

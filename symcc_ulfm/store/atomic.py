@@ -155,6 +155,23 @@ def write_new(path: Path, data: bytes, mode: int, barrier: Barrier | None = None
         raise StoreError(f"cannot create {path}: {exc.strerror or exc}") from exc
 
 
+def link_new(source: Path, path: Path, barrier: Barrier | None = None) -> bool:
+    """Give the complete file ``source`` the second name ``path`` only if absent: True when this
+    call made it. No new inode and no copy (``source`` must already be durable, or made durable
+    by the same barrier); both names must be on one file system."""
+    path = Path(path)
+    try:
+        try:
+            os.link(source, path, follow_symlinks=False)
+            created = True
+        except FileExistsError:
+            created = False
+        _settle(path.parent, barrier)
+        return created
+    except OSError as exc:
+        raise StoreError(f"cannot link {path} to {source}: {exc.strerror or exc}") from exc
+
+
 def _settle(directory: Path, barrier: Barrier | None) -> None:
     if barrier is None:
         fsync_dir(directory)

@@ -1,21 +1,24 @@
 """The public corpus: immutable objects named ``SHA-256(content)``, and publication claims.
 
 Publishing a name that exists requires byte-identical content, otherwise it is an integrity
-error and nothing is overwritten. A *claim* (``claims/<sha>``, created once, holding the work
-hash of the record that published the object first) makes "who counted this object" a
-durable fact, so replays after a crash never count an object twice.
+error and nothing is overwritten. A *claim* (``claims/<sha>``, created once) makes "who counted
+this object" a durable fact, so replays after a crash never count an object twice. The claim
+of a published object is a hard link to the ``committing`` WAL record that published it first
+(no new inode per object, and the claim carries the manifest that names the object); a seed's
+claim holds ``seed``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from ..core.canonical import is_sha256_hex
 from ..errors import CorpusIntegrityError, StoreError
-from .atomic import Barrier, read_bytes, write_new
+from .atomic import Barrier, link_new, read_bytes, write_new
 from .crashpoints import crash_point
 
 SEED_OWNER = "seed"
@@ -65,24 +68,32 @@ class Corpus:
                 f"SHA-256 {hashlib.sha256(existing).hexdigest()}); refusing to overwrite"
             )
 
-    def claim(self, sha256: str, owner: str, barrier: Barrier | None = None) -> str:
-        """Record ``owner`` as the first publisher of ``sha256``; returns whoever holds the claim."""
+    def claim(self, sha256: str, record: Path, barrier: Barrier | None = None) -> str:
+        """Claim ``sha256`` for the committing WAL record at ``record`` (linked, see the module
+        docstring); returns the work hash of whoever holds the claim, or ``seed``."""
         path = self.claims / self.path(sha256).name
-        if write_new(path, owner.encode("ascii"), self.claim_mode, barrier):
+        if link_new(record, path, barrier):
             crash_point("commit.claimed")
-            return owner
         return self.claim_owner(sha256)
 
     def claim_owner(self, sha256: str) -> str | None:
         try:
-            text = read_bytes(self.claims / self.path(sha256).name, limit=128).decode("ascii")
+            data = read_bytes(self.claims / self.path(sha256).name, limit=64 << 20)
         except FileNotFoundError:
             return None
-        except UnicodeDecodeError:
-            raise CorpusIntegrityError(f"claim of {sha256} is not ASCII") from None
-        if text != SEED_OWNER and not is_sha256_hex(text):
-            raise CorpusIntegrityError(f"claim of {sha256} names {text!r}, not a work hash")
-        return text
+        return claim_owner(data, sha256)
+
+    def is_seed(self, sha256: str) -> bool:
+        """Whether ``sha256`` was published as a seed (reads 4 bytes, not a record)."""
+        path = self.claims / self.path(sha256).name
+        try:
+            if os.stat(path, follow_symlinks=False).st_size != len(SEED_OWNER):
+                return False
+            return read_bytes(path) == SEED_OWNER.encode("ascii")
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise StoreError(f"cannot read claim {path}: {exc.strerror or exc}") from exc
 
     def names(self) -> Iterator[str]:
         try:
@@ -93,7 +104,9 @@ class Corpus:
 
     def publish_seed(self, data: bytes) -> str:
         sha256, _ = self.put(data)
-        self.claim(sha256, SEED_OWNER)
+        path = self.claims / sha256
+        if not write_new(path, SEED_OWNER.encode("ascii"), self.claim_mode):
+            self.claim_owner(sha256)  # an existing claim must still be valid
         return sha256
 
     def verify(self) -> list[str]:
@@ -108,3 +121,18 @@ class Corpus:
             except CorpusIntegrityError as exc:
                 problems.append(str(exc))
         return problems
+
+
+def claim_owner(data: bytes, sha256: str) -> str:
+    """Who a claim's bytes name: ``seed``, or the work hash of the record whose manifest lists ``sha256``."""
+    if data == SEED_OWNER.encode("ascii"):
+        return SEED_OWNER
+    try:
+        record = json.loads(data.decode("ascii"))
+        work = record["work_hash"]
+        listed = {obj["sha256"] for obj in record["manifest"]["objects"]}
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError):
+        raise CorpusIntegrityError(f"claim of {sha256} is neither 'seed' nor a committing WAL record") from None
+    if not is_sha256_hex(work) or sha256 not in listed:
+        raise CorpusIntegrityError(f"claim of {sha256} is a record whose manifest does not list the object")
+    return work

@@ -15,7 +15,7 @@ CRASH_VAR = "SYMCC_ULFM_CRASH_AT"
 CRASH_POINTS = (
     "wal.leased",  # lease record written
     "wal.committing",  # manifest written, state committing
-    "commit.claimed",  # an object's claim written, object not yet published
+    "commit.claimed",  # an object's claim linked, object not yet published
     "commit.published",  # an object published into the corpus
     "commit.objects",  # every object of the manifest published, record not yet done
     "wal.done",  # record marked done, staging not yet removed
