@@ -156,7 +156,7 @@ def limits(b: Bench) -> None:
     for key, row in file_systems.items():
         b.say(f"  {key} file system ({row['directory']}), CPU us per operation: "
               + ", ".join(f"{op} {row[op]['cpu_us']:.0f}" for op in fs_cost.OPS))
-    b.results["sections"]["limits"] = {"file_systems": file_systems,"definition": "one process, no MPI: run + coverage of each distinct child, "
+    b.results["sections"]["limits"] = {"file_systems": file_systems, "definition": "one process, no MPI: run + coverage of each distinct child, "
                                                      "FIFO frontier from the executor's seeds",
                                        "workloads": {**rows}, "workload_specs": [SIM.to_json(), CONCOLIC.to_json()]}
 

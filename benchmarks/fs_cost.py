@@ -3,9 +3,10 @@
 A commit creates new inodes: on the master the ``leased``, ``committing`` and ``done`` WAL
 states (each a temp file renamed over the record), the record's lock file, and per published
 object the corpus object (its claim is a hard link to the committing record: no inode); on
-the worker the lease's staging directory and one staged file per object. Renames, links and unlinks only touch directory entries and are cheap;
-creating an inode is the cost that decides the control plane, so it is measured here, on the
-state directory's file system and on tmpfs, in the same run as the campaigns.
+the worker the lease's staging directory and one staged file per object. Renames, links and
+unlinks only touch directory entries and are cheap; creating an inode is the cost that decides
+the control plane, so it is measured here, on the state directory's file system and on tmpfs,
+in the same run as the campaigns.
 """
 
 from __future__ import annotations

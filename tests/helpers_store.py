@@ -12,11 +12,13 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from symcc_ulfm.core.membership import commit, initial_membership
 from symcc_ulfm.core.modes import FileModes
+from symcc_ulfm.netns.access import SearchGrants, blocking
 from symcc_ulfm.store.corpus import Corpus, claim_owner
 from symcc_ulfm.store.crashpoints import CRASH_VAR
 from symcc_ulfm.store.paths import StateDir
@@ -226,7 +228,8 @@ def run_unprivileged(code: str, *args: str, timeout: float = 60.0) -> subprocess
     if os.geteuid() != 0:
         return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True,
                               timeout=timeout, cwd="/")
-    with reachable_by(UNPRIVILEGED_UID, UNPRIVILEGED_UID, [Path(sys.executable), Path(sys.executable).resolve(), REPO_ROOT, TESTS_DIR]):
+    reach = [Path(sys.executable), Path(sys.executable).resolve(), REPO_ROOT, TESTS_DIR]
+    with reachable_by(UNPRIVILEGED_UID, UNPRIVILEGED_UID, reach):
         return subprocess.run(
             [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=timeout,
             cwd="/", user=UNPRIVILEGED_UID, group=UNPRIVILEGED_UID, extra_groups=[],
@@ -237,10 +240,6 @@ def run_unprivileged(code: str, *args: str, timeout: float = 60.0) -> subprocess
 def reachable_by(uid: int, gid: int, paths: list[Path]):
     """Grant ``o+x`` on ancestors of ``paths`` that stop ``uid``/``gid`` (a checkout under a 0700
     ``mktemp -d``), journaled and restored afterwards, as the multinode gate does."""
-    import tempfile
-
-    from symcc_ulfm.netns.access import SearchGrants, blocking
-
     with tempfile.TemporaryDirectory() as journal_dir:
         grants = SearchGrants(Path(journal_dir) / "grants.json", echo=lambda _: None)
         try:
@@ -263,8 +262,6 @@ def unprivileged_unavailable() -> str | None:
 
 def world_traversable_tmpdir() -> Path:
     """A fresh directory outside pytest's 0700 tmp tree, so an unprivileged child can reach it."""
-    import tempfile
-
     path = Path(tempfile.mkdtemp(prefix="symcc-ulfm-test-"))
     path.chmod(0o755)
     return path

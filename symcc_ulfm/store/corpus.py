@@ -68,12 +68,13 @@ class Corpus:
                 f"SHA-256 {hashlib.sha256(existing).hexdigest()}); refusing to overwrite"
             )
 
-    def claim(self, sha256: str, record: Path, barrier: Barrier | None = None) -> str:
-        """Claim ``sha256`` for the committing WAL record at ``record`` (linked, see the module
-        docstring); returns the work hash of whoever holds the claim, or ``seed``."""
+    def claim(self, sha256: str, work: str, record: Path, barrier: Barrier | None = None) -> str:
+        """Claim ``sha256`` for ``work``, whose committing WAL record is at ``record`` (linked, see
+        the module docstring); returns the work hash of whoever holds the claim, or ``seed``."""
         path = self.claims / self.path(sha256).name
         if link_new(record, path, barrier):
             crash_point("commit.claimed")
+            return work
         return self.claim_owner(sha256)
 
     def claim_owner(self, sha256: str) -> str | None:

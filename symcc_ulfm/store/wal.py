@@ -259,7 +259,7 @@ class GroupCommit:
         corpus = self.wal.corpus
         claimed = []
         for obj in record["manifest"]["objects"]:
-            if corpus.claim(obj["sha256"], self.wal.path(work), self.barrier) != work:
+            if corpus.claim(obj["sha256"], work, self.wal.path(work), self.barrier) != work:
                 continue
             if not corpus.has(obj["sha256"]):
                 data = (verified or {}).get(obj["sha256"])
