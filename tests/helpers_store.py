@@ -279,13 +279,13 @@ def race_worker(root: str, me: int, works: list[str], barrier, results) -> None:
 
     reads: list[str] = []
     puts: list[tuple[str, bool]] = []
-    real_read_staged = wal_module.read_staged
+    real_open_staged = wal_module.open_staged
 
-    def logged_read_staged(state_root, relpath, sha256, length):
+    def logged_open_staged(state_root, relpath):
         reads.append(relpath)
-        return real_read_staged(state_root, relpath, sha256, length)
+        return real_open_staged(state_root, relpath)
 
-    wal_module.read_staged = logged_read_staged
+    wal_module.open_staged = logged_open_staged
     errors: list[str] = []
     transitioned: list[str] = []
     writes: list[tuple[str, str]] = []
@@ -293,8 +293,8 @@ def race_worker(root: str, me: int, works: list[str], barrier, results) -> None:
         env = open_env(Path(root))
         real_put = env.corpus.put
 
-        def logged_put(data, barrier=None):
-            name, created = real_put(data, barrier)
+        def logged_put(data, barrier=None, inode=None):
+            name, created = real_put(data, barrier, inode)
             puts.append((name, created))
             return name, created
 

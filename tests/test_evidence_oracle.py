@@ -97,7 +97,7 @@ def test_an_object_claimed_by_two_done_records_is_double_counting(tmp_path):
     state = fresh_copy(tmp_path) / "state"
     done = []
     for path in sorted((state / "wal" / "records").glob("*.json")):
-        record = json.loads(path.read_text())
+        record = json.loads(path.read_text().splitlines()[-1])  # a record is its last line
         if record["state"] == "done" and record["done"]["claimed"]:
             done.append((path, record))
     (path_a, a), (path_b, b) = done[:2]
@@ -106,7 +106,7 @@ def test_an_object_claimed_by_two_done_records_is_double_counting(tmp_path):
     b["done"]["claimed"].append(stolen)
     body = {k: v for k, v in b.items() if k != "checksum"}
     b["checksum"] = hashlib.sha256(canonical(body)).hexdigest()
-    path_b.write_bytes(canonical(b))
+    path_b.write_bytes(b"".join(path_b.read_bytes().splitlines(keepends=True)[:-1]) + canonical(b) + b"\n")
     assert any("counted by two done records" in p for p in problems_of(state))
     assert any("counted by" in p for p in recompute(state)["problems"])
 
@@ -119,13 +119,27 @@ def test_a_corpus_object_whose_name_is_not_its_hash_fails(tmp_path):
     assert any("is not the SHA-256 of the content" in p for p in recompute(state)["problems"])
 
 
+def test_records_of_the_first_format_still_verify(tmp_path):
+    """Runs sealed before records became a line per state (one state per file, no newline)."""
+    state = fresh_copy(tmp_path) / "state"
+    for path in sorted((state / "wal" / "records").glob("*.json")):
+        record = json.loads(path.read_bytes().splitlines()[-1])
+        record["format"] = "symcc-ulfm-wal/1"
+        body = {k: v for k, v in record.items() if k != "checksum"}
+        record["checksum"] = hashlib.sha256(canonical(body)).hexdigest()
+        path.write_bytes(canonical(record))  # in place: the claims linked to it follow
+    verdict = judge(state)
+    assert verdict["passed"], verdict["problems"]
+    assert recompute(state)["problems"] == []
+
+
 def test_a_claim_that_is_not_a_record_listing_the_object_fails(tmp_path):
     state = fresh_copy(tmp_path) / "state"
     claims = sorted(p for p in (state / "corpus" / "claims").iterdir() if p.read_bytes() != b"seed")
     claims[0].write_bytes(b"a" * 64)  # the format of a plain work hash: no manifest, not accepted
     target = claims[1]
     other = next(c.read_bytes() for c in claims[2:]
-                 if target.name not in {o["sha256"] for o in json.loads(c.read_bytes())["manifest"]["objects"]})
+                 if target.name not in {o["sha256"] for o in json.loads(c.read_bytes().splitlines()[-1])["manifest"]["objects"]})
     target.write_bytes(other)  # a real record, but its manifest does not list this object
     problems = problems_of(state)
     for claim in (claims[0], target):

@@ -131,9 +131,10 @@ def test_a_doctored_wal_resealed_is_still_rejected(tmp_path):
     """Re-sealing after editing the state passes sha256sum -c, but the oracle and the verifier both fail."""
     run = fresh_copy(tmp_path)
     rel = first(run, "state/wal/records/*.json")
-    record = json.loads((run / rel).read_text())
+    *earlier, last = (run / rel).read_text().splitlines(keepends=True)  # a line per state, the last is current
+    record = json.loads(last)
     record["manifest"]["generated"] += 1  # count one more candidate than the worker returned
-    (run / rel).write_text(json.dumps(record, sort_keys=True, separators=(",", ":")))
+    (run / rel).write_text("".join(earlier) + json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
     seal(run)
     assert subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS.txt"], cwd=run).returncode == 0
     result = verify(run)

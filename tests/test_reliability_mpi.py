@@ -90,7 +90,8 @@ def test_resume_refuses_a_corrupted_wal_record_and_leaves_it_alone(tmp_path):
     state = _finished_run(tmp_path)
     (state / "outcome.json").unlink()  # pretend the job was lost, so that a resume is allowed
     record = sorted((state / "wal" / "records").iterdir())[0]
-    torn = record.read_bytes()[:-17]
+    data = record.read_bytes()
+    torn = data[:40] + bytes([data[40] ^ 1]) + data[41:]  # an edited byte in its first line
     record.write_bytes(torn)
     run = launch(state, "--ranks", "6", "--warm-spares", "1", "--workers-per-master", "2", "--failure-schedule", "",
                  "--deadline", "3", *FAST_SIMULATE, "--resume")

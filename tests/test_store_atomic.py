@@ -7,6 +7,8 @@ import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -279,6 +281,50 @@ def test_exclusive_lock_serialises_threads(tmp_path):
     for t in threads:
         t.join()
     assert overlap == []
+
+
+def test_byte_locks_of_one_file_are_independent_and_exclusive(tmp_path):
+    path = tmp_path / "records.lock"
+    with exclusive(path, 0o600, 1.0, byte=7):
+        with exclusive(path, 0o600, 0.1, byte=8):  # another record: no wait
+            pass
+        with pytest.raises(StoreError, match=r"byte 7\) still held"):  # the same, even in this process
+            with exclusive(path, 0o600, 0.1, byte=7):
+                pass
+        with pytest.raises(StoreError, match="still held"):  # locked in another process too
+            run_child_lock(path, 7)
+    run_child_lock(path, 7)  # released
+    with pytest.raises(StoreError, match="outside"):
+        with exclusive(path, 0o600, 0.1, byte=-1):
+            pass
+
+
+def run_child_lock(path: Path, byte: int) -> None:
+    code = (
+        "import sys; from symcc_ulfm.store.locks import exclusive\n"
+        f"with exclusive({str(path)!r}, 0o600, 0.1, byte={byte}): pass"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise StoreError(done.stderr.strip().splitlines()[-1])
+
+
+def test_byte_lock_dies_with_its_process(tmp_path):
+    path = tmp_path / "records.lock"
+    code = (
+        "import os, sys; from symcc_ulfm.store.locks import exclusive\n"
+        f"with exclusive({str(path)!r}, 0o600, 1.0, byte=3):\n"
+        "    print('held', flush=True); sys.stdin.read(); os._exit(9)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "held"
+    with pytest.raises(StoreError, match="still held"):
+        with exclusive(path, 0o600, 0.1, byte=3):
+            pass
+    child.kill()
+    child.wait()
+    with exclusive(path, 0o600, 1.0, byte=3):
+        pass
 
 
 def test_exclusive_lock_refuses_symlink(tmp_path):

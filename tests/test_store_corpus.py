@@ -118,7 +118,7 @@ def test_symlinked_object_is_refused(env, tmp_path):
 
 def _record(path, work: str, names: list[str]):
     """What a claim links to: a committing WAL record whose manifest lists the objects."""
-    path.write_text(json.dumps({"work_hash": work, "manifest": {"objects": [{"sha256": n} for n in names]}}))
+    path.write_text(json.dumps({"work_hash": work, "manifest": {"objects": [{"sha256": n} for n in names]}}) + "\n")
     path.chmod(0o600)
     return path
 
@@ -149,7 +149,10 @@ def test_seed_claims(env):
 
 
 @pytest.mark.parametrize("content", [b"somebody", b"\xff\xfe", b"A" * 64, b'{"work_hash": "' + b"a" * 64 + b'"}',
-                                     b'{"work_hash": "' + b"a" * 64 + b'", "manifest": {"objects": []}}'])
+                                     b'{"work_hash": "' + b"a" * 64 + b'", "manifest": {"objects": []}}',
+                                     b'{"work_hash": "' + b"a" * 64 + b'", "manifest": {"objects": []}}\n',
+                                     b'{"work_hash": "' + b"a" * 64 + b'", "manifest": null}\n{"work_hash": "' + b"b" * 64
+                                     + b'", "manifest": null}\n'])
 def test_corrupt_claim_is_detected(env, content):
     c = env.corpus
     name, _ = c.put(b"obj")
@@ -164,6 +167,51 @@ def test_names_of_missing_directory(tmp_path):
     c = Corpus(tmp_path / "nowhere", 0o644, 0o600)
     with pytest.raises(StoreError):
         list(c.names())
+
+
+def test_put_adopts_an_open_file_it_owns(env):
+    c = env.corpus
+    path = env.root / "staged"
+    path.write_bytes(b"adopted")
+    os.chmod(path, 0o600)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert c.put(b"adopted", inode=fd) == (sha(b"adopted"), True)
+    finally:
+        os.close(fd)
+    published = os.stat(c.path(sha(b"adopted")))
+    assert published.st_ino == os.stat(path).st_ino and published.st_nlink == 2
+    assert stat.S_IMODE(published.st_mode) == 0o644
+
+
+def test_put_copies_a_file_with_another_name(env):
+    """An inode with a second name elsewhere could be changed through it: copy, do not adopt."""
+    c = env.corpus
+    path = env.root / "staged"
+    path.write_bytes(b"shared inode")
+    os.link(path, env.root / "elsewhere")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert c.put(b"shared inode", inode=fd)[1] is True
+    finally:
+        os.close(fd)
+    assert os.stat(c.path(sha(b"shared inode"))).st_ino != os.stat(path).st_ino
+    assert c.read(sha(b"shared inode")) == b"shared inode"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another user")
+def test_put_copies_a_file_of_another_user(env):
+    c = env.corpus
+    path = env.root / "staged"
+    path.write_bytes(b"theirs")
+    os.chown(path, 65534, 65534)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert c.put(b"theirs", inode=fd)[1] is True
+    finally:
+        os.close(fd)
+    published = os.stat(c.path(sha(b"theirs")))
+    assert published.st_ino != os.stat(path).st_ino and published.st_uid == 0
 
 
 # -- staging -----------------------------------------------------------------------------------

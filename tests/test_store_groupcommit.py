@@ -69,7 +69,7 @@ def test_batched_and_single_commits_leave_identical_state(tmp_path):
     single = commit_all(tmp_path / "single", batch=False)
     batched = commit_all(tmp_path / "batched", batch=True)
     assert single == batched
-    done = [json.loads(v) for k, v in batched.items() if k.startswith("wal/records/")]
+    done = [json.loads(v.splitlines()[-1]) for k, v in batched.items() if k.startswith("wal/records/")]
     assert len(done) == 12 and all(r["state"] == "done" for r in done)
     claimed = [c for r in done for c in r["done"]["claimed"]]
     assert len(claimed) == len(set(claimed)) == 7  # each of the 7 distinct objects counted once

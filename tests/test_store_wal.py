@@ -18,6 +18,7 @@ from symcc_ulfm.errors import (
     WalCorruption,
 )
 from symcc_ulfm.store.wal import (
+    RECORD_LOCKS,
     AlreadyDone,
     NeedsReplay,
     canonical_manifest,
@@ -52,13 +53,15 @@ def record_bytes(env, work) -> bytes:
 
 
 def rewrite(env, work, mutate, fix_checksum=False):
+    """Edit the record's current state (its last line)."""
     path = env.wal.path(work)
-    record = json.loads(path.read_bytes())
+    lines = path.read_bytes().splitlines(keepends=True)
+    record = json.loads(lines[-1])
     mutate(record)
     if fix_checksum:
         body = {k: v for k, v in record.items() if k != "checksum"}
         record["checksum"] = sha256_hex(canonical_json(body))
-    path.write_bytes(canonical_json(record))
+    path.write_bytes(b"".join(lines[:-1]) + canonical_json(record) + b"\n")
 
 
 # -- leasing -----------------------------------------------------------------------------------
@@ -90,7 +93,8 @@ def test_record_mode_under_hostile_umask(env):
     finally:
         os.umask(old)
     assert stat.S_IMODE(os.stat(env.wal.path(work)).st_mode) == 0o640
-    assert stat.S_IMODE(os.stat(env.wal.locks_dir / f"{work}.lock").st_mode) == 0o640
+    assert stat.S_IMODE(os.stat(env.wal.locks_dir / RECORD_LOCKS).st_mode) == 0o640
+    assert os.listdir(env.wal.locks_dir) == [RECORD_LOCKS]  # one lock file for every record
 
 
 def test_same_master_may_re_lease_in_its_generation(env):
@@ -264,6 +268,26 @@ def test_replay_publishes_claims_and_marks_done(env):
     assert not (env.root / "staging" / "worker-3" / "0.0.7").exists()
 
 
+def test_replay_publishes_the_staged_file_itself(env):
+    """The object is the staged inode (a link, no copy), with the corpus mode, and one name left."""
+    work, lease, manifest = committing(env, [b"alpha"], worker=3, token="0.0.7")
+    staged = os.stat(env.root / manifest["objects"][0]["staging"])
+    assert stat.S_IMODE(staged.st_mode) != env.corpus.object_mode  # staged 0600, published 0644
+    env.wal.replay_commit_once(work, COMMITTER)
+    published = os.stat(env.corpus.path(sha(b"alpha")))
+    assert (published.st_ino, published.st_nlink) == (staged.st_ino, 1)
+    assert stat.S_IMODE(published.st_mode) == env.corpus.object_mode
+
+
+def test_replay_re_checks_the_staged_bytes_it_publishes(env):
+    """A staged file changed after the manifest was written is refused, never published."""
+    work, lease, manifest = committing(env, [b"alpha"], worker=3, token="0.0.7")
+    (env.root / manifest["objects"][0]["staging"]).write_bytes(b"omega")
+    with pytest.raises(IntegrityError, match="SHA-256"):
+        env.wal.replay_commit_once(work, COMMITTER)
+    assert env.wal.read(work)["state"] == "committing" and list(env.corpus.names()) == []
+
+
 def test_replay_of_done_is_a_noop(env):
     work, _, _ = committing(env, [b"x"])
     env.wal.replay_commit_once(work, COMMITTER)
@@ -383,27 +407,82 @@ def _all_ops_raise(env, work, error=WalCorruption):
         list(env.wal.records())
 
 
-@pytest.mark.parametrize("state", ["leased", "committing", "done"])
-@pytest.mark.parametrize("cut", [0, 1, 10, -1, -2])
-def test_truncated_record(env, state, cut):
-    work, _, _ = committing(env, [b"x"]) if state != "leased" else (*leased(env), None)
+def _in_state(env, state, payloads=(b"x",)):
+    work, _, _ = committing(env, list(payloads)) if state != "leased" else (*leased(env), None)
     if state == "done":
         env.wal.replay_commit_once(work, COMMITTER)
+    return work
+
+
+PREVIOUS = {"committing": "leased", "done": "committing"}
+
+
+@pytest.mark.parametrize("state", ["leased", "committing", "done"])
+@pytest.mark.parametrize("cut", [0, 1, 10])
+def test_truncated_record(env, state, cut):
+    work = _in_state(env, state)
     data = record_bytes(env, work)
     env.wal.path(work).write_bytes(data[:cut] if cut else b"")
     _all_ops_raise(env, work)
 
 
+@pytest.mark.parametrize("cut", [-1, -2])
+def test_torn_only_line(env, cut):
+    work = _in_state(env, "leased")
+    env.wal.path(work).write_bytes(record_bytes(env, work)[:cut])
+    _all_ops_raise(env, work)
+
+
+@pytest.mark.parametrize("state", ["committing", "done"])
+@pytest.mark.parametrize("cut", [-1, -2, -300])
+def test_torn_last_append_is_a_transition_that_never_happened(env, state, cut):
+    """A crash in the middle of an append leaves a line without its newline: the record is
+    in its previous, durable state, and the next transition drops the torn tail."""
+    work = _in_state(env, state)
+    env.wal.path(work).write_bytes(record_bytes(env, work)[:cut])
+    assert env.wal.read(work)["state"] == PREVIOUS[state]
+    if state == "done":
+        assert env.wal.replay_commit_once(work, COMMITTER)["state"] == "done"
+        data = record_bytes(env, work)
+        assert data.endswith(b"\n") and [json.loads(line)["state"] for line in data.splitlines()] == [
+            "leased", "committing", "done"]
+
+
+def test_damage_to_an_earlier_line_is_corruption(env):
+    work = _in_state(env, "done")
+    lines = record_bytes(env, work).splitlines(keepends=True)
+    env.wal.path(work).write_bytes(lines[0][:-5] + lines[0][-4:] + b"".join(lines[1:]))
+    _all_ops_raise(env, work)
+
+
+def test_lines_out_of_order_are_corruption(env):
+    work = _in_state(env, "done")
+    first, second, third = record_bytes(env, work).splitlines(keepends=True)
+    env.wal.path(work).write_bytes(first + third + second)
+    with pytest.raises(WalCorruption, match="goes leased -> done"):
+        env.wal.read(work)
+
+
+def test_a_record_of_the_old_one_state_per_file_format_is_named(env):
+    work = _in_state(env, "leased")
+    line = record_bytes(env, work)[:-1].replace(b"symcc-ulfm-wal/2", b"symcc-ulfm-wal/1")
+    env.wal.path(work).write_bytes(line)
+    with pytest.raises(WalCorruption, match="older symcc_ulfm"):
+        env.wal.read(work)
+
+
 @pytest.mark.parametrize("state", ["leased", "committing", "done"])
 def test_every_flipped_byte_is_detected(env, state):
-    work, _, _ = committing(env, [b"x", b"y"]) if state != "leased" else (*leased(env), None)
-    if state == "done":
-        env.wal.replay_commit_once(work, COMMITTER)
+    work = _in_state(env, state, (b"x", b"y"))
     data = record_bytes(env, work)
     path = env.wal.path(work)
-    for i in range(0, len(data), max(1, len(data) // 97)):
+    indices = [*range(0, len(data), max(1, len(data) // 97)), len(data) - 1]
+    for i in indices:
         for flip in (0x01, 0x20, 0x80):
             path.write_bytes(data[:i] + bytes([data[i] ^ flip]) + data[i + 1 :])
+            if i == len(data) - 1 and state != "leased":  # the final newline: a torn last append
+                assert env.wal.read(work)["state"] == PREVIOUS[state]
+                continue
             with pytest.raises(WalCorruption):
                 env.wal.read(work)
     path.write_bytes(data)
@@ -435,7 +514,7 @@ FORGED = [
     ("other work hash", lambda r: r.update(input_hash="0" * 64)),
     ("missing key", lambda r: r.pop("history")),
     ("extra key", lambda r: r.update(extra=1)),
-    ("format", lambda r: r.update(format="symcc-ulfm-wal/2")),
+    ("format", lambda r: r.update(format="symcc-ulfm-wal/9")),
     ("lease shape", lambda r: r["lease"].pop("token")),
     ("lease type", lambda r: r["lease"].update(worker="1")),
     ("manifest shape", lambda r: r["manifest"].update(objects="x")),
@@ -486,11 +565,10 @@ def test_listing_ignores_temp_files(env):
 
 def test_lock_timeout_is_a_store_error(env):
     from symcc_ulfm.errors import StoreError
-    from symcc_ulfm.store.locks import exclusive
 
     work, lease, _ = committing(env, [b"x"])
     env.wal.lock_timeout_s = 0.1
-    with exclusive(env.wal.locks_dir / f"{work}.lock", 0o600, 1.0):
+    with env.wal.record_lock(work):
         with pytest.raises(StoreError, match="still held"):
             env.wal.replay_commit_once(work, COMMITTER)
     assert env.wal.read(work)["state"] == "committing"

@@ -23,8 +23,19 @@ _SHA = re.compile(r"[0-9a-f]{64}")
 _WAL_KEYS = {
     "format", "work_hash", "input_hash", "executor_sha256", "state", "lease", "history", "manifest", "done", "checksum",
 }
+_WAL_NEXT = {"leased": {"leased", "committing"}, "committing": {"done"}, "done": set()}  # line to line
 _EVENT = re.compile(r"(\d+):(\d+)(?:@([a-z]+))?(!)?")
 
+
+
+def _record_lines(raw: bytes) -> tuple[list[bytes], bool]:
+    """A WAL record file's complete lines (one state each) and whether a torn tail follows. A
+    record written by the first format (``symcc-ulfm-wal/1``: one state per file, no newline)
+    is one line, so runs sealed before the change still verify."""
+    if b"\n" not in raw and b'"format":"symcc-ulfm-wal/1"' in raw:
+        return [raw], False
+    lines = raw.split(b"\n")
+    return lines, lines.pop() != b""
 
 
 def locate_state(path: str | Path) -> Path:
@@ -56,24 +67,22 @@ class _Judge(MembershipChecks):
 
     def wal(self, snaps: list[dict]) -> dict:
         records = {}
+        torn = 0
         for path in sorted((self.root / "wal" / "records").glob("*.json")):
             work = path.name[:-5]
-            raw = path.read_bytes()
-            try:
-                record = json.loads(raw)
-            except ValueError:
-                self.fail(f"WAL record {work}: not valid JSON (torn)")
+            lines, tail = _record_lines(path.read_bytes())
+            torn += tail  # a last append cut by a crash: never durable, not a state
+            states = [self._wal_state(work, line) for line in lines]
+            if not states:
+                self.fail(f"WAL record {work}: no complete line")
+            if not states or None in states:  # what is wrong with a line is reported already
                 continue
-            if not isinstance(record, dict) or set(record) != _WAL_KEYS:
-                self.fail(f"WAL record {work}: unexpected fields")
-                continue
-            body = {k: v for k, v in record.items() if k != "checksum"}
-            if record["checksum"] != sha256(canonical(body)):
-                self.fail(f"WAL record {work}: checksum mismatch")
-            expected = sha256(canonical({"input_hash": record["input_hash"], "executor_sha256": record["executor_sha256"]}))
-            if record["work_hash"] != work or expected != work:
-                self.fail(f"WAL record {work}: work hash does not match input and executor")
-            records[work] = record
+            for before, after in zip(states, states[1:], strict=False):
+                if after["state"] not in _WAL_NEXT[before["state"]]:
+                    self.fail(f"WAL record {work}: goes {before['state']} -> {after['state']}")
+            records[work] = states[-1]
+        if torn:
+            self.notes.append(f"{torn} WAL records end in a torn line (an append cut by a crash; ignored)")
         groups = {s["generation"]: expected_groups(s["active"], s["workers_per_master"]) for s in snaps}
         done = {w: r for w, r in records.items() if r["state"] == "done"}
         for work, record in done.items():
@@ -96,6 +105,24 @@ class _Judge(MembershipChecks):
             if manifest["generated"] < len(names):
                 self.fail(f"WAL record {work}: generated {manifest['generated']} < {len(names)} objects")
         return {"records": records, "done": done}
+
+    def _wal_state(self, work: str, line: bytes) -> dict | None:
+        """One line of a record file (one state), checked; None after reporting what is wrong."""
+        try:
+            record = json.loads(line)
+        except ValueError:
+            self.fail(f"WAL record {work}: a line is not valid JSON")
+            return None
+        if not isinstance(record, dict) or set(record) != _WAL_KEYS:
+            self.fail(f"WAL record {work}: unexpected fields")
+            return None
+        body = {k: v for k, v in record.items() if k != "checksum"}
+        if record["checksum"] != sha256(canonical(body)):
+            self.fail(f"WAL record {work}: checksum mismatch")
+        expected = sha256(canonical({"input_hash": record["input_hash"], "executor_sha256": record["executor_sha256"]}))
+        if record["work_hash"] != work or expected != work:
+            self.fail(f"WAL record {work}: work hash does not match input and executor")
+        return record
 
     def corpus(self, done: dict, records: dict) -> dict:
         objects_dir = self.root / "corpus" / "objects"
@@ -140,9 +167,12 @@ class _Judge(MembershipChecks):
         if data == b"seed":
             return "seed"
         try:
-            record = json.loads(data)
-            if name in {o["sha256"] for o in record["manifest"]["objects"]}:
-                return record["work_hash"]
+            states = [json.loads(line) for line in _record_lines(data)[0]]
+            works = {state["work_hash"] for state in states}
+            if len(works) == 1 and any(
+                name in {o["sha256"] for o in state["manifest"]["objects"]} for state in states if state["manifest"]
+            ):
+                return works.pop()
         except (ValueError, KeyError, TypeError):
             pass
         self.fail(f"corpus/claims/{name}: neither 'seed' nor a WAL record whose manifest lists the object")

@@ -84,10 +84,18 @@ def recompute(state: Path) -> dict[str, Any]:
     analyzed = generated = novel = 0
     counted: dict[str, str] = {}
     for path in sorted((state / "wal" / "records").glob("*.json")):
-        record = json.loads(path.read_bytes())
-        body = {k: v for k, v in record.items() if k != "checksum"}
-        if record.get("checksum") != _hex(_canonical_bytes(body)):
-            problems.append(f"wal/records/{path.name}: checksum does not match its body")
+        # one line per state; the record is the last complete line (after it: nothing, or a torn
+        # append); a record of the first format (symcc-ulfm-wal/1) is one state without a newline
+        raw = path.read_bytes()
+        lines = [raw] if b"\n" not in raw and b'"format":"symcc-ulfm-wal/1"' in raw else raw.split(b"\n")[:-1]
+        if not lines:
+            problems.append(f"wal/records/{path.name}: no complete line")
+            continue
+        for line in lines:
+            record = json.loads(line)
+            body = {k: v for k, v in record.items() if k != "checksum"}
+            if record.get("checksum") != _hex(_canonical_bytes(body)):
+                problems.append(f"wal/records/{path.name}: checksum does not match its body")
         if record.get("state") != "done":
             continue
         analyzed += 1

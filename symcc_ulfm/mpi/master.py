@@ -5,11 +5,13 @@ owns, reclaims lapsed leases and rebuilds its frontier (``frontier.py``); then i
 READY/RESULT from its workers and FRONTIER from its peers until the deadline, waits (bounded)
 for outstanding results, stops its workers and joins the final agreement.
 
-Durability is a group commit per loop round (``store.wal.GroupCommit``): the round's
-manifests, new leases and the previous round's done records become durable with one barrier
-(then WORK is sent and the previous round is counted and forwarded), the round's objects with
-a second, and the round's records are marked done; two ``syncfs`` calls per round instead of
-a dozen ``fsync``s per result.
+Durability is a group commit per loop round (``store.wal.GroupCommit``), pipelined over
+rounds so that one barrier (``syncfs``) per round keeps every ordering the WAL needs: the
+round's manifests and new leases, the claims and objects of the previous round's manifests
+(published before the barrier: their manifests became durable at the previous one) and the
+done records marked after the previous barrier all become durable together; then WORK is
+sent, earlier done records are counted and forwarded, and the previous round's records are
+marked done. An idle master drains the pipeline (publish, barrier, done, barrier).
 """
 
 from __future__ import annotations
@@ -43,14 +45,6 @@ class Outstanding:
     priority: int
 
 
-@dataclass
-class Staged:
-    """A verified RESULT whose manifest is in the WAL: what the publish phase needs."""
-
-    work: str
-    verified: dict[str, bytes]
-
-
 class MasterLoop:
     def __init__(self, ctx: RankContext):
         self.ctx = ctx
@@ -68,6 +62,7 @@ class MasterLoop:
         self.outstanding: dict[int, deque[Outstanding]] = {w: deque() for w in self.workers}
         self.progress_at: dict[int, float] = {}  # when each worker last made progress (for fencing)
         self.unaccounted: list[dict] = []  # done records not yet durable, counted after the next barrier
+        self.pending: list[str] = []  # work whose manifests are durable, published in the next round
         self.rejections: dict[str, int] = {}
         self.dispatched = 0
         self.fenced: set[int] = set()
@@ -186,14 +181,16 @@ class MasterLoop:
     # -- one round of group commit --------------------------------------------------------
 
     def _round(self, results: list[tuple[int, dict]], dispatch: bool) -> bool:
-        if not results and not (dispatch and self._free_slots() and self.frontier.sched.pending):
+        if not results and not self.pending and not (dispatch and self._free_slots() and self.frontier.sched.pending):
             if self.unaccounted:
                 self._settle()
             return False
         with self.ctx.wal.batch(self.barrier) as group:
             staged = [s for s in (self._stage(group, w, m) for w, m in results) if s is not None]
+            published = [(work, self._publish(group, work)) for work in self.pending]
             work_out = self._lease_idle(group) if dispatch else []
-            group.sync()  # manifests, new leases and the previous round's done records are durable
+            # this round's manifests and leases, the last round's claims and objects, earlier done records
+            group.sync()
             self._account(self.unaccounted)
             self.unaccounted = []
             for target, payload, worker in work_out:
@@ -204,17 +201,26 @@ class MasterLoop:
                 self.ctx.injector.maybe("work", self.gen)
             if staged:
                 self.ctx.injector.maybe("commit", self.gen)
-            published = [(s, self._publish(group, s)) for s in staged]
-            group.sync()  # every claim and object of the round is durable
-            for item, claimed in published:
-                if claimed is not False:
-                    self.unaccounted.append(group.finish(item.work, claimed, self.committer))
+            self._finish(group, published)
+            self.pending = staged
         if not work_out:
             self._settle()
         return True
 
+    def _finish(self, group: GroupCommit, published: list[tuple[str, list[str] | None | bool]]) -> None:
+        """Mark done the records whose claims and objects are durable (counted after the next barrier)."""
+        for work, claimed in published:
+            if claimed is not False:
+                self.unaccounted.append(group.finish(work, claimed, self.committer))
+
     def _settle(self) -> None:
-        """Make the last done records durable and count them."""
+        """Drain the pipeline: publish what is pending, make the last done records durable, count them."""
+        if self.pending:
+            with self.ctx.wal.batch(self.barrier) as group:
+                published = [(work, self._publish(group, work)) for work in self.pending]
+                group.sync()
+                self._finish(group, published)
+            self.pending = []
         self.barrier.sync()
         self._account(self.unaccounted)
         self.unaccounted = []
@@ -225,17 +231,18 @@ class MasterLoop:
         self._send_frontier(self.frontier.outgoing)  # replays done while leasing
         self.frontier.outgoing = []
 
-    def _stage(self, group: GroupCommit, worker: int, message: dict) -> Staged | None:
-        """Verify a RESULT against its lease and staging and write its manifest (deferred)."""
+    def _stage(self, group: GroupCommit, worker: int, message: dict) -> str | None:
+        """Verify a RESULT against its lease and staging and write its manifest (deferred); the
+        work hash whose objects the publish phase takes."""
         held = self.outstanding[worker].popleft()
         self.progress_at[worker] = time.time()
         fence = held.fence
         try:
             self.store.accept(message["generation"], message["shard"], message["lease"], fence.work_hash, worker)
-            objects, verified = [], {}
+            objects = []
             for judged in self.frontier.sched.judge(message["candidates"]):
                 path = staged_name(worker, fence.lease, judged.sha256)
-                verified[judged.sha256] = read_staged(self.ctx.state.root, path, judged.sha256, judged.length)
+                read_staged(self.ctx.state.root, path, judged.sha256, judged.length)
                 # learn the coverage now: the next round's results are judged before this round is counted
                 self.frontier.sched.absorb(judged.coverage)
                 objects.append({"sha256": judged.sha256, "length": judged.length, "staging": path,
@@ -252,14 +259,14 @@ class MasterLoop:
             self._requeue_rejected(fence.input_hash, held.priority, str(exc))
             self.ctx.log.event("result-rejected", worker=worker, lease=fence.lease, reason=str(exc))
             return None
-        return Staged(fence.work_hash, verified)
+        return fence.work_hash
 
-    def _publish(self, group: GroupCommit, item: Staged) -> list[str] | None | bool:
+    def _publish(self, group: GroupCommit, work: str) -> list[str] | None | bool:
         """Claims and objects of one record (deferred); False when integrity stops it (logged)."""
         try:
-            return group.publish(item.work, item.verified)
+            return group.publish(work)
         except IntegrityError as exc:
-            self.ctx.log.event("integrity-error", work_hash=item.work, error=str(exc))
+            self.ctx.log.event("integrity-error", work_hash=work, error=str(exc))
             return False
 
     def _held(self) -> int:

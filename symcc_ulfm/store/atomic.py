@@ -172,6 +172,67 @@ def link_new(source: Path, path: Path, barrier: Barrier | None = None) -> bool:
         raise StoreError(f"cannot link {path} to {source}: {exc.strerror or exc}") from exc
 
 
+def link_open_file(fd: int, path: Path, barrier: Barrier | None = None) -> bool | None:
+    """Give the open regular file ``fd`` the name ``path`` only if absent (True when this call
+    made it), through ``/proc/self/fd``: exactly the inode the caller opened and checked, not
+    whatever its old name points to now. None when this system cannot (no ``/proc``, another
+    file system, not permitted): the caller writes a copy instead."""
+    path = Path(path)
+    try:
+        if barrier is None:
+            os.fsync(fd)
+        try:
+            fds = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return None
+        try:
+            # linkat(fds, "<fd>", AT_SYMLINK_FOLLOW): a plain link() would link the magic link itself
+            os.link(str(fd), path, src_dir_fd=fds, follow_symlinks=True)
+            created = True
+        except FileExistsError:
+            created = False
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.EXDEV, errno.EPERM, errno.EACCES, errno.ENOTSUP):
+                return None
+            raise
+        finally:
+            os.close(fds)
+        _settle(path.parent, barrier)
+        return created
+    except OSError as exc:
+        raise StoreError(f"cannot link {path}: {exc.strerror or exc}") from exc
+
+
+def append_line(path: Path, line: bytes, barrier: Barrier | None = None) -> None:
+    """Append one newline-terminated ``line`` to the existing line file ``path`` (durable now,
+    or at ``barrier.sync()``); no new inode, no rename.
+
+    A crash can leave the last line torn (no final newline); readers ignore such a tail, and
+    this drops it before appending, so that a torn line never gets a newline of its own. The
+    caller serialises appends to one file (the record lock).
+    """
+    path = Path(path)
+    if not line.endswith(b"\n") or b"\n" in line[:-1]:
+        raise StoreError(f"append to {path}: not exactly one newline-terminated line")
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                os.ftruncate(fd, os.pread(fd, size, 0).rfind(b"\n") + 1)
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view):]
+            if barrier is None:
+                os.fsync(fd)
+            else:
+                barrier.dirty = True
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise StoreError(f"cannot append to {path}: {exc.strerror or exc}") from exc
+
+
 def _settle(directory: Path, barrier: Barrier | None) -> None:
     if barrier is None:
         fsync_dir(directory)

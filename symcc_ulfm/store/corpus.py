@@ -13,12 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 from ..core.canonical import is_sha256_hex
 from ..errors import CorpusIntegrityError, StoreError
-from .atomic import Barrier, link_new, read_bytes, write_new
+from .atomic import Barrier, link_new, link_open_file, read_bytes, write_new
 from .crashpoints import crash_point
 
 SEED_OWNER = "seed"
@@ -48,17 +49,38 @@ class Corpus:
             raise CorpusIntegrityError(f"corpus object {sha256} holds content with SHA-256 {actual}")
         return data
 
-    def put(self, data: bytes, barrier: Barrier | None = None) -> tuple[str, bool]:
-        """Publish ``data``; returns its name and whether this call created it."""
+    def put(self, data: bytes, barrier: Barrier | None = None, inode: int | None = None) -> tuple[str, bool]:
+        """Publish ``data``; returns its name and whether this call created it.
+
+        ``inode`` is an open file holding exactly ``data`` (a staged candidate the caller read
+        ``data`` from): when this process owns it and it has no other name, the object becomes
+        that file (a hard link, no copy and no new inode; it gets the object mode first).
+        A same-user writer could change such a file later, but a same-user process can write
+        the corpus directly anyway; a file of another user is always copied.
+        """
         sha256 = hashlib.sha256(data).hexdigest()
         path = self.path(sha256)
         if path.exists():
             self._require_identical(sha256, data)
             return sha256, False
-        created = write_new(path, data, self.object_mode, barrier)
+        created = self._adopt(inode, path, barrier) if inode is not None else None
+        if created is None:
+            created = write_new(path, data, self.object_mode, barrier)
         if not created:
             self._require_identical(sha256, data)
         return sha256, created
+
+    def _adopt(self, fd: int, path: Path, barrier: Barrier | None) -> bool | None:
+        """Link the open file ``fd`` as ``path``; None when it cannot be adopted (see :meth:`put`)."""
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_nlink != 1:
+                return None
+            if stat.S_IMODE(info.st_mode) != self.object_mode:
+                os.fchmod(fd, self.object_mode)
+        except OSError as exc:
+            raise StoreError(f"cannot adopt a staged file as {path}: {exc.strerror or exc}") from exc
+        return link_open_file(fd, path, barrier)
 
     def _require_identical(self, sha256: str, data: bytes) -> None:
         existing = read_bytes(self.path(sha256))
@@ -125,15 +147,16 @@ class Corpus:
 
 
 def claim_owner(data: bytes, sha256: str) -> str:
-    """Who a claim's bytes name: ``seed``, or the work hash of the record whose manifest lists ``sha256``."""
+    """Who a claim's bytes name: ``seed``, or the work hash of the WAL record (a file of lines,
+    one per state) whose committing line's manifest lists ``sha256``."""
     if data == SEED_OWNER.encode("ascii"):
         return SEED_OWNER
     try:
-        record = json.loads(data.decode("ascii"))
-        work = record["work_hash"]
-        listed = {obj["sha256"] for obj in record["manifest"]["objects"]}
+        states = [json.loads(line.decode("ascii")) for line in data.split(b"\n")[:-1]]
+        works = {state["work_hash"] for state in states}
+        listed = {obj["sha256"] for state in states if state["manifest"] for obj in state["manifest"]["objects"]}
     except (UnicodeDecodeError, ValueError, KeyError, TypeError):
         raise CorpusIntegrityError(f"claim of {sha256} is neither 'seed' nor a committing WAL record") from None
-    if not is_sha256_hex(work) or sha256 not in listed:
+    if len(works) != 1 or not is_sha256_hex(work := works.pop()) or sha256 not in listed:
         raise CorpusIntegrityError(f"claim of {sha256} is a record whose manifest does not list the object")
     return work

@@ -7,8 +7,8 @@
     membership/generation-<g>-layout.json         content-addressed layout (SHA in snapshot/receipt)
     membership/prepare-<g>.json                   agreed recovery plan leading to generation g
     membership/receipt-<g>.json                   durable receipt committing generation g (g >= 1)
-    wal/records/<work_hash>.json                  one WAL record per work identity
-    wal/locks/<work_hash>.lock                    its exclusive lock
+    wal/records/<work_hash>.json                  one WAL record per work identity: a line per state
+    wal/locks/records.lock                        the records' exclusive locks (a byte each)
     query-store/master-<m>/generation-<g>/        per-master, per-generation QueryStore (SQLite)
     corpus/objects/<sha256>                       public corpus, named by content
     corpus/claims/<sha256>                        who first published it: a link to that committing record, or 'seed'

@@ -7,11 +7,13 @@ the way: every component is opened with ``O_NOFOLLOW`` relative to its parent).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import IntegrityError, StoreError
@@ -63,9 +65,15 @@ class WorkerStaging:
 
 def read_staged(state_root: Path, relpath: str, sha256: str, length: int) -> bytes:
     """Read a staged candidate and check that it is exactly the object the manifest names."""
-    _, _, name_sha = parse_staged(relpath)
-    if name_sha != sha256:
-        raise IntegrityError(f"staged path {relpath} does not name object {sha256}")
+    _require_named(relpath, sha256)
+    with open_staged(state_root, relpath) as fd:
+        return staged_content(fd, relpath, sha256, length)
+
+
+@contextlib.contextmanager
+def open_staged(state_root: Path, relpath: str) -> Iterator[int]:
+    """The staged file, opened read-only without following a symbolic link anywhere on the way."""
+    parse_staged(relpath)
     parts = relpath.split("/")
     fd = os.open(state_root, _DIR_FLAGS)
     try:
@@ -80,18 +88,29 @@ def read_staged(state_root: Path, relpath: str, sha256: str, length: int) -> byt
             file_fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=fd)
         except OSError as exc:
             raise _staged_error(relpath, exc) from exc
-        try:
-            data = _read_limited(file_fd, length + 1)
-        finally:
-            os.close(file_fd)
     finally:
         os.close(fd)
+    try:
+        yield file_fd
+    finally:
+        os.close(file_fd)
+
+
+def staged_content(fd: int, relpath: str, sha256: str, length: int) -> bytes:
+    """The bytes of the open staged file ``fd``, checked against the manifest's name and length."""
+    _require_named(relpath, sha256)
+    data = _read_limited(fd, length + 1)
     if len(data) != length:
         raise IntegrityError(f"staged {relpath} has {len(data)} bytes, manifest says {length}")
     actual = hashlib.sha256(data).hexdigest()
     if actual != sha256:
         raise IntegrityError(f"staged {relpath} has SHA-256 {actual}, manifest says {sha256}")
     return data
+
+
+def _require_named(relpath: str, sha256: str) -> None:
+    if parse_staged(relpath)[2] != sha256:
+        raise IntegrityError(f"staged path {relpath} does not name object {sha256}")
 
 
 def _read_limited(fd: int, limit: int) -> bytes:

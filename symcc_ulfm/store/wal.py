@@ -1,7 +1,11 @@
 """The shared work WAL: one record per work identity, ``leased -> committing -> done``.
 
-Each record is a canonical JSON file carrying the SHA-256 of its own body, replaced atomically
-under the record's exclusive lock; a torn, truncated or edited record fails its checks and is
+A record is a file of lines, each the whole record in one state: canonical JSON carrying the
+SHA-256 of its own body. The first line creates the file (create-only); every transition
+appends a line under the record's exclusive lock, so a record costs one inode however many
+states it passes. The record is its last complete line. A torn last line (a crash in the
+middle of an append: no final newline) is a transition that never became durable and is
+ignored; any other damage, an edited or reordered line, fails its checks and the record is
 never trusted. Lease tokens are fenced by generation: a record leased in an older generation
 is *lapsed* and may be re-leased; a manifest can only be written with the exact current lease.
 
@@ -21,14 +25,17 @@ from typing import Any
 
 from ..core.canonical import canonical_json, digest, is_sha256_hex, sha256_hex
 from ..errors import FenceError, StaleGeneration, StoreError, WalCorruption
-from .atomic import Barrier, read_bytes, write_replace
+from .atomic import Barrier, append_line, read_bytes, write_new
 from .corpus import Corpus
 from .crashpoints import crash_point
 from .locks import exclusive
-from .staging import parse_staged, read_staged, remove_lease_dir
+from .staging import open_staged, parse_staged, remove_lease_dir, staged_content
 
-WAL_FORMAT = "symcc-ulfm-wal/1"
+WAL_FORMAT = "symcc-ulfm-wal/2"
+_OLD_FORMATS = {"symcc-ulfm-wal/1": "one state per file, replaced by rename"}
 STATES = ("leased", "committing", "done")
+_NEXT = {"leased": {"leased", "committing"}, "committing": {"done"}, "done": set()}
+RECORD_LOCKS = "records.lock"
 _LEASE_KEYS = {"generation", "master", "shard", "token", "worker"}
 _RECORD_KEYS = {
     "format", "work_hash", "input_hash", "executor_sha256", "state", "lease", "history", "manifest", "done", "checksum",
@@ -74,7 +81,7 @@ class WorkWAL:
             data = read_bytes(self.path(work), limit=64 << 20)
         except FileNotFoundError:
             return None
-        return parse_record(data, expected_work=work)
+        return parse_record_file(data, expected_work=work)
 
     def work_hashes(self) -> list[str]:
         try:
@@ -144,16 +151,22 @@ class WorkWAL:
             raise FenceError(f"no WAL record for work {work}")
         return record
 
-    def _locked(self, work: str):
+    def record_lock(self, work: str):
+        """The record's exclusive lock: one byte, named by the work hash, of the shared lock file."""
         self.path(work)
-        return exclusive(self.locks_dir / f"{work}.lock", self.mode, self.lock_timeout_s)
+        return exclusive(self.locks_dir / RECORD_LOCKS, self.mode, self.lock_timeout_s, int(work[:15], 16))
 
-    def _write(self, record: dict, barrier: Barrier | None) -> None:
+    def _write(self, record: dict, barrier: Barrier | None, new: bool = False) -> None:
+        """Create the record file with its first state (``new``) or append the next state."""
         body = canonical_json({k: v for k, v in record.items() if k != "checksum"})
         record["checksum"] = sha256_hex(body)
         # "checksum" sorts before every other key, so the canonical record is the body with it in front
-        data = b'{"checksum":"' + record["checksum"].encode() + b'",' + body[1:]
-        write_replace(self.path(record["work_hash"]), data, self.mode, barrier)
+        line = _CHECKSUM_PREFIX + record["checksum"].encode() + b'",' + body[1:] + b"\n"
+        path = self.path(record["work_hash"])
+        if not new:
+            append_line(path, line, barrier)
+        elif not write_new(path, line, self.mode, barrier):
+            raise StoreError(f"WAL record {path.name} appeared while its lock was held")
 
 
 class GroupCommit:
@@ -186,7 +199,7 @@ class GroupCommit:
 
     def _lock(self, work: str) -> None:
         if work not in self._held:
-            self._locks.enter_context(self.wal._locked(work))
+            self._locks.enter_context(self.wal.record_lock(work))
             self._held.add(work)
 
     def lease(self, input_hash: str, executor_sha256: str, lease: dict[str, Any]) -> dict:
@@ -194,7 +207,8 @@ class GroupCommit:
         work = work_hash(input_hash, executor_sha256)
         self._lock(work)
         record = self.wal.read(work)
-        if record is None:
+        new = record is None
+        if new:
             record = {
                 "format": WAL_FORMAT,
                 "work_hash": work,
@@ -218,7 +232,7 @@ class GroupCommit:
                 raise FenceError(f"work {work} is leased by master {held['master']} in this generation")
             record["history"].append({"state": "leased", **held})
             record["lease"] = dict(lease)
-        self.wal._write(record, self.barrier)
+        self.wal._write(record, self.barrier, new)
         crash_point("wal.leased")
         return record
 
@@ -243,11 +257,12 @@ class GroupCommit:
         crash_point("wal.committing")
         return record
 
-    def publish(self, work: str, verified: dict[str, bytes] | None = None) -> list[str] | None:
+    def publish(self, work: str) -> list[str] | None:
         """Re-read the manifest, claim and publish its objects; the objects this record counts.
 
-        ``verified`` are bytes the caller already read from staging and checked against the
-        manifest (saves reading them twice). Returns None when the record is already done.
+        An object is published from the staged file it was read from and checked against
+        (linked when the corpus can adopt it, see :meth:`Corpus.put`). Returns None when the
+        record is already done.
         """
         self._lock(work)
         record = self.wal._require(work)
@@ -262,10 +277,9 @@ class GroupCommit:
             if corpus.claim(obj["sha256"], work, self.wal.path(work), self.barrier) != work:
                 continue
             if not corpus.has(obj["sha256"]):
-                data = (verified or {}).get(obj["sha256"])
-                if data is None or len(data) != obj["length"]:
-                    data = read_staged(self.wal.state_root, obj["staging"], obj["sha256"], obj["length"])
-                corpus.put(data, self.barrier)
+                with open_staged(self.wal.state_root, obj["staging"]) as fd:
+                    data = staged_content(fd, obj["staging"], obj["sha256"], obj["length"])
+                    corpus.put(data, self.barrier, inode=fd)
                 crash_point("commit.published")
             else:
                 corpus.read(obj["sha256"])
@@ -294,16 +308,58 @@ def canonical_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
     return {**manifest, "objects": [unique[k] for k in sorted(unique)]}
 
 
-def parse_record(data: bytes, expected_work: str | None = None) -> dict:
-    """Parse and verify one record; anything torn, partial or edited raises WalCorruption."""
+_CHECKSUM_PREFIX = b'{"checksum":"'
+
+
+def parse_record_file(data: bytes, expected_work: str | None = None) -> dict:
+    """The record a record file holds: its last complete line, every line checked, and each
+    line a transition the previous one allows. A torn last line is ignored (see the module
+    docstring); a file without one complete line raises WalCorruption."""
+    lines = data.split(b"\n")
+    lines.pop()  # after the final newline: b"", or a torn append that never became durable
+    if not lines:
+        old = _old_format(data)
+        hint = f" (format {old}: {_OLD_FORMATS[old]}; written by an older symcc_ulfm)" if old else ""
+        raise WalCorruption(f"WAL record {expected_work} holds no complete line (torn or partial){hint}")
+    record = None
+    for number, line in enumerate(lines, 1):
+        state = parse_record(line, expected_work)
+        if record is not None and state["state"] not in _NEXT[record["state"]]:
+            raise WalCorruption(f"WAL record {expected_work}: line {number} goes {record['state']} -> {state['state']}")
+        if record is not None and state["work_hash"] != record["work_hash"]:
+            raise WalCorruption(f"WAL record {expected_work}: line {number} is another work's record")
+        record = state
+    return record
+
+
+def _old_format(data: bytes) -> str | None:
     try:
-        record = json.loads(data.decode("ascii"))
+        old = json.loads(data.decode("ascii")).get("format")
+    except (UnicodeDecodeError, ValueError, AttributeError):
+        return None
+    return old if old in _OLD_FORMATS else None
+
+
+def parse_record(data: bytes, expected_work: str | None = None) -> dict:
+    """Parse and verify one record line; anything torn, partial or edited raises WalCorruption.
+
+    The checksum is taken over the line's own bytes (the canonical body, see ``_write``), so a
+    record is checked without being encoded again.
+    """
+    line = data[:-1] if data.endswith(b"\n") else data
+    try:
+        record = json.loads(line.decode("ascii"))
     except (UnicodeDecodeError, ValueError):
         raise WalCorruption(f"WAL record {expected_work} is not valid JSON (torn or partial)") from None
     if not isinstance(record, dict) or set(record) != _RECORD_KEYS or record.get("format") != WAL_FORMAT:
         raise WalCorruption(f"WAL record {expected_work} does not have the WAL record fields")
-    body = {k: v for k, v in record.items() if k != "checksum"}
-    if record["checksum"] != sha256_hex(canonical_json(body)):
+    head = len(_CHECKSUM_PREFIX) + 64
+    if (
+        not isinstance(record["checksum"], str)
+        or line[:head] != _CHECKSUM_PREFIX + record["checksum"].encode("ascii", "replace")
+        or line[head : head + 2] != b'",'
+        or record["checksum"] != sha256_hex(b"{" + line[head + 2 :])
+    ):
         raise WalCorruption(f"WAL record {expected_work} fails its checksum")
     if expected_work is not None and record["work_hash"] != expected_work:
         raise WalCorruption(f"WAL record file {expected_work} holds work {record['work_hash']}")
