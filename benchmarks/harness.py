@@ -368,18 +368,29 @@ def strip(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k not in ("events", "commit_times")}
 
 
+def wal_records(state: Path) -> list[dict]:
+    """The WAL records of a campaign's state directory (a corrupted one is left out: the oracle reports it)."""
+    from symcc_ulfm.errors import WalCorruption
+    from symcc_ulfm.store.wal import parse_record_file
+
+    records = []
+    for path in (Path(state) / "wal" / "records").glob("*.json"):
+        with contextlib.suppress(WalCorruption, OSError):
+            records.append(parse_record_file(path.read_bytes()))
+    return records
+
+
 def busy_share(state: Path, workers: int, window: float) -> float | None:
     """Worker-side seconds spent in ``_execute`` (WAL done manifests' ``stats.seconds``) per worker-second."""
-    total = 0.0
-    records = Path(state) / "wal" / "records"
-    if not records.is_dir() or workers <= 0:
+    if not (Path(state) / "wal" / "records").is_dir() or workers <= 0:
         return None
-    for path in records.glob("*.json"):
-        with contextlib.suppress(ValueError, OSError):
-            record = json.loads(path.read_bytes())
-            if record.get("state") == "done" and record.get("manifest"):
-                total += float(record["manifest"]["stats"].get("seconds", 0.0))
+    total = sum(float(r["manifest"]["stats"].get("seconds", 0.0)) for r in wal_records(state) if r["state"] == "done")
     return round(total / (workers * window), 4)
+
+
+def reexecuted(state: Path) -> int:
+    """WAL records leased more than once (work that may have run twice; it is published once)."""
+    return sum(bool(record["history"]) for record in wal_records(state))
 
 
 def recovery_breakdown(events: list[dict[str, Any]],
