@@ -309,10 +309,10 @@ def _prune(state: Path, discard: Path | None) -> None:
     """Drop a measured campaign's bulk state (corpus, WAL, staging, QueryStores: ~100 MB of small files
     each); its logs, policy, membership, outcome and the oracle's verdict stay in the sealed run.
 
-    With ``discard`` the bulk is only moved there (a rename) and deleted when the bench ends: ext4
-    skips inodes freed in the last ~30 s when it allocates new ones, so deleting ~10^4 files between
-    campaigns made file creation in the next campaign up to 15x slower (measured: ~1 ms instead of
-    ~70 us per create), a cost of the benchmark's own clean-up, not of the runtime.
+    With ``discard`` the bulk is only moved there (a rename) and deleted when the bench ends, so
+    that the next campaign does not create its files right after a mass deletion: on this VM's
+    journal-less ext4 a create then cost up to ~1 ms instead of ~70 us (benchmarks/README.md), a
+    cost of the benchmark's own clean-up, not of the runtime.
     """
     for name in BULK:
         if discard is not None and (state / name).exists():

@@ -371,7 +371,7 @@ def strip(result: dict[str, Any]) -> dict[str, Any]:
 def wal_records(state: Path) -> list[dict]:
     """The WAL records of a campaign's state directory (a corrupted one is left out: the oracle reports it)."""
     from symcc_ulfm.errors import WalCorruption
-    from symcc_ulfm.store.wal import parse_record_file
+    from symcc_ulfm.store.record import parse_record_file
 
     records = []
     for path in (Path(state) / "wal" / "records").glob("*.json"):

@@ -22,9 +22,10 @@ from symcc_ulfm.netns.access import SearchGrants, blocking
 from symcc_ulfm.store.corpus import Corpus, claim_owner
 from symcc_ulfm.store.crashpoints import CRASH_VAR
 from symcc_ulfm.store.paths import StateDir
+from symcc_ulfm.store.record import work_hash
 from symcc_ulfm.store.snapshots import SnapshotStore
 from symcc_ulfm.store.staging import WorkerStaging
-from symcc_ulfm.store.wal import WorkWAL, work_hash
+from symcc_ulfm.store.wal import WorkWAL
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent

@@ -26,7 +26,7 @@ from helpers_store import (
 )
 
 from symcc_ulfm.store.crashpoints import CRASH_POINTS, crash_point
-from symcc_ulfm.store.wal import work_hash
+from symcc_ulfm.store.record import work_hash
 
 # How many times each point is reached by the scenarios in helpers_store (3 works sharing
 # objects; two membership recoveries). test_hit_counts checks these numbers.

@@ -14,8 +14,9 @@ from symcc_ulfm.store.atomic import Barrier, write_new, write_replace
 from symcc_ulfm.store.corpus import Corpus
 from symcc_ulfm.store.paths import StateDir
 from symcc_ulfm.store.querystore import QueryStore
+from symcc_ulfm.store.record import work_hash
 from symcc_ulfm.store.staging import WorkerStaging
-from symcc_ulfm.store.wal import WorkWAL, work_hash
+from symcc_ulfm.store.wal import WorkWAL
 
 EXECUTOR = "e" * 64
 MODES = FileModes()

@@ -18,7 +18,7 @@ from helpers_store import (
     tree_files,
 )
 
-from symcc_ulfm.store.wal import work_hash
+from symcc_ulfm.store.record import work_hash
 
 PROCESSES = 4
 RECORDS = 50

@@ -17,15 +17,8 @@ from symcc_ulfm.errors import (
     StaleGeneration,
     WalCorruption,
 )
-from symcc_ulfm.store.wal import (
-    RECORD_LOCKS,
-    AlreadyDone,
-    NeedsReplay,
-    canonical_manifest,
-    manifest_objects,
-    parse_record,
-    work_hash,
-)
+from symcc_ulfm.store.record import canonical_manifest, manifest_objects, parse_record, work_hash
+from symcc_ulfm.store.wal import RECORD_LOCKS, AlreadyDone, NeedsReplay
 
 COMMITTER = {"generation": 0, "master": 0}
 

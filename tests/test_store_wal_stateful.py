@@ -19,7 +19,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from symcc_ulfm.errors import FenceError, IntegrityError, StaleGeneration
 from symcc_ulfm.store.corpus import claim_owner
-from symcc_ulfm.store.wal import AlreadyDone, NeedsReplay, work_hash
+from symcc_ulfm.store.record import work_hash
+from symcc_ulfm.store.wal import AlreadyDone, NeedsReplay
 
 WORKS = 3
 POOL = [b"p0", b"p1-longer", b"p2" * 5, b"p3", b"p4!"]

@@ -28,8 +28,9 @@ from ..core.scheduler import PRIORITY_UNIQUE
 from ..errors import FenceError, IntegrityError, ProtocolError, StoreError
 from ..store.atomic import Barrier
 from ..store.querystore import QueryStore
+from ..store.record import work_hash
 from ..store.staging import read_staged, staged_name
-from ..store.wal import AlreadyDone, GroupCommit, NeedsReplay, work_hash
+from ..store.wal import AlreadyDone, GroupCommit, NeedsReplay
 from .context import RankContext
 from .frontier import Frontier
 from .transport import TAG_DATA, TAG_FRONTIER, TAG_SENTINEL, Backoff, FailureDetected, Inbox, Mailbox, Outbox
@@ -187,7 +188,7 @@ class MasterLoop:
             return False
         with self.ctx.wal.batch(self.barrier) as group:
             staged = [s for s in (self._stage(group, w, m) for w, m in results) if s is not None]
-            published = [(work, self._publish(group, work)) for work in self.pending]
+            published = self._publish_pending(group)
             work_out = self._lease_idle(group) if dispatch else []
             # this round's manifests and leases, the last round's claims and objects, earlier done records
             group.sync()
@@ -217,7 +218,7 @@ class MasterLoop:
         """Drain the pipeline: publish what is pending, make the last done records durable, count them."""
         if self.pending:
             with self.ctx.wal.batch(self.barrier) as group:
-                published = [(work, self._publish(group, work)) for work in self.pending]
+                published = self._publish_pending(group)
                 group.sync()
                 self._finish(group, published)
             self.pending = []
@@ -260,6 +261,10 @@ class MasterLoop:
             self.ctx.log.event("result-rejected", worker=worker, lease=fence.lease, reason=str(exc))
             return None
         return fence.work_hash
+
+    def _publish_pending(self, group: GroupCommit) -> list[tuple[str, list[str] | None | bool]]:
+        """Claims and objects of the records whose manifests the last barrier made durable (deferred)."""
+        return [(work, self._publish(group, work)) for work in self.pending]
 
     def _publish(self, group: GroupCommit, work: str) -> list[str] | None | bool:
         """Claims and objects of one record (deferred); False when integrity stops it (logged)."""

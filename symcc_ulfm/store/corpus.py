@@ -21,6 +21,7 @@ from ..core.canonical import is_sha256_hex
 from ..errors import CorpusIntegrityError, StoreError
 from .atomic import Barrier, link_new, link_open_file, read_bytes, write_new
 from .crashpoints import crash_point
+from .record import record_lines
 
 SEED_OWNER = "seed"
 
@@ -152,7 +153,7 @@ def claim_owner(data: bytes, sha256: str) -> str:
     if data == SEED_OWNER.encode("ascii"):
         return SEED_OWNER
     try:
-        states = [json.loads(line.decode("ascii")) for line in data.split(b"\n")[:-1]]
+        states = [json.loads(line.decode("ascii")) for line in record_lines(data)]
         works = {state["work_hash"] for state in states}
         listed = {obj["sha256"] for state in states if state["manifest"] for obj in state["manifest"]["objects"]}
     except (UnicodeDecodeError, ValueError, KeyError, TypeError):

@@ -1,12 +1,10 @@
 """The shared work WAL: one record per work identity, ``leased -> committing -> done``.
 
-A record is a file of lines, each the whole record in one state: canonical JSON carrying the
-SHA-256 of its own body. The first line creates the file (create-only); every transition
-appends a line under the record's exclusive lock, so a record costs one inode however many
-states it passes. The record is its last complete line. A torn last line (a crash in the
-middle of an append: no final newline) is a transition that never became durable and is
-ignored; any other damage, an edited or reordered line, fails its checks and the record is
-never trusted. Lease tokens are fenced by generation: a record leased in an older generation
+A record is a file of lines, one per state (the format is :mod:`.record`). The first line
+creates the file (create-only); every transition appends a line under the record's exclusive
+lock, so a record costs one inode however many states it passes. A torn last line (a crash in
+the middle of an append) is a transition that never became durable and is ignored; any other
+damage, an edited or reordered line, fails its checks and the record is never trusted. Lease tokens are fenced by generation: a record leased in an older generation
 is *lapsed* and may be re-leased; a manifest can only be written with the exact current lease.
 
 :meth:`WorkWAL.replay_commit_once` runs "re-read manifest -> verify/publish every object ->
@@ -17,29 +15,30 @@ master retries, and two masters never both consume the same staging objects.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..core.canonical import canonical_json, digest, is_sha256_hex, sha256_hex
+from ..core.canonical import is_sha256_hex
 from ..errors import FenceError, StaleGeneration, StoreError, WalCorruption
 from .atomic import Barrier, append_line, read_bytes, write_new
 from .corpus import Corpus
 from .crashpoints import crash_point
 from .locks import exclusive
+from .record import (
+    WAL_FORMAT,
+    canonical_manifest,
+    check_lease,
+    check_manifest,
+    encode_record,
+    manifest_objects,
+    parse_record_file,
+    work_hash,
+)
 from .staging import open_staged, parse_staged, remove_lease_dir, staged_content
 
-WAL_FORMAT = "symcc-ulfm-wal/2"
-_OLD_FORMATS = {"symcc-ulfm-wal/1": "one state per file, replaced by rename"}
-STATES = ("leased", "committing", "done")
-_NEXT = {"leased": {"leased", "committing"}, "committing": {"done"}, "done": set()}
 RECORD_LOCKS = "records.lock"
-_LEASE_KEYS = {"generation", "master", "shard", "token", "worker"}
-_RECORD_KEYS = {
-    "format", "work_hash", "input_hash", "executor_sha256", "state", "lease", "history", "manifest", "done", "checksum",
-}
 
 
 class AlreadyDone(FenceError):
@@ -48,15 +47,6 @@ class AlreadyDone(FenceError):
 
 class NeedsReplay(FenceError):
     """The record is ``committing``: replay it before leasing again."""
-
-
-def work_hash(input_hash: str, executor_sha256: str) -> str:
-    """The work identity: which input, run by which executor identity."""
-    return digest({"input_hash": input_hash, "executor_sha256": executor_sha256})
-
-
-def manifest_objects(record: dict) -> list[dict]:
-    return record["manifest"]["objects"] if record.get("manifest") else []
 
 
 class WorkWAL:
@@ -158,10 +148,7 @@ class WorkWAL:
 
     def _write(self, record: dict, barrier: Barrier | None, new: bool = False) -> None:
         """Create the record file with its first state (``new``) or append the next state."""
-        body = canonical_json({k: v for k, v in record.items() if k != "checksum"})
-        record["checksum"] = sha256_hex(body)
-        # "checksum" sorts before every other key, so the canonical record is the body with it in front
-        line = _CHECKSUM_PREFIX + record["checksum"].encode() + b'",' + body[1:] + b"\n"
+        line = encode_record(record)
         path = self.path(record["work_hash"])
         if not new:
             append_line(path, line, barrier)
@@ -203,7 +190,7 @@ class GroupCommit:
             self._held.add(work)
 
     def lease(self, input_hash: str, executor_sha256: str, lease: dict[str, Any]) -> dict:
-        _check_lease(lease)
+        check_lease(lease)
         work = work_hash(input_hash, executor_sha256)
         self._lock(work)
         record = self.wal.read(work)
@@ -237,7 +224,7 @@ class GroupCommit:
         return record
 
     def begin(self, work: str, lease: dict[str, Any], manifest: dict[str, Any]) -> dict:
-        _check_manifest(manifest)
+        check_manifest(manifest)
         self._lock(work)
         record = self.wal._require(work)
         if record["state"] != "leased":
@@ -300,103 +287,3 @@ class GroupCommit:
         self.wal.discard_staging(record)
         crash_point("commit.staging-removed")
         return record
-
-
-def canonical_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
-    """Objects sorted by SHA-256 and deduplicated: equal manifests have equal bytes."""
-    unique = {obj["sha256"]: obj for obj in manifest["objects"]}
-    return {**manifest, "objects": [unique[k] for k in sorted(unique)]}
-
-
-_CHECKSUM_PREFIX = b'{"checksum":"'
-
-
-def parse_record_file(data: bytes, expected_work: str | None = None) -> dict:
-    """The record a record file holds: its last complete line, every line checked, and each
-    line a transition the previous one allows. A torn last line is ignored (see the module
-    docstring); a file without one complete line raises WalCorruption."""
-    lines = data.split(b"\n")
-    lines.pop()  # after the final newline: b"", or a torn append that never became durable
-    if not lines:
-        old = _old_format(data)
-        hint = f" (format {old}: {_OLD_FORMATS[old]}; written by an older symcc_ulfm)" if old else ""
-        raise WalCorruption(f"WAL record {expected_work} holds no complete line (torn or partial){hint}")
-    record = None
-    for number, line in enumerate(lines, 1):
-        state = parse_record(line, expected_work)
-        if record is not None and state["state"] not in _NEXT[record["state"]]:
-            raise WalCorruption(f"WAL record {expected_work}: line {number} goes {record['state']} -> {state['state']}")
-        if record is not None and state["work_hash"] != record["work_hash"]:
-            raise WalCorruption(f"WAL record {expected_work}: line {number} is another work's record")
-        record = state
-    return record
-
-
-def _old_format(data: bytes) -> str | None:
-    try:
-        old = json.loads(data.decode("ascii")).get("format")
-    except (UnicodeDecodeError, ValueError, AttributeError):
-        return None
-    return old if old in _OLD_FORMATS else None
-
-
-def parse_record(data: bytes, expected_work: str | None = None) -> dict:
-    """Parse and verify one record line; anything torn, partial or edited raises WalCorruption.
-
-    The checksum is taken over the line's own bytes (the canonical body, see ``_write``), so a
-    record is checked without being encoded again.
-    """
-    line = data[:-1] if data.endswith(b"\n") else data
-    try:
-        record = json.loads(line.decode("ascii"))
-    except (UnicodeDecodeError, ValueError):
-        raise WalCorruption(f"WAL record {expected_work} is not valid JSON (torn or partial)") from None
-    if not isinstance(record, dict) or set(record) != _RECORD_KEYS or record.get("format") != WAL_FORMAT:
-        raise WalCorruption(f"WAL record {expected_work} does not have the WAL record fields")
-    head = len(_CHECKSUM_PREFIX) + 64
-    if (
-        not isinstance(record["checksum"], str)
-        or line[:head] != _CHECKSUM_PREFIX + record["checksum"].encode("ascii", "replace")
-        or line[head : head + 2] != b'",'
-        or record["checksum"] != sha256_hex(b"{" + line[head + 2 :])
-    ):
-        raise WalCorruption(f"WAL record {expected_work} fails its checksum")
-    if expected_work is not None and record["work_hash"] != expected_work:
-        raise WalCorruption(f"WAL record file {expected_work} holds work {record['work_hash']}")
-    if record["work_hash"] != work_hash(record["input_hash"], record["executor_sha256"]):
-        raise WalCorruption(f"WAL record {expected_work}: work hash does not match its input and executor")
-    state = record["state"]
-    if state not in STATES:
-        raise WalCorruption(f"WAL record {expected_work}: unknown state {state!r}")
-    if (state == "leased") != (record["manifest"] is None) or (state == "done") != (record["done"] is not None):
-        raise WalCorruption(f"WAL record {expected_work}: state {state} does not match its fields")
-    _check_lease(record["lease"], WalCorruption)
-    if record["manifest"] is not None:
-        _check_manifest(record["manifest"], WalCorruption)
-    return record
-
-
-def _check_lease(lease: Any, error: type[Exception] = FenceError) -> None:
-    if not isinstance(lease, dict) or set(lease) != _LEASE_KEYS:
-        raise error(f"lease {lease!r} does not have fields {sorted(_LEASE_KEYS)}")
-    for key in ("generation", "master", "worker"):
-        if type(lease[key]) is not int or lease[key] < 0:
-            raise error(f"lease {key} {lease[key]!r} is not a non-negative integer")
-
-
-def _check_manifest(manifest: Any, error: type[Exception] = FenceError) -> None:
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("objects"), list):
-        raise error("manifest has no object list")
-    for obj in manifest["objects"]:
-        if not isinstance(obj, dict) or not is_sha256_hex(obj.get("sha256")):
-            raise error(f"manifest object {obj!r} has no SHA-256")
-        if type(obj.get("length")) is not int or obj["length"] < 0:
-            raise error(f"manifest object {obj['sha256']} has no valid length")
-        try:
-            staged_sha = parse_staged(obj.get("staging"))[2]
-        except Exception as exc:
-            raise error(f"manifest object {obj['sha256']}: {exc}") from None
-        if staged_sha != obj["sha256"]:
-            raise error(f"manifest object {obj['sha256']} is staged under another name")
-    if type(manifest.get("generated")) is not int or manifest["generated"] < len(manifest["objects"]):
-        raise error("manifest 'generated' must count at least its objects")
