@@ -276,30 +276,28 @@ def race_worker(root: str, me: int, works: list[str], barrier, results) -> None:
     import random
     import traceback
 
-    from symcc_ulfm.store import wal as wal_module
-
     reads: list[str] = []
     puts: list[tuple[str, bool]] = []
-    real_open_staged = wal_module.open_staged
-
-    def logged_open_staged(state_root, relpath):
-        reads.append(relpath)
-        return real_open_staged(state_root, relpath)
-
-    wal_module.open_staged = logged_open_staged
     errors: list[str] = []
     transitioned: list[str] = []
     writes: list[tuple[str, str]] = []
     try:
         env = open_env(Path(root))
-        real_put = env.corpus.put
+        real_take = env.wal.staged.take
 
-        def logged_put(data, barrier=None, inode=None):
-            name, created = real_put(data, barrier, inode)
-            puts.append((name, created))
-            return name, created
+        def logged_take(relpath, sha256, length):
+            reads.append(relpath)
+            return real_take(relpath, sha256, length)
 
-        env.corpus.put = logged_put
+        env.wal.staged.take = logged_take
+        real_adopt = env.corpus.adopt
+
+        def logged_adopt(staged, barrier=None):
+            created = real_adopt(staged, barrier)
+            puts.append((staged.sha256, created))
+            return created
+
+        env.corpus.adopt = logged_adopt
         real_write = env.wal._write
 
         def logged_write(record, barrier=None):

@@ -12,7 +12,7 @@ from helpers_store import open_env, sha
 from symcc_ulfm.core.modes import FileModes
 from symcc_ulfm.errors import CorpusIntegrityError, IntegrityError, StoreError
 from symcc_ulfm.store.corpus import SEED_OWNER, Corpus
-from symcc_ulfm.store.staging import parse_staged, read_staged, remove_lease_dir, staged_name
+from symcc_ulfm.store.staging import StagedReader, parse_staged, read_staged, staged_name
 
 W1 = "a" * 64
 W2 = "b" * 64
@@ -220,13 +220,28 @@ def test_put_copies_a_file_of_another_user(env):
 def test_stage_and_read(env):
     s = env.staging(3)
     digest, rel = s.stage("0.0.1", b"candidate")
-    assert rel == staged_name(3, "0.0.1", digest) == f"staging/worker-3/0.0.1/{digest}"
+    assert rel == staged_name(3, "0.0.1", digest) == f"staging/worker-3/0.0.1@{digest}"
     assert parse_staged(rel) == (3, "0.0.1", digest)
     assert read_staged(env.root, rel, digest, 9) == b"candidate"
     assert s.stage("0.0.1", b"candidate") == (digest, rel)  # idempotent
     path = env.root / rel
     assert stat.S_IMODE(os.stat(path).st_mode) == env.state.modes.snapshot
     assert stat.S_IMODE(os.stat(path.parent).st_mode) == env.state.modes.snapshot_dir
+
+
+def test_stage_refuses_a_lease_that_is_not_a_name(env):
+    for lease in ("a/b", "../b", "", "x" * 129, "L@x"):
+        with pytest.raises(IntegrityError):
+            env.staging(3).stage(lease, b"candidate")
+    assert os.listdir(env.root / "staging" / "worker-3") == []
+
+
+def test_discard_removes_only_the_named_candidates(env):
+    s = env.staging(3)
+    a, _ = s.stage("L", b"a")
+    b, rel_b = s.stage("L", b"b")
+    s.discard("L", [a, sha(b"never staged")])
+    assert os.listdir(env.root / "staging" / "worker-3") == [rel_b.rsplit("/", 1)[1]]
 
 
 def test_stage_over_tampered_file_raises(env):
@@ -240,22 +255,23 @@ def test_stage_over_tampered_file_raises(env):
 @pytest.mark.parametrize(
     "rel",
     [
-        "../staging/worker-1/L/" + "a" * 64,
-        "staging/worker-1/../" + "a" * 64,
-        "staging/worker-1/../L/" + "a" * 64,
-        "staging/worker-1/./" + "a" * 64,
-        "staging/worker-1/L/../../" + "a" * 64,
-        "/staging/worker-1/L/" + "a" * 64,
+        "../staging/worker-1/L@" + "a" * 64,
+        "staging/worker-1/../L@" + "a" * 64,
+        "staging/worker-1/L/" + "a" * 64,
+        "staging/worker-1/L@../" + "a" * 64,
+        "/staging/worker-1/L@" + "a" * 64,
         "/etc/passwd",
-        "staging/worker-x/L/" + "a" * 64,
-        "staging/worker-١/L/" + "a" * 64,
-        "staging/worker-1/L/" + "A" * 64,
-        "staging/worker-1/L/sub/" + "a" * 64,
-        "staging/worker-1/L/" + "a" * 64 + "/",
-        "staging/worker-1//" + "a" * 64,
-        "staging/worker-1/L\n/" + "a" * 64,
-        "staging/worker-1/" + "x" * 129 + "/" + "a" * 64,
-        "staging//worker-1/L/" + "a" * 64,
+        "staging/worker-x/L@" + "a" * 64,
+        "staging/worker-١/L@" + "a" * 64,
+        "staging/worker-1/L@" + "A" * 64,
+        "staging/worker-1/L/sub@" + "a" * 64,
+        "staging/worker-1/L@" + "a" * 64 + "/",
+        "staging/worker-1/@" + "a" * 64,
+        "staging/worker-1/L\n@" + "a" * 64,
+        "staging/worker-1/" + "x" * 129 + "@" + "a" * 64,
+        "staging//worker-1/L@" + "a" * 64,
+        "staging/worker-1/L@" + "a" * 63,
+        "staging/worker-1/L@@" + "a" * 64,
         "",
         None,
     ],
@@ -292,28 +308,24 @@ def test_read_staged_missing(env):
 
 def test_read_staged_refuses_symlinked_file(env, tmp_path):
     (tmp_path / "outside").write_bytes(b"data")
-    lease_dir = env.root / "staging" / "worker-1" / "L"
-    lease_dir.mkdir(parents=True)
-    (lease_dir / sha(b"data")).symlink_to(tmp_path / "outside")
+    rel = staged_name(1, "L", sha(b"data"))
+    (env.root / rel).parent.mkdir(parents=True)
+    (env.root / rel).symlink_to(tmp_path / "outside")
     with pytest.raises(IntegrityError, match="symbolic link"):
-        read_staged(env.root, staged_name(1, "L", sha(b"data")), sha(b"data"), 4)
+        read_staged(env.root, rel, sha(b"data"), 4)
 
 
-@pytest.mark.parametrize("level", ["staging", "worker", "lease"])
+@pytest.mark.parametrize("level", ["staging", "worker"])
 def test_read_staged_refuses_symlinked_directory_on_the_way(env, tmp_path, level):
     elsewhere = tmp_path / "elsewhere"
-    real = elsewhere / "staging" / "worker-1" / "L"
-    real.mkdir(parents=True)
-    (real / sha(b"data")).write_bytes(b"data")
     rel = staged_name(1, "L", sha(b"data"))
+    (elsewhere / rel).parent.mkdir(parents=True)
+    (elsewhere / rel).write_bytes(b"data")
     if level == "staging":
         os.rmdir(env.root / "staging")
         (env.root / "staging").symlink_to(elsewhere / "staging")
-    elif level == "worker":
-        (env.root / "staging" / "worker-1").symlink_to(elsewhere / "staging" / "worker-1")
     else:
-        (env.root / "staging" / "worker-1").mkdir()
-        (env.root / "staging" / "worker-1" / "L").symlink_to(real)
+        (env.root / "staging" / "worker-1").symlink_to(elsewhere / "staging" / "worker-1")
     assert (env.root / rel).read_bytes() == b"data"  # reachable through the link ...
     with pytest.raises(IntegrityError, match="symbolic link"):
         read_staged(env.root, rel, sha(b"data"), 4)  # ... but refused
@@ -325,17 +337,24 @@ def test_read_staged_refuses_a_file_where_a_directory_belongs(env):
         read_staged(env.root, staged_name(1, "L", sha(b"x")), sha(b"x"), 1)
 
 
-def test_remove_lease_dir(env, tmp_path):
-    _, rel = env.staging(2).stage("L", b"x")
-    remove_lease_dir(env.root, 2, "L")
-    assert not (env.root / "staging" / "worker-2" / "L").exists()
-    remove_lease_dir(env.root, 2, "L")  # idempotent
+def test_remove_lease(env, tmp_path):
+    s = env.staging(2)
+    x, _ = s.stage("L", b"x")
+    y, rel_y = s.stage("M", b"y")
+    reader = StagedReader(env.root)
+    reader.remove_lease(2, "L", [x])
+    assert os.listdir(env.root / "staging" / "worker-2") == [rel_y.rsplit("/", 1)[1]]  # another lease's object stays
+    reader.remove_lease(2, "L", [x])  # idempotent
+    reader.remove_lease(7, "L", [x])  # a worker that never staged anything
+    with pytest.raises(IntegrityError):
+        reader.remove_lease(2, "../L", [x])
+
+
+def test_remove_lease_refuses_a_symlinked_worker_directory(env, tmp_path):
     outside = tmp_path / "precious"
     outside.mkdir()
-    (outside / "keep").write_bytes(b"keep")
-    (env.root / "staging" / "worker-2" / "M").symlink_to(outside)
+    (outside / f"L@{sha(b'x')}").write_bytes(b"keep")
+    (env.root / "staging" / "worker-2").symlink_to(outside)
     with pytest.raises(IntegrityError, match="symbolic link"):
-        remove_lease_dir(env.root, 2, "M")
-    assert (outside / "keep").read_bytes() == b"keep"
-    with pytest.raises(IntegrityError):
-        remove_lease_dir(env.root, 2, "..")
+        StagedReader(env.root).remove_lease(2, "L", [sha(b"x")])
+    assert (outside / f"L@{sha(b'x')}").read_bytes() == b"keep"

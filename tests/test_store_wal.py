@@ -41,6 +41,10 @@ def committing(env, payloads, i=0, gen=0, master=0, worker=1, token=None):
     return work, lease, manifest
 
 
+def staged_left(env, worker) -> list[str]:
+    return os.listdir(env.root / "staging" / f"worker-{worker}")
+
+
 def record_bytes(env, work) -> bytes:
     return env.wal.path(work).read_bytes()
 
@@ -258,7 +262,7 @@ def test_replay_publishes_claims_and_marks_done(env):
     assert env.wal.read(work) == record
     assert env.corpus.read(sha(b"alpha")) == b"alpha" and env.corpus.read(sha(b"beta")) == b"beta"
     assert env.corpus.claim_owner(sha(b"alpha")) == work
-    assert not (env.root / "staging" / "worker-3" / "0.0.7").exists()
+    assert staged_left(env, 3) == []
 
 
 def test_replay_publishes_the_staged_file_itself(env):
@@ -294,7 +298,7 @@ def test_replay_of_done_finishes_staging_cleanup(env):
     env.wal.replay_commit_once(work, COMMITTER)
     stage_manifest(env, lease, [b"x"])  # as if a crash at wal.done left the staging behind
     env.wal.replay_commit_once(work, COMMITTER)
-    assert not (env.root / "staging" / "worker-1" / lease["token"]).exists()
+    assert staged_left(env, 1) == []
 
 
 def test_replay_of_leased_or_missing_is_refused(env):
@@ -313,7 +317,7 @@ def test_shared_objects_are_claimed_by_the_first_record(env):
     assert set(ra["done"]["claimed"]) == {sha(b"shared"), sha(b"only-a")}
     assert rb["done"]["claimed"] == [sha(b"only-b")]
     assert env.corpus.claim_owner(sha(b"shared")) == a
-    assert not (env.root / "staging" / "worker-2" / "0.0.2").exists()  # b's unused staging is removed too
+    assert staged_left(env, 2) == []  # b's unused staging is removed too
     assert sorted(env.corpus.names()) == sorted(sha(x) for x in (b"shared", b"only-a", b"only-b"))
 
 
@@ -456,11 +460,12 @@ def test_lines_out_of_order_are_corruption(env):
         env.wal.read(work)
 
 
-def test_a_record_of_the_old_one_state_per_file_format_is_named(env):
+@pytest.mark.parametrize("old, newline", [("symcc-ulfm-wal/1", b""), ("symcc-ulfm-wal/2", b"\n")])
+def test_a_record_of_an_older_format_is_named(env, old, newline):
     work = _in_state(env, "leased")
-    line = record_bytes(env, work)[:-1].replace(b"symcc-ulfm-wal/2", b"symcc-ulfm-wal/1")
-    env.wal.path(work).write_bytes(line)
-    with pytest.raises(WalCorruption, match="older symcc_ulfm"):
+    line = record_bytes(env, work)[:-1].replace(b"symcc-ulfm-wal/3", old.encode())
+    env.wal.path(work).write_bytes(line + newline)
+    with pytest.raises(WalCorruption, match=f"format {old}: .*older symcc_ulfm"):
         env.wal.read(work)
 
 

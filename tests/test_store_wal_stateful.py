@@ -69,8 +69,7 @@ class WalModel:
         return None
 
     def _discard(self, rec):
-        dirs = {o["staging"].rsplit("/", 1)[0] + "/" for o in rec["objects"]}
-        self.staged = {p for p in self.staged if not any(p.startswith(d) for d in dirs)}
+        self.staged -= {o["staging"] for o in rec["objects"]}
 
     def replay(self, work, committer):
         rec = self.records.get(work)

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from ..core import envelope
+from ..store.staging import staged_name
 from .transport import TAG_DATA, TAG_SENTINEL
 
 ADVERSARY_VAR = "SYMCC_ULFM_TEST_ADVERSARY"
@@ -57,7 +58,7 @@ def _raw(message: dict) -> bytes:
 
 def _corrupt_staged(state_root: Path, message: dict, symlink: bool) -> None:
     first = message["candidates"][0]
-    path = Path(state_root) / "staging" / f"worker-{message['worker']}" / message["lease"] / first["sha256"]
+    path = Path(state_root) / staged_name(message["worker"], message["lease"], first["sha256"])
     data = path.read_bytes()
     path.unlink()
     if symlink:

@@ -79,15 +79,21 @@ class Frontier:
         except IntegrityError as exc:
             self.ctx.log.event("integrity-error", work_hash=work, error=str(exc))
             return 0
+        if {k: done["done"][k] for k in ("generation", "master")} != committer:
+            return 0  # another master marked it done first and counts it
         # peers may have scanned the corpus before these objects existed: tell their owners
-        self.outgoing += self.account(done, replayed=True, limit=self.ctx.policy.max_message_bytes)
+        self.outgoing += self.account(done, limit=self.ctx.policy.max_message_bytes)
         return 1
 
-    def account(self, record: dict, replayed: bool, limit: int) -> list[tuple[int, bytes]]:
+    def account(self, record: dict, limit: int) -> list[tuple[int, bytes]]:
         """Count a durable done record, learn its coverage, route its new objects.
 
         Returns the FRONTIER messages for peer masters (their new inputs and the new coverage).
+        A record is a replay when it was marked done by another master or generation than the
+        one that wrote its manifest.
         """
+        manifest, done = record["manifest"], record["done"]
+        replayed = (manifest["master"], manifest["generation"]) != (done["master"], done["generation"])
         claimed = set(record["done"]["claimed"])
         objects = [o for o in record["manifest"]["objects"] if o["sha256"] in claimed]
         novel = [o for o in objects if o["novel"]]
@@ -97,7 +103,6 @@ class Frontier:
             self.hints[obj["sha256"]] = obj["hint"]
             self.priority[obj["sha256"]] = PRIORITY_NOVEL if obj["novel"] else PRIORITY_UNIQUE
         self.sched.forget(record["input_hash"])
-        manifest = record["manifest"]
         self.totals["analyzed"] += 1
         self.totals["generated"] += manifest["generated"]
         self.totals["unique"] += len(objects)

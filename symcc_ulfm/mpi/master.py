@@ -29,7 +29,7 @@ from ..errors import FenceError, IntegrityError, ProtocolError, StoreError
 from ..store.atomic import Barrier
 from ..store.querystore import QueryStore
 from ..store.record import work_hash
-from ..store.staging import read_staged, staged_name
+from ..store.staging import staged_name
 from ..store.wal import AlreadyDone, GroupCommit, NeedsReplay
 from .context import RankContext
 from .frontier import Frontier
@@ -91,7 +91,7 @@ class MasterLoop:
             # FRONTIER messages cannot go out any more; the next generation rebuilds from the corpus)
             self.barrier.sync()
             for record in self.unaccounted:
-                self.frontier.account(record, replayed=False, limit=self.limit)
+                self.frontier.account(record, limit=self.limit)
             self.unaccounted = []
             raise
 
@@ -187,9 +187,10 @@ class MasterLoop:
                 self._settle()
             return False
         with self.ctx.wal.batch(self.barrier) as group:
-            staged = [s for s in (self._stage(group, w, m) for w, m in results) if s is not None]
-            published = self._publish_pending(group)
-            work_out = self._lease_idle(group) if dispatch else []
+            with self.store.transaction():
+                staged = [s for s in (self._stage(group, w, m) for w, m in results) if s is not None]
+                published = self._publish_pending(group)
+                work_out = self._lease_idle(group, published) if dispatch else []
             # this round's manifests and leases, the last round's claims and objects, earlier done records
             group.sync()
             self._account(self.unaccounted)
@@ -212,12 +213,14 @@ class MasterLoop:
         """Mark done the records whose claims and objects are durable (counted after the next barrier)."""
         for work, claimed in published:
             if claimed is not False:
-                self.unaccounted.append(group.finish(work, claimed, self.committer))
+                record = group.finish(work, claimed, self.committer)
+                if claimed is not None:  # None: it was done already, by whoever counts it
+                    self.unaccounted.append(record)
 
     def _settle(self) -> None:
         """Drain the pipeline: publish what is pending, make the last done records durable, count them."""
         if self.pending:
-            with self.ctx.wal.batch(self.barrier) as group:
+            with self.ctx.wal.batch(self.barrier) as group, self.store.transaction():
                 published = self._publish_pending(group)
                 group.sync()
                 self._finish(group, published)
@@ -228,7 +231,7 @@ class MasterLoop:
 
     def _account(self, records: list[dict]) -> None:
         for record in records:
-            self._send_frontier(self.frontier.account(record, replayed=False, limit=self.limit))
+            self._send_frontier(self.frontier.account(record, limit=self.limit))
         self._send_frontier(self.frontier.outgoing)  # replays done while leasing
         self.frontier.outgoing = []
 
@@ -240,26 +243,23 @@ class MasterLoop:
         fence = held.fence
         try:
             self.store.accept(message["generation"], message["shard"], message["lease"], fence.work_hash, worker)
-            objects = []
-            for judged in self.frontier.sched.judge(message["candidates"]):
-                path = staged_name(worker, fence.lease, judged.sha256)
-                read_staged(self.ctx.state.root, path, judged.sha256, judged.length)
-                # learn the coverage now: the next round's results are judged before this round is counted
-                self.frontier.sched.absorb(judged.coverage)
-                objects.append({"sha256": judged.sha256, "length": judged.length, "staging": path,
-                                "novel": judged.novel, "coverage": list(judged.coverage), "hint": judged.hint})
+            judged = self.frontier.sched.judge(message["candidates"])
+            objects = [{"sha256": j.sha256, "length": j.length, "staging": staged_name(worker, fence.lease, j.sha256),
+                        "novel": j.novel, "coverage": list(j.coverage), "hint": j.hint} for j in judged]
             manifest = {
                 "generation": self.gen, "master": self.ctx.stable, "worker": worker, "shard": fence.shard,
                 "lease": fence.lease, "input_hash": fence.input_hash, "work_hash": fence.work_hash,
                 "objects": objects, "generated": max(len(objects), int(message["stats"].get("generated", 0))),
                 "stats": message["stats"], "error": message["error"],
             }
-            group.begin(fence.work_hash, held.lease, manifest)
+            group.begin(fence.work_hash, held.lease, manifest)  # checks every staged object first
         except (IntegrityError, FenceError) as exc:
             self.store.release(fence.lease)
             self._requeue_rejected(fence.input_hash, held.priority, str(exc))
             self.ctx.log.event("result-rejected", worker=worker, lease=fence.lease, reason=str(exc))
             return None
+        for j in judged:  # learn the coverage now: the next round's results are judged before this round is counted
+            self.frontier.sched.absorb(j.coverage)
         return fence.work_hash
 
     def _publish_pending(self, group: GroupCommit) -> list[tuple[str, list[str] | None | bool]]:
@@ -284,13 +284,17 @@ class MasterLoop:
             slots += [w for w in self.workers if w in self.ready and len(self.outstanding[w]) == depth]
         return slots
 
-    def _lease_idle(self, group: GroupCommit) -> list[tuple[int, bytes, int]]:
-        """Fill every ready worker's pipeline with leases (deferred); the WORK messages to send."""
+    def _lease_idle(self, group: GroupCommit, published: list) -> list[tuple[int, bytes, int]]:
+        """Fill every ready worker's pipeline with leases (deferred); the WORK messages to send.
+
+        A ``committing`` record met on the way is replayed in this batch (its lock is held):
+        its claims and objects join ``published`` and it is marked done with them.
+        """
         out = []
         sched = self.frontier.sched
         for worker in self._free_slots():
             while (input_hash := sched.next_input()) is not None:
-                payload = self._lease(group, worker, input_hash)
+                payload = self._lease(group, worker, input_hash, published)
                 if payload is not None:
                     out.append((self.workers.index(worker) + 1, payload, worker))
                     break
@@ -298,7 +302,7 @@ class MasterLoop:
                 break
         return out
 
-    def _lease(self, group: GroupCommit, worker: int, input_hash: str) -> bytes | None:
+    def _lease(self, group: GroupCommit, worker: int, input_hash: str, published: list) -> bytes | None:
         ctx = self.ctx
         work = work_hash(input_hash, ctx.executor_sha)
         priority = self.frontier.priority.get(input_hash, PRIORITY_UNIQUE)
@@ -311,8 +315,9 @@ class MasterLoop:
             return None
         except NeedsReplay:
             self.store.release(token)
-            self.frontier.replay(work, self.committer)
             self.frontier.sched.forget(input_hash)
+            if work not in self.pending and all(w != work for w, _ in published):
+                published.append((work, self._publish(group, work)))
             return None
         except StoreError as exc:
             self.store.release(token)
@@ -365,3 +370,4 @@ class MasterLoop:
     def close(self) -> None:
         self.store.close()
         self.barrier.close()
+        self.ctx.wal.staged.close()  # staged files kept for a publication that a later generation replays

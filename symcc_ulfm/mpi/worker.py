@@ -78,6 +78,7 @@ class WorkerLoop:
             outbox.progress()
             backoff.idle()
         inbox.cancel()
+        self.staging.close()
         self.barrier.close()
 
     def _next_message(self, inbox: Mailbox) -> dict | None:
@@ -144,4 +145,6 @@ class WorkerLoop:
             try:
                 return envelope.encode("RESULT", self.limit, **fence, candidates=candidates, stats=stats, error=error)
             except ProtocolError:
-                candidates = candidates[: len(candidates) // 2]
+                keep = len(candidates) // 2
+                self.staging.discard(work["lease"], [c["sha256"] for c in candidates[keep:]])  # no RESULT names them
+                candidates = candidates[:keep]

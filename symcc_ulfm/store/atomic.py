@@ -8,6 +8,7 @@ create-only write that finds the name taken returns ``False`` so the caller can 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -58,8 +59,8 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _write_temp(directory: Path, name: str, data: bytes, mode: int, sync: bool = True) -> Path:
-    temp = directory / f".tmp-{name}-{os.getpid()}-{secrets.token_hex(4)}"
+def _write_temp(directory: Path | str, name: str, data: bytes, mode: int, sync: bool = True) -> str:
+    temp = os.path.join(directory, f".tmp-{name}-{os.getpid()}-{secrets.token_hex(4)}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         os.fchmod(fd, mode)
@@ -137,11 +138,11 @@ def write_replace(path: Path, data: bytes, mode: int, barrier: Barrier | None = 
         raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
-def write_new(path: Path, data: bytes, mode: int, barrier: Barrier | None = None) -> bool:
+def write_new(path: Path | str, data: bytes, mode: int, barrier: Barrier | None = None) -> bool:
     """Atomically create ``path`` only if absent: True when this call created it."""
-    path = Path(path)
+    directory, name = os.path.split(path)
     try:
-        temp = _write_temp(path.parent, path.name, data, mode, barrier is None)
+        temp = _write_temp(directory, name, data, mode, barrier is None)
         try:
             os.link(temp, path)
             created = True
@@ -149,41 +150,38 @@ def write_new(path: Path, data: bytes, mode: int, barrier: Barrier | None = None
             created = False
         finally:
             _unlink_quietly(temp)
-        _settle(path.parent, barrier)
+        _settle(directory, barrier)
         return created
     except OSError as exc:
         raise StoreError(f"cannot create {path}: {exc.strerror or exc}") from exc
 
 
-def link_new(source: Path, path: Path, barrier: Barrier | None = None) -> bool:
+def link_new(source: Path | str, path: Path | str, barrier: Barrier | None = None) -> bool:
     """Give the complete file ``source`` the second name ``path`` only if absent: True when this
     call made it. No new inode and no copy (``source`` must already be durable, or made durable
     by the same barrier); both names must be on one file system."""
-    path = Path(path)
     try:
         try:
             os.link(source, path, follow_symlinks=False)
             created = True
         except FileExistsError:
             created = False
-        _settle(path.parent, barrier)
+        _settle(os.path.dirname(path), barrier)
         return created
     except OSError as exc:
         raise StoreError(f"cannot link {path} to {source}: {exc.strerror or exc}") from exc
 
 
-def link_open_file(fd: int, path: Path, barrier: Barrier | None = None) -> bool | None:
+def link_open_file(fd: int, path: Path | str, barrier: Barrier | None = None) -> bool | None:
     """Give the open regular file ``fd`` the name ``path`` only if absent (True when this call
     made it), through ``/proc/self/fd``: exactly the inode the caller opened and checked, not
     whatever its old name points to now. None when this system cannot (no ``/proc``, another
     file system, not permitted): the caller writes a copy instead."""
-    path = Path(path)
     try:
         if barrier is None:
             os.fsync(fd)
-        try:
-            fds = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
+        fds = _proc_fds()
+        if fds is None:
             return None
         try:
             # linkat(fds, "<fd>", AT_SYMLINK_FOLLOW): a plain link() would link the magic link itself
@@ -195,15 +193,36 @@ def link_open_file(fd: int, path: Path, barrier: Barrier | None = None) -> bool 
             if exc.errno in (errno.ENOENT, errno.EXDEV, errno.EPERM, errno.EACCES, errno.ENOTSUP):
                 return None
             raise
-        finally:
-            os.close(fds)
-        _settle(path.parent, barrier)
+        _settle(os.path.dirname(path), barrier)
         return created
     except OSError as exc:
         raise StoreError(f"cannot link {path}: {exc.strerror or exc}") from exc
 
 
-def append_line(path: Path, line: bytes, barrier: Barrier | None = None) -> None:
+_PROC_FDS: list[int] = []  # this process's open /proc/self/fd (a child of fork opens its own)
+
+
+def _proc_fds() -> int | None:
+    if not _PROC_FDS:
+        try:
+            _PROC_FDS.append(os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)))
+        except OSError:
+            return None
+    return _PROC_FDS[0]
+
+
+def _forget_proc_fds() -> None:
+    """After fork the inherited descriptor still names the parent's descriptor table."""
+    for fd in _PROC_FDS:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _PROC_FDS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_proc_fds)
+
+
+def append_line(path: Path | str, line: bytes, barrier: Barrier | None = None) -> None:
     """Append one newline-terminated ``line`` to the existing line file ``path`` (durable now,
     or at ``barrier.sync()``); no new inode, no rename.
 
@@ -211,7 +230,6 @@ def append_line(path: Path, line: bytes, barrier: Barrier | None = None) -> None
     this drops it before appending, so that a torn line never gets a newline of its own. The
     caller serialises appends to one file (the record lock).
     """
-    path = Path(path)
     if not line.endswith(b"\n") or b"\n" in line[:-1]:
         raise StoreError(f"append to {path}: not exactly one newline-terminated line")
     try:
@@ -233,20 +251,19 @@ def append_line(path: Path, line: bytes, barrier: Barrier | None = None) -> None
         raise StoreError(f"cannot append to {path}: {exc.strerror or exc}") from exc
 
 
-def _settle(directory: Path, barrier: Barrier | None) -> None:
+def _settle(directory: Path | str, barrier: Barrier | None) -> None:
     if barrier is None:
         fsync_dir(directory)
     else:
         barrier.dirty = True
 
 
-def read_bytes(path: Path, limit: int | None = None) -> bytes:
+def read_bytes(path: Path | str, limit: int | None = None) -> bytes:
     """Read a regular file without following a symlink at its final component.
 
     A missing file raises ``FileNotFoundError`` (callers often expect that); every other
     failure raises :class:`StoreError`.
     """
-    path = Path(path)
     try:
         fd = os.open(path, _READ_FLAGS)
     except FileNotFoundError:
@@ -274,7 +291,7 @@ def read_bytes(path: Path, limit: int | None = None) -> bytes:
         os.close(fd)
 
 
-def _unlink_quietly(path: Path) -> None:
+def _unlink_quietly(path: Path | str) -> None:
     try:
         os.unlink(path)
     except FileNotFoundError:

@@ -22,6 +22,7 @@ from ..errors import CorpusIntegrityError, StoreError
 from .atomic import Barrier, link_new, link_open_file, read_bytes, write_new
 from .crashpoints import crash_point
 from .record import record_lines
+from .staging import Staged
 
 SEED_OWNER = "seed"
 
@@ -33,14 +34,22 @@ class Corpus:
         self.claims = self.root / "claims"
         self.object_mode = object_mode
         self.claim_mode = claim_mode
+        self._objects = str(self.objects)
+        self._claims = str(self.claims)
 
     def path(self, sha256: str) -> Path:
         if not is_sha256_hex(sha256):
             raise CorpusIntegrityError(f"{sha256!r} is not a SHA-256 object name")
         return self.objects / sha256
 
+    def _object(self, sha256: str) -> str:
+        """``path`` as a string (the hot path of publication builds no Path objects)."""
+        if not is_sha256_hex(sha256):
+            raise CorpusIntegrityError(f"{sha256!r} is not a SHA-256 object name")
+        return f"{self._objects}/{sha256}"
+
     def has(self, sha256: str) -> bool:
-        return self.path(sha256).exists()
+        return os.path.exists(self._object(sha256))
 
     def read(self, sha256: str) -> bytes:
         """The object's bytes, verified against its name."""
@@ -60,18 +69,25 @@ class Corpus:
         the corpus directly anyway; a file of another user is always copied.
         """
         sha256 = hashlib.sha256(data).hexdigest()
-        path = self.path(sha256)
-        if path.exists():
+        if self.path(sha256).exists():
             self._require_identical(sha256, data)
             return sha256, False
+        return sha256, self._publish(sha256, data, inode, barrier)
+
+    def adopt(self, staged: Staged, barrier: Barrier | None = None) -> bool:
+        """Publish a verified staged object (see :meth:`put`); True when this call created it."""
+        return self._publish(staged.sha256, staged.data, staged.fd, barrier)
+
+    def _publish(self, sha256: str, data: bytes, inode: int | None, barrier: Barrier | None) -> bool:
+        path = self._object(sha256)
         created = self._adopt(inode, path, barrier) if inode is not None else None
         if created is None:
             created = write_new(path, data, self.object_mode, barrier)
         if not created:
             self._require_identical(sha256, data)
-        return sha256, created
+        return created
 
-    def _adopt(self, fd: int, path: Path, barrier: Barrier | None) -> bool | None:
+    def _adopt(self, fd: int, path: str, barrier: Barrier | None) -> bool | None:
         """Link the open file ``fd`` as ``path``; None when it cannot be adopted (see :meth:`put`)."""
         try:
             info = os.fstat(fd)
@@ -91,14 +107,19 @@ class Corpus:
                 f"SHA-256 {hashlib.sha256(existing).hexdigest()}); refusing to overwrite"
             )
 
-    def claim(self, sha256: str, work: str, record: Path, barrier: Barrier | None = None) -> str:
+    def claim(self, sha256: str, work: str, record: Path | str, barrier: Barrier | None = None) -> str:
         """Claim ``sha256`` for ``work``, whose committing WAL record is at ``record`` (linked, see
         the module docstring); returns the work hash of whoever holds the claim, or ``seed``."""
-        path = self.claims / self.path(sha256).name
-        if link_new(record, path, barrier):
+        return work if self.claim_new(sha256, record, barrier) else self.claim_owner(sha256)
+
+    def claim_new(self, sha256: str, record: Path | str, barrier: Barrier | None = None) -> bool:
+        """Create the claim of ``sha256`` as a link to ``record``; False when a claim exists."""
+        if not is_sha256_hex(sha256):
+            raise CorpusIntegrityError(f"{sha256!r} is not a SHA-256 object name")
+        if link_new(record, f"{self._claims}/{sha256}", barrier):
             crash_point("commit.claimed")
-            return work
-        return self.claim_owner(sha256)
+            return True
+        return False
 
     def claim_owner(self, sha256: str) -> str | None:
         try:

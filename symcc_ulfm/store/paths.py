@@ -12,7 +12,7 @@
     query-store/master-<m>/generation-<g>/        per-master, per-generation QueryStore (SQLite)
     corpus/objects/<sha256>                       public corpus, named by content
     corpus/claims/<sha256>                        who first published it: a link to that committing record, or 'seed'
-    staging/worker-<w>/<lease>/<sha256>           a worker's candidates awaiting commit
+    staging/worker-<w>/<lease>@<sha256>           a worker's candidates awaiting commit
     logs/rank-<stable>.jsonl                      structured per-rank logs
     endpoint.json                                 endpoint coverage re-measured over the final corpus
 """

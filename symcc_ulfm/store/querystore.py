@@ -8,8 +8,10 @@ it was issued to, exactly once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import FenceError, StaleGeneration, StoreError
@@ -64,11 +66,38 @@ class QueryStore:
             elif rows != expected:
                 raise StoreError(f"QueryStore {self.path} belongs to {rows}, not {expected}")
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One transaction around many calls (a master's round): committed at the end, rolled
+        back when an exception leaves it. Calls outside one are each a transaction of their own."""
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(f"QueryStore {self.path}: {exc}") from exc
+        try:
+            yield
+        except BaseException:
+            self._db.rollback()
+            raise
+        try:
+            self._db.commit()
+        except sqlite3.Error as exc:
+            raise StoreError(f"QueryStore {self.path}: {exc}") from exc
+
+    @contextlib.contextmanager
+    def _step(self) -> Iterator[None]:
+        """A transaction of its own, unless the call runs inside :meth:`transaction`."""
+        if self._db.in_transaction:
+            yield
+            return
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            yield
+
     def issue(self, work_hash: str, input_hash: str, worker: int) -> str:
         """Persist a new lease for ``worker`` and return its token (``<g>.<m>.<seq>``)."""
         try:
-            with self._db:
-                self._db.execute("BEGIN IMMEDIATE")
+            with self._step():
                 seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM leases").fetchone()[0]
                 token = f"{self.generation}.{self.master}.{seq}"
                 self._db.execute(
@@ -86,8 +115,7 @@ class QueryStore:
         if shard != self.shard:
             raise FenceError(f"result for shard {shard!r} offered to shard {self.shard!r}")
         try:
-            with self._db:
-                self._db.execute("BEGIN IMMEDIATE")
+            with self._step():
                 row = self._db.execute(
                     "SELECT work_hash, worker, state FROM leases WHERE token = ?", (token,)
                 ).fetchone()
@@ -104,7 +132,7 @@ class QueryStore:
     def release(self, token: str) -> None:
         """Give up an outstanding lease (its worker failed or the result was rejected)."""
         try:
-            with self._db:
+            with self._step():
                 self._db.execute("UPDATE leases SET state = 'released' WHERE token = ? AND state = 'leased'", (token,))
         except sqlite3.Error as exc:
             raise StoreError(f"QueryStore {self.path}: {exc}") from exc

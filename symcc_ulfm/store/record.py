@@ -15,8 +15,11 @@ from ..core.canonical import canonical_json, digest, is_sha256_hex, sha256_hex
 from ..errors import FenceError, WalCorruption
 from .staging import parse_staged
 
-WAL_FORMAT = "symcc-ulfm-wal/2"
-_OLD_FORMATS = {"symcc-ulfm-wal/1": "one state per file, replaced by rename"}
+WAL_FORMAT = "symcc-ulfm-wal/3"
+_OLD_FORMATS = {
+    "symcc-ulfm-wal/1": "one state per file, replaced by rename",
+    "symcc-ulfm-wal/2": "staged objects in a directory per lease",
+}
 STATES = ("leased", "committing", "done")
 _NEXT = {"leased": {"leased", "committing"}, "committing": {"done"}, "done": set()}
 _CHECKSUM_PREFIX = b'{"checksum":"'
@@ -62,9 +65,7 @@ def parse_record_file(data: bytes, expected_work: str | None = None) -> dict:
     docstring); a file without one complete line raises WalCorruption."""
     lines = record_lines(data)
     if not lines:
-        old = _old_format(data)
-        hint = f" (format {old}: {_OLD_FORMATS[old]}; written by an older symcc_ulfm)" if old else ""
-        raise WalCorruption(f"WAL record {expected_work} holds no complete line (torn or partial){hint}")
+        raise WalCorruption(f"WAL record {expected_work} holds no complete line (torn or partial){_old_format(data)}")
     record = None
     for number, line in enumerate(lines, 1):
         state = parse_record(line, expected_work)
@@ -76,12 +77,13 @@ def parse_record_file(data: bytes, expected_work: str | None = None) -> dict:
     return record
 
 
-def _old_format(data: bytes) -> str | None:
+def _old_format(line: bytes) -> str:
+    """A hint naming the older format a record line was written in ("" when it is none of them)."""
     try:
-        old = json.loads(data.decode("ascii")).get("format")
+        old = json.loads(line.decode("ascii")).get("format")
     except (UnicodeDecodeError, ValueError, AttributeError):
-        return None
-    return old if old in _OLD_FORMATS else None
+        return ""
+    return f" (format {old}: {_OLD_FORMATS[old]}; written by an older symcc_ulfm)" if old in _OLD_FORMATS else ""
 
 
 def parse_record(data: bytes, expected_work: str | None = None) -> dict:
@@ -95,6 +97,8 @@ def parse_record(data: bytes, expected_work: str | None = None) -> dict:
         record = json.loads(line.decode("ascii"))
     except (UnicodeDecodeError, ValueError):
         raise WalCorruption(f"WAL record {expected_work} is not valid JSON (torn or partial)") from None
+    if isinstance(record, dict) and record.get("format") in _OLD_FORMATS:
+        raise WalCorruption(f"WAL record {expected_work} is not of format {WAL_FORMAT}{_old_format(line)}")
     if not isinstance(record, dict) or set(record) != _RECORD_KEYS or record.get("format") != WAL_FORMAT:
         raise WalCorruption(f"WAL record {expected_work} does not have the WAL record fields")
     head = len(_CHECKSUM_PREFIX) + 64

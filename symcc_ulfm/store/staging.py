@@ -1,8 +1,19 @@
-"""Worker staging: candidates wait here, under the worker's own directory, until a master commits.
+"""Worker staging: candidates wait here, in the worker's own directory, until a master commits.
 
-Staged paths travel in RESULT messages and manifests as ``staging/worker-<w>/<lease>/<sha>``;
-:func:`read_staged` accepts nothing else (no ``..``, no absolute path, no symlink anywhere on
-the way: every component is opened with ``O_NOFOLLOW`` relative to its parent).
+Staged paths travel in RESULT messages and manifests as ``staging/worker-<w>/<lease>@<sha>``;
+:func:`parse_staged` accepts nothing else, and readers open every component with
+``O_NOFOLLOW`` relative to its parent (no ``..``, no absolute path, no symlink anywhere on the
+way).
+
+The lease is part of the file name, not a directory of its own: a directory per lease cost an
+inode allocation and an inode free per commit, and on ext4 without a journal every inode freed
+in the last half minute is skipped, one by one, by each later allocation (``recently_deleted``
+in ``fs/ext4/ialloc.c``), which made every file creation of a busy campaign slower. A staged
+file itself is never freed when its record commits: it becomes the corpus object (a link).
+
+Both sides keep directory descriptors open (the worker its own directory, the committing master
+the workers' directories), so a staged object costs a system call or two on a name inside an
+open directory instead of a walk from the state root.
 """
 
 from __future__ import annotations
@@ -12,27 +23,35 @@ import errno
 import hashlib
 import os
 import re
-import shutil
-from collections.abc import Iterator
+import weakref
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import IntegrityError, StoreError
-from .atomic import Barrier, ensure_dir, write_new
+from .atomic import Barrier, ensure_dir
 
-_STAGED = re.compile(r"staging/worker-([0-9]+)/([A-Za-z0-9._:-]{1,128})/([0-9a-f]{64})")
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_STAGED = re.compile(r"staging/worker-([0-9]+)/([A-Za-z0-9._:-]{1,128})@([0-9a-f]{64})")
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | _CLOEXEC
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
+KEEP_LIMIT = 256  # verified staged files a reader keeps open for their publication
 
 
 def staged_name(worker: int, lease: str, sha256: str) -> str:
-    return f"staging/worker-{worker}/{lease}/{sha256}"
+    return f"staging/worker-{worker}/{staged_file(lease, sha256)}"
+
+
+def staged_file(lease: str, sha256: str) -> str:
+    """The staged object's name inside its worker's directory."""
+    return f"{lease}@{sha256}"
 
 
 def parse_staged(relpath: str) -> tuple[int, str, str]:
     """Validate a staged path from a message or manifest; returns (worker, lease, sha256)."""
     match = _STAGED.fullmatch(relpath) if isinstance(relpath, str) else None
-    if not match or match[2] in (".", ".."):
-        raise IntegrityError(f"staged path {relpath!r} is not staging/worker-<w>/<lease>/<sha256>")
+    if not match:
+        raise IntegrityError(f"staged path {relpath!r} is not staging/worker-<w>/<lease>@<sha256>")
     return int(match[1]), match[2], match[3]
 
 
@@ -43,62 +62,216 @@ class WorkerStaging:
         self.state_root = Path(state_root)
         self.worker = worker
         self.file_mode = file_mode
-        self.dir_mode = dir_mode
         self.barrier = barrier
         self.root = ensure_dir(self.state_root / "staging" / f"worker-{worker}", dir_mode)
+        self._fd = [os.open(self.root, _DIR_FLAGS)]
+        weakref.finalize(self, _close_fds, self._fd)
+
+    def close(self) -> None:
+        _close_fds(self._fd)
 
     def stage(self, lease: str, data: bytes) -> tuple[str, str]:
         """Write one candidate; returns (sha256, staged relative path).
 
-        With a barrier the write is not synced here: the master's barrier (``syncfs`` of the
-        same file system) makes it durable before any manifest names it, and a worker on
-        another host syncs its own barrier before it sends the RESULT.
+        The file is created under its final name (create-exclusive: nothing else ever has that
+        name, a lease is run once, by one worker); a failed write removes it again. With a
+        barrier the write is not synced here: the master's barrier (``syncfs`` of the same file
+        system) makes it durable before any manifest names it, and a worker on another host
+        syncs its own barrier before it sends the RESULT.
         """
         sha256 = hashlib.sha256(data).hexdigest()
-        directory = ensure_dir(self.root / lease, self.dir_mode, self.barrier)
-        if not write_new(directory / sha256, data, self.file_mode, self.barrier):
-            existing = read_staged(self.state_root, staged_name(self.worker, lease, sha256), sha256, len(data))
-            if existing != data:
-                raise IntegrityError(f"staged {sha256} exists with other content")
-        return sha256, staged_name(self.worker, lease, sha256)
+        relpath = staged_name(self.worker, lease, sha256)
+        parse_staged(relpath)
+        name = staged_file(lease, sha256)
+        directory = self._fd[0]
+        try:
+            fd = os.open(name, _CREATE_FLAGS, 0o600, dir_fd=directory)
+        except FileExistsError:
+            read_staged(self.state_root, relpath, sha256, len(data))  # the same candidate twice: must be intact
+            return sha256, relpath
+        except OSError as exc:
+            raise StoreError(f"cannot stage {relpath}: {exc.strerror or exc}") from exc
+        try:
+            os.fchmod(fd, self.file_mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if self.barrier is None:
+                os.fsync(fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=directory)
+            raise StoreError(f"cannot stage {relpath}: {exc.strerror or exc}") from exc
+        finally:
+            os.close(fd)
+        if self.barrier is None:
+            os.fsync(directory)
+        else:
+            self.barrier.dirty = True
+        return sha256, relpath
+
+    def discard(self, lease: str, sha256s: list[str]) -> None:
+        """Remove candidates of ``lease`` that no RESULT will name (e.g. cut to fit a message)."""
+        for sha256 in sha256s:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(staged_file(lease, sha256), dir_fd=self._fd[0])
+
+
+def _close_fds(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    fds.clear()
+
+
+@dataclass
+class Staged:
+    """A staged file verified against its manifest entry, still open: ``data`` is its content."""
+
+    relpath: str
+    sha256: str
+    fd: int
+    data: bytes
+
+
+class StagedReader:
+    """The committing side: staged objects opened without following a symbolic link, verified,
+    and kept open from verification to publication.
+
+    The master verifies a RESULT's objects before it writes their manifest and publishes them a
+    round later; :meth:`take` hands the kept file over only if it still has a name and still
+    holds exactly the verified bytes (one ``fstat`` and one ``pread``), and otherwise opens and
+    verifies the staged name again, so a staged file changed, replaced or removed after its
+    manifest was written is still refused. Workers' directories are opened once.
+    """
+
+    def __init__(self, state_root: Path, keep_limit: int = KEEP_LIMIT):
+        self.state_root = Path(state_root)
+        self.keep_limit = keep_limit
+        self._dirs: dict[object, int] = {}
+        self._kept: dict[str, Staged] = {}
+        weakref.finalize(self, _close_all, self._dirs, self._kept)
+
+    def close(self) -> None:
+        _close_all(self._dirs, self._kept)
+
+    def read(self, relpath: str, sha256: str, length: int) -> bytes:
+        """The staged candidate's bytes, checked to be exactly the object the manifest names."""
+        staged = self.verify(relpath, sha256, length)
+        os.close(staged.fd)
+        return staged.data
+
+    def verify(self, relpath: str, sha256: str, length: int) -> Staged:
+        """Open and check one staged object; the caller owns the returned descriptor."""
+        worker, lease, name = parse_staged(relpath)
+        if name != sha256:
+            raise IntegrityError(f"staged path {relpath} does not name object {sha256}")
+        fd = _open_at(self.worker_dir(worker, relpath), staged_file(lease, name), _FILE_FLAGS, relpath)
+        try:
+            return Staged(relpath, sha256, fd, staged_content(fd, relpath, sha256, length))
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def verify_all(self, objects: list[tuple[str, str, int]]) -> list[Staged]:
+        """:meth:`verify` of ``(relpath, sha256, length)`` objects, all or none."""
+        out: list[Staged] = []
+        try:
+            for relpath, sha256, length in objects:
+                out.append(self.verify(relpath, sha256, length))
+        except BaseException:
+            for staged in out:
+                os.close(staged.fd)
+            raise
+        return out
+
+    def keep(self, staged: list[Staged]) -> None:
+        """Keep verified files open for :meth:`take` (closed instead beyond ``keep_limit``)."""
+        for item in staged:
+            old = self._kept.pop(item.relpath, None)
+            if old is not None:
+                os.close(old.fd)
+            if len(self._kept) < self.keep_limit:
+                self._kept[item.relpath] = item
+            else:
+                os.close(item.fd)
+
+    def take(self, relpath: str, sha256: str, length: int) -> Staged:
+        """The staged object to publish, verified (see the class docstring); the caller closes it."""
+        kept = self._kept.pop(relpath, None)
+        if kept is not None:
+            try:
+                unchanged = (kept.sha256 == sha256 and len(kept.data) == length and os.fstat(kept.fd).st_nlink > 0
+                             and os.pread(kept.fd, length + 1, 0) == kept.data)
+            except OSError:
+                unchanged = False
+            if unchanged:
+                return kept
+            os.close(kept.fd)
+        return self.verify(relpath, sha256, length)
+
+    def worker_dir(self, worker: int, relpath: str) -> int:
+        """``staging/worker-<w>``, opened (once) without following a symbolic link."""
+        fd = self._dirs.get(worker)
+        if fd is None:
+            staging = self._dirs.get("staging")
+            if staging is None:
+                root = _open_at(None, str(self.state_root), _DIR_FLAGS, relpath)
+                try:
+                    staging = self._dirs["staging"] = _open_at(root, "staging", _DIR_FLAGS, relpath)
+                finally:
+                    os.close(root)
+            fd = self._dirs[worker] = _open_at(staging, f"worker-{worker}", _DIR_FLAGS, relpath)
+        return fd
+
+    def remove_lease(self, worker: int, lease: str, names: list[str]) -> None:
+        """Delete the staged objects ``names`` of one lease after its record is done (those
+        already gone are fine; a missing worker directory has nothing left to remove)."""
+        relpath = staged_name(worker, lease, "0" * 64)
+        parse_staged(relpath)
+        try:
+            directory = self.worker_dir(worker, relpath)
+        except IntegrityError as exc:
+            if isinstance(exc.__cause__, OSError) and exc.__cause__.errno == errno.ENOENT:
+                return
+            raise
+        for name in names:
+            try:
+                os.unlink(staged_file(lease, name), dir_fd=directory)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise StoreError(f"cannot remove {staged_name(worker, lease, name)}: {exc.strerror or exc}") from exc
+
+
+def _close_all(dirs: dict[object, int], kept: dict[str, Staged]) -> None:
+    for fd in [*dirs.values(), *(staged.fd for staged in kept.values())]:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    dirs.clear()
+    kept.clear()
+
+
+def _open_at(directory: int | None, name: str, flags: int, relpath: str) -> int:
+    try:
+        return os.open(name, flags, dir_fd=directory)
+    except OSError as exc:
+        raise _staged_error(relpath, exc) from exc
 
 
 def read_staged(state_root: Path, relpath: str, sha256: str, length: int) -> bytes:
     """Read a staged candidate and check that it is exactly the object the manifest names."""
-    _require_named(relpath, sha256)
-    with open_staged(state_root, relpath) as fd:
-        return staged_content(fd, relpath, sha256, length)
-
-
-@contextlib.contextmanager
-def open_staged(state_root: Path, relpath: str) -> Iterator[int]:
-    """The staged file, opened read-only without following a symbolic link anywhere on the way."""
-    parse_staged(relpath)
-    parts = relpath.split("/")
-    fd = os.open(state_root, _DIR_FLAGS)
+    reader = StagedReader(state_root)
     try:
-        for part in parts[:-1]:
-            try:
-                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except OSError as exc:
-                raise _staged_error(relpath, exc) from exc
-            os.close(fd)
-            fd = nxt
-        try:
-            file_fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=fd)
-        except OSError as exc:
-            raise _staged_error(relpath, exc) from exc
+        return reader.read(relpath, sha256, length)
     finally:
-        os.close(fd)
-    try:
-        yield file_fd
-    finally:
-        os.close(file_fd)
+        reader.close()
 
 
 def staged_content(fd: int, relpath: str, sha256: str, length: int) -> bytes:
     """The bytes of the open staged file ``fd``, checked against the manifest's name and length."""
-    _require_named(relpath, sha256)
+    if parse_staged(relpath)[2] != sha256:
+        raise IntegrityError(f"staged path {relpath} does not name object {sha256}")
     data = _read_limited(fd, length + 1)
     if len(data) != length:
         raise IntegrityError(f"staged {relpath} has {len(data)} bytes, manifest says {length}")
@@ -106,11 +279,6 @@ def staged_content(fd: int, relpath: str, sha256: str, length: int) -> bytes:
     if actual != sha256:
         raise IntegrityError(f"staged {relpath} has SHA-256 {actual}, manifest says {sha256}")
     return data
-
-
-def _require_named(relpath: str, sha256: str) -> None:
-    if parse_staged(relpath)[2] != sha256:
-        raise IntegrityError(f"staged path {relpath} does not name object {sha256}")
 
 
 def _read_limited(fd: int, limit: int) -> bytes:
@@ -130,31 +298,3 @@ def _staged_error(relpath: str, exc: OSError) -> Exception:
     if exc.errno == errno.ENOENT:
         return IntegrityError(f"staged object {relpath} is missing")
     return StoreError(f"cannot read staged {relpath}: {exc.strerror or exc}")
-
-
-def remove_lease_dir(state_root: Path, worker: int, lease: str, names: list[str] | None = None) -> None:
-    """Delete one lease's staging directory after its record is done.
-
-    ``names`` (the manifest's objects) are unlinked directly; anything else a worker left in
-    the directory is removed with it.
-    """
-    parse_staged(staged_name(worker, lease, "0" * 64))
-    path = Path(state_root) / "staging" / f"worker-{worker}" / lease
-    if path.is_symlink() or path.parent.is_symlink():
-        raise IntegrityError(f"staging directory {path} goes through a symbolic link; refused")
-    try:
-        for name in names or ():
-            try:
-                os.unlink(path / name)
-            except FileNotFoundError:
-                pass
-        try:
-            os.rmdir(path)
-        except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                return
-            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-                raise
-            shutil.rmtree(path)
-    except OSError as exc:
-        raise StoreError(f"cannot remove {path}: {exc.strerror or exc}") from exc

@@ -25,7 +25,7 @@ from ..errors import FenceError, StaleGeneration, StoreError, WalCorruption
 from .atomic import Barrier, append_line, read_bytes, write_new
 from .corpus import Corpus
 from .crashpoints import crash_point
-from .locks import exclusive
+from .locks import LockFile, exclusive
 from .record import (
     WAL_FORMAT,
     canonical_manifest,
@@ -36,9 +36,10 @@ from .record import (
     parse_record_file,
     work_hash,
 )
-from .staging import open_staged, parse_staged, remove_lease_dir, staged_content
+from .staging import StagedReader, parse_staged
 
 RECORD_LOCKS = "records.lock"
+CACHED_RECORDS = 4096
 
 
 class AlreadyDone(FenceError):
@@ -50,6 +51,15 @@ class NeedsReplay(FenceError):
 
 
 class WorkWAL:
+    """The records of one state directory.
+
+    Records read or written here are values: callers never change them, every transition is a
+    new dict. Records not yet done are remembered with the file bytes they were read from or
+    written as; a read returns the remembered record when the file still holds exactly those
+    bytes, and parses and checks the file otherwise, so an edited record is caught as before
+    while a master does not parse its own records again at every transition.
+    """
+
     def __init__(self, root: Path, state_root: Path, corpus: Corpus, mode: int, lock_timeout_s: float = 30.0):
         self.root = Path(root)
         self.records_dir = self.root / "records"
@@ -58,20 +68,40 @@ class WorkWAL:
         self.corpus = corpus
         self.mode = mode
         self.lock_timeout_s = lock_timeout_s
+        self.staged = StagedReader(self.state_root)
+        self._records = str(self.records_dir)
+        self._known: dict[str, tuple[bytes, dict]] = {}  # work -> (file bytes, the record they hold)
 
     # -- reading -------------------------------------------------------------------------
 
     def path(self, work: str) -> Path:
+        return Path(self._file(work))
+
+    def _file(self, work: str) -> str:
         if not is_sha256_hex(work):
             raise WalCorruption(f"{work!r} is not a work hash")
-        return self.records_dir / f"{work}.json"
+        return f"{self._records}/{work}.json"
 
     def read(self, work: str) -> dict | None:
         try:
-            data = read_bytes(self.path(work), limit=64 << 20)
+            data = read_bytes(self._file(work), limit=64 << 20)
         except FileNotFoundError:
+            self._known.pop(work, None)
             return None
-        return parse_record_file(data, expected_work=work)
+        known = self._known.get(work)
+        if known is not None and known[0] == data:
+            return known[1]
+        record = parse_record_file(data, expected_work=work)
+        self._remember(work, data, record)
+        return record
+
+    def _remember(self, work: str, data: bytes, record: dict) -> None:
+        self._known.pop(work, None)
+        if record["state"] == "done":
+            return  # nothing more is written to it
+        if len(self._known) >= CACHED_RECORDS:
+            del self._known[next(iter(self._known))]
+        self._known[work] = (data, record)
 
     def work_hashes(self) -> list[str]:
         try:
@@ -131,7 +161,7 @@ class WorkWAL:
             worker, lease, name = parse_staged(obj["staging"])
             leases.setdefault((worker, lease), []).append(name)
         for (worker, lease), names in leases.items():
-            remove_lease_dir(self.state_root, worker, lease, names)
+            self.staged.remove_lease(worker, lease, names)
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -141,19 +171,29 @@ class WorkWAL:
             raise FenceError(f"no WAL record for work {work}")
         return record
 
-    def record_lock(self, work: str):
-        """The record's exclusive lock: one byte, named by the work hash, of the shared lock file."""
-        self.path(work)
-        return exclusive(self.locks_dir / RECORD_LOCKS, self.mode, self.lock_timeout_s, int(work[:15], 16))
+    def record_lock(self, work: str, locks: LockFile | None = None):
+        """The record's exclusive lock: one byte, named by the work hash, of the shared lock file
+        (through ``locks``, a batch's open lock file, or a lock file opened for this lock)."""
+        self._file(work)
+        if locks is None:
+            return exclusive(self.locks_dir / RECORD_LOCKS, self.mode, self.lock_timeout_s, int(work[:15], 16))
+        return locks.hold(self.lock_timeout_s, int(work[:15], 16))
+
+    def lock_file(self) -> LockFile:
+        return LockFile(self.locks_dir / RECORD_LOCKS, self.mode)
 
     def _write(self, record: dict, barrier: Barrier | None, new: bool = False) -> None:
         """Create the record file with its first state (``new``) or append the next state."""
         line = encode_record(record)
-        path = self.path(record["work_hash"])
+        work = record["work_hash"]
+        path = self._file(work)
+        previous = self._known.pop(work, None)
         if not new:
             append_line(path, line, barrier)
         elif not write_new(path, line, self.mode, barrier):
-            raise StoreError(f"WAL record {path.name} appeared while its lock was held")
+            raise StoreError(f"WAL record {path} appeared while its lock was held")
+        if new or previous is not None:
+            self._remember(work, line if new else previous[0] + line, record)
 
 
 class GroupCommit:
@@ -173,6 +213,7 @@ class GroupCommit:
         self._locks = contextlib.ExitStack()
         self._held: set[str] = set()
         self._records: dict[str, dict] = {}
+        self._lock_file: LockFile | None = None
 
     def __enter__(self) -> GroupCommit:
         return self
@@ -186,7 +227,10 @@ class GroupCommit:
 
     def _lock(self, work: str) -> None:
         if work not in self._held:
-            self._locks.enter_context(self.wal.record_lock(work))
+            if self._lock_file is None:  # one open lock file per batch: batches exclude each other
+                self._lock_file = self.wal.lock_file()
+                self._locks.callback(self._lock_file.close)
+            self._locks.enter_context(self.wal.record_lock(work, self._lock_file))
             self._held.add(work)
 
     def lease(self, input_hash: str, executor_sha256: str, lease: dict[str, Any]) -> dict:
@@ -217,13 +261,14 @@ class GroupCommit:
                 raise StaleGeneration(f"work {work} is leased in generation {held['generation']}")
             if held["generation"] == lease["generation"] and held["master"] != lease["master"]:
                 raise FenceError(f"work {work} is leased by master {held['master']} in this generation")
-            record["history"].append({"state": "leased", **held})
-            record["lease"] = dict(lease)
+            record = {**record, "history": [*record["history"], {"state": "leased", **held}], "lease": dict(lease)}
         self.wal._write(record, self.barrier, new)
         crash_point("wal.leased")
         return record
 
     def begin(self, work: str, lease: dict[str, Any], manifest: dict[str, Any]) -> dict:
+        """``leased -> committing`` under the exact current lease, after checking every staged
+        object against the manifest (kept open for :meth:`publish`, see :class:`StagedReader`)."""
         check_manifest(manifest)
         self._lock(work)
         record = self.wal._require(work)
@@ -238,8 +283,9 @@ class GroupCommit:
             # only this lease's own staging may be consumed (and removed) by this record
             if parse_staged(obj["staging"])[:2] != (held["worker"], held["token"]):
                 raise FenceError(f"manifest object {obj['staging']} is not staged under lease {held['token']}")
-        record["manifest"] = canonical_manifest(manifest)
-        record["state"] = "committing"
+        staged = self.wal.staged.verify_all([(o["staging"], o["sha256"], o["length"]) for o in manifest["objects"]])
+        self.wal.staged.keep(staged)
+        record = {**record, "manifest": canonical_manifest(manifest), "state": "committing"}
         self.wal._write(record, self.barrier)
         crash_point("wal.committing")
         return record
@@ -247,9 +293,9 @@ class GroupCommit:
     def publish(self, work: str) -> list[str] | None:
         """Re-read the manifest, claim and publish its objects; the objects this record counts.
 
-        An object is published from the staged file it was read from and checked against
-        (linked when the corpus can adopt it, see :meth:`Corpus.put`). Returns None when the
-        record is already done.
+        An object is published from the staged file it was checked against (linked when the
+        corpus can adopt it, see :meth:`Corpus.put`). Returns None when the record is already
+        done.
         """
         self._lock(work)
         record = self.wal._require(work)
@@ -259,20 +305,29 @@ class GroupCommit:
         if record["state"] != "committing":
             raise FenceError(f"work {work} is {record['state']}; nothing to replay")
         corpus = self.wal.corpus
+        path = self.wal._file(work)
         claimed = []
         for obj in record["manifest"]["objects"]:
-            if corpus.claim(obj["sha256"], work, self.wal.path(work), self.barrier) != work:
+            sha256 = obj["sha256"]
+            if corpus.claim_new(sha256, path, self.barrier):
+                self._publish_object(obj)
+            elif corpus.claim_owner(sha256) != work:
                 continue
-            if not corpus.has(obj["sha256"]):
-                with open_staged(self.wal.state_root, obj["staging"]) as fd:
-                    data = staged_content(fd, obj["staging"], obj["sha256"], obj["length"])
-                    corpus.put(data, self.barrier, inode=fd)
-                crash_point("commit.published")
+            elif not corpus.has(sha256):  # claimed by this record before a crash, not yet published
+                self._publish_object(obj)
             else:
-                corpus.read(obj["sha256"])
-            claimed.append(obj["sha256"])
+                corpus.read(sha256)
+            claimed.append(sha256)
         crash_point("commit.objects")
         return claimed
+
+    def _publish_object(self, obj: dict) -> None:
+        staged = self.wal.staged.take(obj["staging"], obj["sha256"], obj["length"])
+        try:
+            self.wal.corpus.adopt(staged, self.barrier)
+        finally:
+            os.close(staged.fd)
+        crash_point("commit.published")
 
     def finish(self, work: str, claimed: list[str] | None, committer: dict[str, Any]) -> dict:
         """Mark done (after the objects are durable) and discard the consumed staging."""
@@ -280,6 +335,13 @@ class GroupCommit:
         if claimed is None:  # already done: a crash after wal.done may have left staging behind
             self.wal.discard_staging(record)
             return record
+        done = {"generation": committer["generation"], "master": committer["master"], "claimed": claimed}
+        record = {**record, "state": "done", "done": done}
+        self.wal._write(record, self.barrier)
+        crash_point("wal.done")
+        self.wal.discard_staging(record)
+        crash_point("commit.staging-removed")
+        return record
         record["state"] = "done"
         record["done"] = {"generation": committer["generation"], "master": committer["master"], "claimed": claimed}
         self.wal._write(record, self.barrier)
