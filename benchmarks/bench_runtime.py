@@ -182,17 +182,28 @@ def control(b: Bench) -> None:
                "definition": "commit events (durable: WAL done after syncfs) in the campaign window / window / masters"}
     # inode creation here varies from ~30 us to ~1 ms over minutes: probe right after the campaigns
     fs = section["file_system_after"] = fs_cost.probe(b.out)
-    one = rows[0]
-    master_cpu = (one.get("cpu_by_role") or {}).get("master")
-    section["bound"] = {"objects_per_commit": one["objects_per_commit"], "create_cpu_us": fs["create"]["cpu_us"],
-                        "master_cpu_ms_per_commit": None if master_cpu is None else round(1000 * master_cpu / one["rate"], 2),
-                        **fs_cost.commit_bound(one["objects_per_commit"], fs["create"]["cpu_us"], b.cores)}
+    section["bound"] = _control_bound(rows[0], fs, b.cores)
     if (shm := fs_cost.tmpfs()) is not None:
         r = b.campaign("control-1m-tmpfs", ZERO, ("1 master(s) x 2 workers, state on tmpfs", 3, 0, 2), scratch=shm)
         section["tmpfs_diagnostic"] = {**h.strip(r), "commits_per_s": r["rate"], "public_objects": r["verdict"]["public_objects"],
                                        "note": "same code and syncfs calls, state on RAM: no durable media, not a target row"}
         b.say(f"  control 1 master, state on tmpfs (diagnostic, not durable): {r['rate']:.0f} commits/s")
     b.results["sections"]["control"] = section
+
+
+def _control_bound(one: dict[str, Any], fs: dict[str, Any], cores: int) -> dict[str, Any]:
+    """What bounds the control plane, from the one-master run: the CPU a commit costs the master
+    (its rate with a core of its own) and master plus workers (the host's rate with every core
+    on ranks), and the inodes a commit creates with what one costs here."""
+    roles, rate = one.get("cpu_by_role") or {}, one["rate"]
+    master, ranks = roles.get("master"), (roles.get("master") or 0) + (roles.get("worker") or 0)
+    known = bool(master) and bool(rate)
+    return {"objects_per_commit": one["objects_per_commit"], "inodes": fs_cost.inodes_per_commit(one["objects_per_commit"]),
+            "create_cpu_us": fs["create"]["cpu_us"],
+            "master_cpu_ms_per_commit": round(1000 * master / rate, 3) if known else None,
+            "ranks_cpu_ms_per_commit": round(1000 * ranks / rate, 3) if known else None,
+            "master_core_commits_per_s": round(rate / master, 1) if known else None,
+            "host_commits_per_s": round(cores * rate / ranks, 1) if known else None}
 
 
 def ft(b: Bench) -> None:
@@ -409,6 +420,14 @@ def _status(ok: bool | None) -> str:
     return "n/a" if ok is None else ("met" if ok else "MISSED")
 
 
+def _profile_share(sections: dict[str, Any], run: str, role: str, function: str) -> float | None:
+    """The self share of ``function`` in a profiled run's py-spy summary, if that run was profiled."""
+    summary = sections.get("profile", {}).get(run, {}).get(role)
+    if not isinstance(summary, dict):
+        return None
+    return next((share for name, share in summary.get("self", []) if name.startswith(function + " ")), None)
+
+
 def table(results: dict[str, Any], command: str) -> str:
     s = results["sections"]
     lines = [f"symcc_ulfm benchmarks: cores={results['cores']}, window {results['window_s']:g} s, {results['mode']} mode, "
@@ -425,14 +444,18 @@ def table(results: dict[str, Any], command: str) -> str:
         lines.append("1 control plane (zero-cost executor, durable commits/s per master): " + " | ".join(
             f"{r['masters']}M {r['commits_per_s_per_master']:.0f}/s ({r['commits_per_s']:.0f} total)" for r in rows)
             + f"   target >= 1000: {_status(verdicts['1 control plane >= 1000 commits/s per master'])}")
-        if bound := s["control"].get("bound"):
-            inodes = bound["inodes"]
-            lines.append(f"    bound: a commit creates {inodes['master']:.0f} inode on the master (its WAL record) and "
-                         f"{inodes['worker']:.1f} on the worker (a staging directory and {bound['objects_per_commit']:.1f} staged "
-                         f"objects, which become the corpus objects); an inode "
-                         f"costs {bound['create_cpu_us']:.0f} us of CPU here (probed after the campaigns) -> at most "
-                         f"{bound['master_commits_per_s']:.0f} commits/s per master, {bound['host_commits_per_s']:.0f}/s per host; "
-                         f"measured master CPU per commit (1M): {_f(bound['master_cpu_ms_per_commit'], '.2f')} ms")
+        if (bound := s["control"].get("bound")) and bound.get("master_cpu_ms_per_commit"):
+            inodes, host = bound["inodes"], bound["host_commits_per_s"]
+            lines.append(f"    bound (1M run): the master spends {bound['master_cpu_ms_per_commit']:.2f} ms of CPU per commit -> "
+                         f"{bound['master_core_commits_per_s']:.0f} commits/s with a core of its own; master and workers "
+                         f"{bound['ranks_cpu_ms_per_commit']:.2f} ms -> {host:.0f} commits/s with all {results['cores']} cores "
+                         f"on ranks, {host / 2:.0f} and {host / 4:.0f} per master at 2 and 4 masters")
+            lines.append(f"    a commit creates {inodes['master']:.0f} inode on the master (its WAL record) and "
+                         f"{inodes['worker']:.1f} on the worker (its staged objects, which become the corpus objects); "
+                         f"creating one costs {bound['create_cpu_us']:.0f} us of CPU here (probed after the campaigns)")
+        if sync := _profile_share(s, "control", "master", "Barrier.sync"):
+            lines.append(f"    master wall time in syncfs (group commit barrier): {100 * sync:.0f}% "
+                         f"(profiles/control-summary.txt, idle frames included)")
         if diag := s["control"].get("tmpfs_diagnostic"):
             lines.append(f"    same code with the state on tmpfs (not durable, diagnostic): {diag['commits_per_s']:.0f} commits/s")
     if "ft" in s:

@@ -18,6 +18,7 @@ from symcc_ulfm.errors import (
     WalCorruption,
 )
 from symcc_ulfm.store.record import canonical_manifest, manifest_objects, parse_record, work_hash
+from symcc_ulfm.store.staging import staged_name
 from symcc_ulfm.store.wal import RECORD_LOCKS, AlreadyDone, NeedsReplay
 
 COMMITTER = {"generation": 0, "master": 0}
@@ -211,7 +212,7 @@ def test_begin_commit_in_wrong_states(env):
 
 
 def _obj(data=b"x", **kw):
-    o = {"sha256": sha(data), "length": len(data), "staging": f"staging/worker-1/0.0.1/{sha(data)}"}
+    o = {"sha256": sha(data), "length": len(data), "staging": staged_name(1, "0.0.1", sha(data))}
     o.update(kw)
     return o
 
@@ -229,7 +230,8 @@ def _obj(data=b"x", **kw):
         {"objects": [_obj(length=-1)], "generated": 1},
         {"objects": [_obj(length=True)], "generated": 1},
         {"objects": [_obj(staging="../x")], "generated": 1},
-        {"objects": [_obj(staging=f"staging/worker-1/0.0.1/{sha(b'y')}")], "generated": 1},
+        {"objects": [_obj(staging=staged_name(1, "0.0.1", sha(b"y")))], "generated": 1},
+        {"objects": [_obj(staging=f"staging/worker-1/0.0.1/{sha(b'x')}")], "generated": 1},  # format wal/2
         {"objects": [_obj(staging=None)], "generated": 1},
         {"objects": ["x"], "generated": 1},
     ],

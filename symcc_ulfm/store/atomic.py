@@ -166,7 +166,7 @@ def link_new(source: Path | str, path: Path | str, barrier: Barrier | None = Non
             created = True
         except FileExistsError:
             created = False
-        _settle(os.path.dirname(path), barrier)
+        _settle_entry(path, barrier)
         return created
     except OSError as exc:
         raise StoreError(f"cannot link {path} to {source}: {exc.strerror or exc}") from exc
@@ -193,7 +193,7 @@ def link_open_file(fd: int, path: Path | str, barrier: Barrier | None = None) ->
             if exc.errno in (errno.ENOENT, errno.EXDEV, errno.EPERM, errno.EACCES, errno.ENOTSUP):
                 return None
             raise
-        _settle(os.path.dirname(path), barrier)
+        _settle_entry(path, barrier)
         return created
     except OSError as exc:
         raise StoreError(f"cannot link {path}: {exc.strerror or exc}") from exc
@@ -254,6 +254,14 @@ def append_line(path: Path | str, line: bytes, barrier: Barrier | None = None) -
 def _settle(directory: Path | str, barrier: Barrier | None) -> None:
     if barrier is None:
         fsync_dir(directory)
+    else:
+        barrier.dirty = True
+
+
+def _settle_entry(path: Path | str, barrier: Barrier | None) -> None:
+    """:func:`_settle` of the directory holding ``path``."""
+    if barrier is None:
+        fsync_dir(os.path.dirname(path))
     else:
         barrier.dirty = True
 

@@ -130,9 +130,10 @@ class WorkWAL:
 
     # -- transitions (each a batch of one, durable on its own) ---------------------------
 
-    def batch(self, barrier: Barrier | None = None) -> GroupCommit:
-        """Transitions of many records made durable together by ``barrier`` (see GroupCommit)."""
-        return GroupCommit(self, barrier)
+    def batch(self, barrier: Barrier | None = None, locks: LockFile | None = None) -> GroupCommit:
+        """Transitions of many records made durable together by ``barrier`` (see GroupCommit);
+        ``locks``: an open lock file the caller's batches share, one batch at a time."""
+        return GroupCommit(self, barrier, locks)
 
     def lease(self, input_hash: str, executor_sha256: str, lease: dict[str, Any]) -> dict:
         """Lease the work for ``(input_hash, executor)``; raises AlreadyDone/NeedsReplay/FenceError."""
@@ -207,13 +208,13 @@ class GroupCommit:
     done. Without one, every write is durable on its own.
     """
 
-    def __init__(self, wal: WorkWAL, barrier: Barrier | None):
+    def __init__(self, wal: WorkWAL, barrier: Barrier | None, locks: LockFile | None = None):
         self.wal = wal
         self.barrier = barrier
         self._locks = contextlib.ExitStack()
         self._held: set[str] = set()
         self._records: dict[str, dict] = {}
-        self._lock_file: LockFile | None = None
+        self._lock_file = locks
 
     def __enter__(self) -> GroupCommit:
         return self
