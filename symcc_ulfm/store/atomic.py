@@ -222,13 +222,14 @@ def _forget_proc_fds() -> None:
 os.register_at_fork(after_in_child=_forget_proc_fds)
 
 
-def append_line(path: Path | str, line: bytes, barrier: Barrier | None = None) -> None:
+def append_line(path: Path | str, line: bytes, barrier: Barrier | None = None, whole: int | None = None) -> None:
     """Append one newline-terminated ``line`` to the existing line file ``path`` (durable now,
     or at ``barrier.sync()``); no new inode, no rename.
 
     A crash can leave the last line torn (no final newline); readers ignore such a tail, and
     this drops it before appending, so that a torn line never gets a newline of its own. The
-    caller serialises appends to one file (the record lock).
+    caller serialises appends to one file (the record lock); ``whole`` is a size at which the
+    caller read the file ending with a newline, so a file of that size is not read again.
     """
     if not line.endswith(b"\n") or b"\n" in line[:-1]:
         raise StoreError(f"append to {path}: not exactly one newline-terminated line")
@@ -236,7 +237,7 @@ def append_line(path: Path | str, line: bytes, barrier: Barrier | None = None) -
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
         try:
             size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
+            if size and size != whole and os.pread(fd, 1, size - 1) != b"\n":
                 os.ftruncate(fd, os.pread(fd, size, 0).rfind(b"\n") + 1)
             view = memoryview(line)
             while view:
@@ -288,15 +289,26 @@ def read_bytes(path: Path | str, limit: int | None = None) -> bytes:
             raise StoreError(f"{path} is not a regular file")
         if limit is not None and info.st_size > limit:
             raise StoreError(f"{path} has {info.st_size} bytes, more than the limit of {limit}")
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return read_to_end(fd, info.st_size)
     finally:
         os.close(fd)
+
+
+def read_to_end(fd: int, expected: int, limit: int | None = None) -> bytes:
+    """The rest of the open regular file ``fd`` (at most ``limit`` bytes), read in requests one
+    byte larger than ``expected``: a short read of a regular file is its end, so a file of the
+    expected size takes one ``read`` instead of a second one that returns nothing."""
+    chunks, total = [], 0
+    while limit is None or total < limit:
+        want = min(max(expected - total + 1, 4096), 1 << 20)
+        if limit is not None:
+            want = min(want, limit - total)
+        chunk = os.read(fd, want)
+        chunks.append(chunk)
+        total += len(chunk)
+        if len(chunk) < want:
+            break
+    return b"".join(chunks)
 
 
 def _unlink_quietly(path: Path | str) -> None:

@@ -25,6 +25,7 @@ from .record import record_lines
 from .staging import Staged
 
 SEED_OWNER = "seed"
+_EUID = os.geteuid()  # this process's user: its own staged files can be adopted, others are copied
 
 
 class Corpus:
@@ -76,22 +77,24 @@ class Corpus:
 
     def adopt(self, staged: Staged, barrier: Barrier | None = None) -> bool:
         """Publish a verified staged object (see :meth:`put`); True when this call created it."""
-        return self._publish(staged.sha256, staged.data, staged.fd, barrier)
+        return self._publish(staged.sha256, staged.data, staged.fd, barrier, staged.info)
 
-    def _publish(self, sha256: str, data: bytes, inode: int | None, barrier: Barrier | None) -> bool:
+    def _publish(self, sha256: str, data: bytes, inode: int | None, barrier: Barrier | None,
+                 info: os.stat_result | None = None) -> bool:
         path = self._object(sha256)
-        created = self._adopt(inode, path, barrier) if inode is not None else None
+        created = self._adopt(inode, path, barrier, info) if inode is not None else None
         if created is None:
             created = write_new(path, data, self.object_mode, barrier)
         if not created:
             self._require_identical(sha256, data)
         return created
 
-    def _adopt(self, fd: int, path: str, barrier: Barrier | None) -> bool | None:
-        """Link the open file ``fd`` as ``path``; None when it cannot be adopted (see :meth:`put`)."""
+    def _adopt(self, fd: int, path: str, barrier: Barrier | None, info: os.stat_result | None = None) -> bool | None:
+        """Link the open file ``fd`` (``info``: its fstat just taken, if any) as ``path``; None when
+        it cannot be adopted (see :meth:`put`)."""
         try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_nlink != 1:
+            info = info or os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != _EUID or info.st_nlink != 1:
                 return None
             if stat.S_IMODE(info.st_mode) != self.object_mode:
                 os.fchmod(fd, self.object_mode)

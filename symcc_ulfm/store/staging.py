@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import IntegrityError, StoreError
-from .atomic import Barrier, ensure_dir
+from .atomic import Barrier, ensure_dir, read_to_end
 
 _STAGED = re.compile(r"staging/worker-([0-9]+)/([A-Za-z0-9._:-]{1,128})@([0-9a-f]{64})")
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -132,6 +132,7 @@ class Staged:
     sha256: str
     fd: int
     data: bytes
+    info: os.stat_result | None = None  # its fstat when it was handed over for publication
 
 
 class StagedReader:
@@ -201,7 +202,8 @@ class StagedReader:
         kept = self._kept.pop(relpath, None)
         if kept is not None:
             try:
-                unchanged = (kept.sha256 == sha256 and len(kept.data) == length and os.fstat(kept.fd).st_nlink > 0
+                kept.info = os.fstat(kept.fd)
+                unchanged = (kept.sha256 == sha256 and len(kept.data) == length and kept.info.st_nlink > 0
                              and os.pread(kept.fd, length + 1, 0) == kept.data)
             except OSError:
                 unchanged = False
@@ -272,24 +274,13 @@ def staged_content(fd: int, relpath: str, sha256: str, length: int) -> bytes:
     """The bytes of the open staged file ``fd``, checked against the manifest's name and length."""
     if parse_staged(relpath)[2] != sha256:
         raise IntegrityError(f"staged path {relpath} does not name object {sha256}")
-    data = _read_limited(fd, length + 1)
+    data = read_to_end(fd, length, limit=length + 1)
     if len(data) != length:
         raise IntegrityError(f"staged {relpath} has {len(data)} bytes, manifest says {length}")
     actual = hashlib.sha256(data).hexdigest()
     if actual != sha256:
         raise IntegrityError(f"staged {relpath} has SHA-256 {actual}, manifest says {sha256}")
     return data
-
-
-def _read_limited(fd: int, limit: int) -> bytes:
-    chunks, total = [], 0
-    while total < limit:
-        chunk = os.read(fd, min(1 << 20, limit - total))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-    return b"".join(chunks)
 
 
 def _staged_error(relpath: str, exc: OSError) -> Exception:

@@ -190,7 +190,8 @@ class WorkWAL:
         path = self._file(work)
         previous = self._known.pop(work, None)
         if not new:
-            append_line(path, line, barrier)
+            whole = len(previous[0]) if previous is not None and previous[0].endswith(b"\n") else None
+            append_line(path, line, barrier, whole)
         elif not write_new(path, line, self.mode, barrier):
             raise StoreError(f"WAL record {path} appeared while its lock was held")
         if new or previous is not None:
