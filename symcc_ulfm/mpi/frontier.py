@@ -94,8 +94,8 @@ class Frontier:
         """
         manifest, done = record["manifest"], record["done"]
         replayed = (manifest["master"], manifest["generation"]) != (done["master"], done["generation"])
-        claimed = set(record["done"]["claimed"])
-        objects = [o for o in record["manifest"]["objects"] if o["sha256"] in claimed]
+        claimed = set(done["claimed"])
+        objects = [o for o in manifest["objects"] if o["sha256"] in claimed]
         novel = [o for o in objects if o["novel"]]
         new_coverage: set[int] = set()
         for obj in objects:

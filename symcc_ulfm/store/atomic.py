@@ -42,7 +42,7 @@ def ensure_dir(path: Path, mode: int, barrier: Barrier | None = None) -> Path:
             try:
                 os.mkdir(path, mode)
                 os.chmod(path, mode | (os.stat(parent).st_mode & stat.S_ISGID))
-                _settle(parent, barrier)
+                _settle(path, barrier)
             except FileExistsError:
                 if not path.is_dir():
                     raise
@@ -133,7 +133,7 @@ def write_replace(path: Path, data: bytes, mode: int, barrier: Barrier | None = 
         except BaseException:
             _unlink_quietly(temp)
             raise
-        _settle(path.parent, barrier)
+        _settle(path, barrier)
     except OSError as exc:
         raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
@@ -150,7 +150,7 @@ def write_new(path: Path | str, data: bytes, mode: int, barrier: Barrier | None 
             created = False
         finally:
             _unlink_quietly(temp)
-        _settle(directory, barrier)
+        _settle(path, barrier)
         return created
     except OSError as exc:
         raise StoreError(f"cannot create {path}: {exc.strerror or exc}") from exc
@@ -166,7 +166,7 @@ def link_new(source: Path | str, path: Path | str, barrier: Barrier | None = Non
             created = True
         except FileExistsError:
             created = False
-        _settle_entry(path, barrier)
+        _settle(path, barrier)
         return created
     except OSError as exc:
         raise StoreError(f"cannot link {path} to {source}: {exc.strerror or exc}") from exc
@@ -193,7 +193,7 @@ def link_open_file(fd: int, path: Path | str, barrier: Barrier | None = None) ->
             if exc.errno in (errno.ENOENT, errno.EXDEV, errno.EPERM, errno.EACCES, errno.ENOTSUP):
                 return None
             raise
-        _settle_entry(path, barrier)
+        _settle(path, barrier)
         return created
     except OSError as exc:
         raise StoreError(f"cannot link {path}: {exc.strerror or exc}") from exc
@@ -252,15 +252,8 @@ def append_line(path: Path | str, line: bytes, barrier: Barrier | None = None, w
         raise StoreError(f"cannot append to {path}: {exc.strerror or exc}") from exc
 
 
-def _settle(directory: Path | str, barrier: Barrier | None) -> None:
-    if barrier is None:
-        fsync_dir(directory)
-    else:
-        barrier.dirty = True
-
-
-def _settle_entry(path: Path | str, barrier: Barrier | None) -> None:
-    """:func:`_settle` of the directory holding ``path``."""
+def _settle(path: Path | str, barrier: Barrier | None) -> None:
+    """Make the new directory entry ``path`` durable now (its directory), or at the barrier."""
     if barrier is None:
         fsync_dir(os.path.dirname(path))
     else:

@@ -39,15 +39,11 @@ class Corpus:
         self._claims = str(self.claims)
 
     def path(self, sha256: str) -> Path:
-        if not is_sha256_hex(sha256):
-            raise CorpusIntegrityError(f"{sha256!r} is not a SHA-256 object name")
-        return self.objects / sha256
+        return self.objects / _name(sha256)
 
     def _object(self, sha256: str) -> str:
         """``path`` as a string (the hot path of publication builds no Path objects)."""
-        if not is_sha256_hex(sha256):
-            raise CorpusIntegrityError(f"{sha256!r} is not a SHA-256 object name")
-        return f"{self._objects}/{sha256}"
+        return f"{self._objects}/{_name(sha256)}"
 
     def has(self, sha256: str) -> bool:
         return os.path.exists(self._object(sha256))
@@ -117,23 +113,21 @@ class Corpus:
 
     def claim_new(self, sha256: str, record: Path | str, barrier: Barrier | None = None) -> bool:
         """Create the claim of ``sha256`` as a link to ``record``; False when a claim exists."""
-        if not is_sha256_hex(sha256):
-            raise CorpusIntegrityError(f"{sha256!r} is not a SHA-256 object name")
-        if link_new(record, f"{self._claims}/{sha256}", barrier):
+        if link_new(record, f"{self._claims}/{_name(sha256)}", barrier):
             crash_point("commit.claimed")
             return True
         return False
 
     def claim_owner(self, sha256: str) -> str | None:
         try:
-            data = read_bytes(self.claims / self.path(sha256).name, limit=64 << 20)
+            data = read_bytes(self.claims / _name(sha256), limit=64 << 20)
         except FileNotFoundError:
             return None
         return claim_owner(data, sha256)
 
     def is_seed(self, sha256: str) -> bool:
         """Whether ``sha256`` was published as a seed (reads 4 bytes, not a record)."""
-        path = self.claims / self.path(sha256).name
+        path = self.claims / _name(sha256)
         try:
             if os.stat(path, follow_symlinks=False).st_size != len(SEED_OWNER):
                 return False
@@ -169,6 +163,13 @@ class Corpus:
             except CorpusIntegrityError as exc:
                 problems.append(str(exc))
         return problems
+
+
+def _name(sha256: str) -> str:
+    """``sha256`` as the name of an object or claim (anything else is refused)."""
+    if not is_sha256_hex(sha256):
+        raise CorpusIntegrityError(f"{sha256!r} is not a SHA-256 object name")
+    return sha256
 
 
 def claim_owner(data: bytes, sha256: str) -> str:

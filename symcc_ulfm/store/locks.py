@@ -92,8 +92,6 @@ class LockFile:
 def exclusive(path: Path, mode: int, timeout_s: float, byte: int | None = None) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (created with ``mode``), or on its byte ``byte`` only;
     waits at most ``timeout_s``."""
-    if byte is not None and not 0 <= byte < BYTE_KEYS:
-        raise StoreError(f"lock byte {byte} is outside 0..2^62")
     lock = LockFile(path, mode)
     try:
         with lock.hold(timeout_s, byte):

@@ -169,10 +169,16 @@ class StagedReader:
             raise IntegrityError(f"staged path {relpath} does not name object {sha256}")
         fd = _open_at(self.worker_dir(worker, relpath), staged_file(lease, name), _FILE_FLAGS, relpath)
         try:
-            return Staged(relpath, sha256, fd, staged_content(fd, relpath, sha256, length))
+            data = read_to_end(fd, length, limit=length + 1)
+            if len(data) != length:
+                raise IntegrityError(f"staged {relpath} has {len(data)} bytes, manifest says {length}")
+            actual = hashlib.sha256(data).hexdigest()
+            if actual != sha256:
+                raise IntegrityError(f"staged {relpath} has SHA-256 {actual}, manifest says {sha256}")
         except BaseException:
             os.close(fd)
             raise
+        return Staged(relpath, sha256, fd, data)
 
     def verify_all(self, objects: list[tuple[str, str, int]]) -> list[Staged]:
         """:meth:`verify` of ``(relpath, sha256, length)`` objects, all or none."""
@@ -247,9 +253,7 @@ class StagedReader:
 
 
 def _close_all(dirs: dict[object, int], kept: dict[str, Staged]) -> None:
-    for fd in [*dirs.values(), *(staged.fd for staged in kept.values())]:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+    _close_fds([*dirs.values(), *(staged.fd for staged in kept.values())])
     dirs.clear()
     kept.clear()
 
@@ -268,19 +272,6 @@ def read_staged(state_root: Path, relpath: str, sha256: str, length: int) -> byt
         return reader.read(relpath, sha256, length)
     finally:
         reader.close()
-
-
-def staged_content(fd: int, relpath: str, sha256: str, length: int) -> bytes:
-    """The bytes of the open staged file ``fd``, checked against the manifest's name and length."""
-    if parse_staged(relpath)[2] != sha256:
-        raise IntegrityError(f"staged path {relpath} does not name object {sha256}")
-    data = read_to_end(fd, length, limit=length + 1)
-    if len(data) != length:
-        raise IntegrityError(f"staged {relpath} has {len(data)} bytes, manifest says {length}")
-    actual = hashlib.sha256(data).hexdigest()
-    if actual != sha256:
-        raise IntegrityError(f"staged {relpath} has SHA-256 {actual}, manifest says {sha256}")
-    return data
 
 
 def _staged_error(relpath: str, exc: OSError) -> Exception:

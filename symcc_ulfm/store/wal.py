@@ -4,8 +4,9 @@ A record is a file of lines, one per state (the format is :mod:`.record`). The f
 creates the file (create-only); every transition appends a line under the record's exclusive
 lock, so a record costs one inode however many states it passes. A torn last line (a crash in
 the middle of an append) is a transition that never became durable and is ignored; any other
-damage, an edited or reordered line, fails its checks and the record is never trusted. Lease tokens are fenced by generation: a record leased in an older generation
-is *lapsed* and may be re-leased; a manifest can only be written with the exact current lease.
+damage, an edited or reordered line, fails its checks and the record is never trusted. Lease
+tokens are fenced by generation: a record leased in an older generation is *lapsed* and may be
+re-leased; a manifest can only be written with the exact current lease.
 
 :meth:`WorkWAL.replay_commit_once` runs "re-read manifest -> verify/publish every object ->
 mark done" inside the record lock. Any exception leaves the record ``committing`` so a later
@@ -339,13 +340,6 @@ class GroupCommit:
             return record
         done = {"generation": committer["generation"], "master": committer["master"], "claimed": claimed}
         record = {**record, "state": "done", "done": done}
-        self.wal._write(record, self.barrier)
-        crash_point("wal.done")
-        self.wal.discard_staging(record)
-        crash_point("commit.staging-removed")
-        return record
-        record["state"] = "done"
-        record["done"] = {"generation": committer["generation"], "master": committer["master"], "claimed": claimed}
         self.wal._write(record, self.barrier)
         crash_point("wal.done")
         self.wal.discard_staging(record)
