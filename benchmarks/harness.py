@@ -4,7 +4,7 @@ CPU accounting, rate timelines, profiles, sealing.
 What is measured how (every figure of ``make bench`` comes from one of these):
 
 * **one unit of work** (:func:`analyze_input`): ``executor.run(input, hint)`` and one
-  ``executor.coverage(child)`` per distinct child, exactly what a campaign worker does per
+  ``executor.measure_many`` of the distinct children, exactly what a campaign worker does per
   input (``symcc_ulfm/mpi/worker.py``). The sequential limit, the upstream-style baseline and
   the Dask comparison all run this function; the campaign runs the worker loop.
 * **physical limit** = ``cores x`` the inputs/s of :func:`sequential_rate` (one process, no
@@ -58,10 +58,11 @@ class Workload:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "executor": self.executor, "target": self.target, "options": dict(self.options)}
 
-    def create(self):
-        from symcc_ulfm.executors import create
+    def create(self, contained: bool = True):
+        """The executor as a campaign runs it (contained when it runs target code), or in-process."""
+        from symcc_ulfm.executors import create, engine
 
-        return create(self.executor, self.target, self.options)
+        return (create if contained else engine)(self.executor, self.target, self.options)
 
     def launch_args(self) -> list[str]:
         args = ["--executor", self.executor]
@@ -79,13 +80,12 @@ def analyze_input(executor, data: bytes, hint: dict | None) -> dict[str, Any]:
     """Run one input and measure every distinct child (what a campaign worker does per input)."""
     result = executor.run(data, hint)
     hints = result.hints or [None] * len(result.candidates)
-    children, seen = [], set()
+    distinct: dict[bytes, tuple[bytes, dict | None]] = {}
     for child, child_hint in zip(result.candidates, hints, strict=True):
-        digest = hashlib.sha256(child).digest()
-        if digest in seen:
-            continue
-        seen.add(digest)
-        children.append((child, child_hint, sorted(executor.coverage(child))))
+        distinct.setdefault(hashlib.sha256(child).digest(), (child, child_hint))
+    measured = executor.measure_many([child for child, _ in distinct.values()])
+    children = [(child, child_hint, sorted(m.coverage)) for (child, child_hint), m in zip(distinct.values(), measured,
+                                                                                            strict=True)]
     return {"generated": len(result.candidates), "children": children}
 
 

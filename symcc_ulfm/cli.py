@@ -69,9 +69,9 @@ def cmd_launch(args: argparse.Namespace) -> int:
         ulfm=not args.no_ulfm,
         timeouts=_timeouts(args.timeout),
     )
-    check_executor(policy)
+    probe = check_executor(policy)
     state_dir = Path(args.state_dir or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
-    state = prepare_state_dir(policy, state_dir, modes, resume=args.resume)
+    state = prepare_state_dir(policy, state_dir, modes, resume=args.resume, probe=probe)
     echo = (lambda line: print(line, file=sys.stderr)) if args.json else print
     job = run_job(policy, state, echo=echo)
     verdict = conclude(state)
@@ -93,6 +93,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
             f"novel {verdict['wal_novel']}, public objects {verdict['public_objects']}, "
             f"endpoint edges {verdict['endpoint_edges']}"
         )
+        lines.append(f"findings: {verdict['findings_unique']} unique, {verdict['findings_hits']} hits"
+                     + (f" (symcc-ulfm findings {state.root})" if verdict["findings_unique"] else ""))
     lines += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
     if not verdict["passed"]:
         lines.append("last job output:\n" + job.tail())
@@ -116,6 +118,36 @@ def cmd_oracle(args: argparse.Namespace) -> int:
     text += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
     _emit(args, verdict, "\n".join(text))
     return 0 if verdict["passed"] else 1
+
+
+def cmd_findings(args: argparse.Namespace) -> int:
+    from .core.modes import modes_from_env
+    from .replay import list_findings
+
+    result = list_findings(args.dir, modes_from_env(os.environ))
+    text = [f"{result['unique']} unique findings, {result['hits']} hits in {result['state_dir']}"]
+    for row in result["findings"]:
+        when = f"+{row['first_seen_s']:.1f} s" if "first_seen_s" in row else f"{row['first_seen']:.0f}"
+        text.append(f"{row['id']}  {row['kind']:<9} hits {row['hits']:<4} first {when} (generation {row['generation']}, "
+                    f"worker {row['worker']})  {row['signature']}\n    input {row['input_sha256']}\n    {row['replay']}")
+    _emit(args, result, "\n".join(text))
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .core.modes import modes_from_env
+    from .replay import replay
+
+    row = replay(args.dir, args.finding, modes_from_env(os.environ))
+    observed = row["observed"]
+    verdict = {True: "REPRODUCED", False: "NOT REPRODUCED", None: "NOT REPLAYED"}[row["reproduced"]]
+    text = [f"{verdict}  {row['id']} {row['kind']}: {row['signature']}", f"  input {row['input_sha256']}"]
+    if observed is not None:
+        text.append(f"  observed {observed['kind']}: {observed['signature'] or '-'} ({observed['detail'] or '-'})")
+    if row.get("note"):
+        text.append(f"  note: {row['note']}")
+    _emit(args, row, "\n".join(text))
+    return 0 if row["reproduced"] else 1
 
 
 def cmd_seal(args: argparse.Namespace) -> int:
@@ -252,6 +284,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--minimum-hosts", type=int)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_oracle)
+
+    p = sub.add_parser("findings", help="list the unique findings of a state or run directory")
+    p.add_argument("dir")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_findings)
+
+    p = sub.add_parser("replay", help="re-run a finding's input, contained; exit 0 when it reproduces")
+    p.add_argument("dir")
+    p.add_argument("finding", help="finding id (or 4+ of its first characters) or the SHA-256 of its input")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("seal", help="write SHA256SUMS.txt over every file of a run directory")
     p.add_argument("run_dir")

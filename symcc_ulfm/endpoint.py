@@ -1,47 +1,65 @@
 """Endpoint coverage: replay the final public corpus through the executor's coverage.
 
 Counted once at the end, independently of what the masters judged during the campaign, and
-written to ``endpoint.json`` in the state directory (the oracle reports its ``edges``).
+written to ``endpoint.json`` in the state directory (the oracle reports its ``edges``). The
+executor is the contained one (target code never runs in ``launch``); inputs of ``crash``,
+``hang`` and ``oom`` findings are not executed again, and the whole measurement has a time
+budget: what it could not measure in time is counted in ``unmeasured``, never waited for.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 from .core.canonical import canonical_json, digest
-from .core.modes import FileModes
 from .core.policy import Policy
 from .executors import create
 from .executors.base import edge_of
 from .store.atomic import read_bytes, write_replace
 from .store.corpus import Corpus
+from .store.findings import terminal_inputs
+from .store.paths import StateDir
 
-ENDPOINT_FORMAT = "symcc-ulfm-endpoint/1"
+ENDPOINT_FORMAT = "symcc-ulfm-endpoint/2"
+DEFAULT_BUDGET_S = 120.0
+BATCH = 256
 
 
-def measure_endpoint(state_dir: Path, modes: FileModes) -> dict:
-    state_dir = Path(state_dir)
-    policy = Policy.from_json(json.loads(read_bytes(state_dir / "policy.json")))
-    executor = create(policy.executor, policy.target, policy.executor_options)
-    corpus = Corpus(state_dir / "corpus", modes.corpus, modes.snapshot)
+def measure_endpoint(state: StateDir, budget_s: float | None = None) -> dict:
+    policy = Policy.from_json(json.loads(read_bytes(state.policy)))
+    corpus = Corpus(state.corpus, state.modes.corpus, state.modes.snapshot)
+    skipped = terminal_inputs(state)
+    names = [name for name in corpus.names() if name not in skipped]
     started = time.perf_counter()
+    until = time.monotonic() + (DEFAULT_BUDGET_S if budget_s is None else budget_s)
     coverage: set[int] = set()
-    objects = 0
+    measured = failed = 0
+    executor = create(policy.executor, policy.target, policy.executor_options)
     try:
-        for name in corpus.names():
-            coverage |= executor.coverage(corpus.read(name))
-            objects += 1
+        identity = executor.identity()
+        for pos in range(0, len(names), BATCH):
+            left = until - time.monotonic()
+            if left <= 0:
+                break
+            batch = [corpus.read(name) for name in names[pos:pos + BATCH]]
+            for result in executor.measure_many(batch, budget_s=left):
+                if result is not None:
+                    measured += 1
+                    failed += result.outcome.is_finding
+                    coverage |= result.coverage
     finally:
         executor.close()
     result = {
         "format": ENDPOINT_FORMAT,
         "edges": len({edge_of(c) for c in coverage}),
         "coverage_ids": len(coverage),
-        "objects": objects,
-        "executor_sha256": digest(executor.identity()),
+        "objects": measured,
+        "unmeasured": len(names) - measured,
+        "skipped_findings": len(skipped),
+        "findings_on_replay": failed,
+        "executor_sha256": digest(identity),
         "seconds": round(time.perf_counter() - started, 6),
     }
-    write_replace(state_dir / "endpoint.json", canonical_json(result), modes.snapshot)
+    write_replace(state.endpoint, canonical_json(result), state.modes.snapshot)
     return result

@@ -129,3 +129,21 @@ class RecoveryTimeout(SymccUlfmError):
     """A bounded wait in the recovery sequence expired."""
 
     exit_code = 1
+
+
+class ExecutorError(SymccUlfmError):
+    """The executor itself (not the target it runs) failed; reported with the work, never a finding."""
+
+
+def rebuild(name: str, message: str, exit_code: int) -> SymccUlfmError:
+    """An error reported by another process (the sandbox child) as its class name and message."""
+    cls = globals().get(name)
+    if isinstance(cls, type) and issubclass(cls, SymccUlfmError):
+        error = cls.__new__(cls)
+        Exception.__init__(error, message)
+        if isinstance(error, ConfigError):
+            error.field = message.partition(":")[0]
+        return error
+    error = ExecutorError(f"{name}: {message}")
+    error.exit_code = exit_code if type(exit_code) is int and 0 < exit_code < 256 else 70
+    return error

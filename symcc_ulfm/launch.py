@@ -20,11 +20,12 @@ from .core.canonical import canonical_json, digest
 from .core.modes import FileModes
 from .core.policy import Policy
 from .endpoint import measure_endpoint
-from .errors import PolicyError, WalCorruption
+from .errors import PolicyError, SymccUlfmError, WalCorruption
 from .evidence.oracle import judge
 from .executors import create
 from .store.atomic import read_bytes, write_new, write_replace
 from .store.corpus import Corpus
+from .store.identity import require_same, write_identity
 from .store.paths import StateDir
 from .store.snapshots import SnapshotStore
 from .store.wal import WorkWAL
@@ -48,11 +49,35 @@ class JobResult:
         return "\n".join(text.splitlines()[-lines:])
 
 
-def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume: bool = False) -> StateDir:
-    """Create the state directory and write the canonical policy (create-only).
+@dataclass(frozen=True)
+class ExecutorProbe:
+    """What a contained executor says about itself before a campaign starts."""
 
-    A directory that already holds a campaign is only accepted with ``resume`` and the same policy.
+    identity: dict
+    sha256: str
+    seeds: list[bytes]
+
+
+def check_executor(policy: Policy) -> ExecutorProbe:
+    """Build the executor once, contained, before anything is written: a bad target fails here
+    (exit 2), and the target's code never runs in this process."""
+    executor = create(policy.executor, policy.target, policy.executor_options)
+    try:
+        identity = executor.identity()
+        return ExecutorProbe(identity, digest(identity), executor.seeds())
+    finally:
+        executor.close()
+
+
+def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume: bool = False,
+                      probe: ExecutorProbe | None = None) -> StateDir:
+    """Create the state directory: the canonical policy and the executor identity (create-only),
+    and the seeds as corpus objects.
+
+    A directory that already holds a campaign is only accepted with ``resume``, the same policy
+    and the same executor identity (exit 6 when the target changed).
     """
+    probe = probe or check_executor(policy)
     state = StateDir(Path(state_dir).absolute(), modes)
     data = policy.to_bytes()
     if state.policy.exists():
@@ -62,12 +87,17 @@ def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume:
             raise PolicyError("state_dir", f"{state.root} holds a campaign with a different policy; cannot resume")
         if (state.root / "outcome.json").exists():
             raise PolicyError("state_dir", f"the campaign in {state.root} already reached its deadline; nothing to resume")
+        require_same(state.executor, probe.sha256, "the resumed campaign")
         preflight(state)
         return state
     if resume:
         raise PolicyError("state_dir", f"{state.root} holds no campaign to resume")
     state.create()
     write_new(state.policy, data, modes.snapshot)
+    write_identity(state.executor, probe.identity, modes.snapshot)
+    corpus = Corpus(state.corpus, modes.corpus, modes.snapshot)
+    for seed in probe.seeds:
+        corpus.publish_seed(seed)
     return state
 
 
@@ -133,19 +163,16 @@ def _kill_job(process: subprocess.Popen) -> int:
     return process.wait()
 
 
-def check_executor(policy: Policy) -> str:
-    """Build the executor once before anything is written: a bad target fails here (exit 2)."""
-    executor = create(policy.executor, policy.target, policy.executor_options)
-    try:
-        return digest(executor.identity())
-    finally:
-        executor.close()
-
-
-def conclude(state: StateDir, minimum_hosts: int | None = None) -> dict:
-    """After the job: re-measure endpoint coverage, run the oracle, store its verdict."""
+def conclude(state: StateDir, minimum_hosts: int | None = None, endpoint_budget_s: float | None = None) -> dict:
+    """After the job: re-measure endpoint coverage (contained, bounded in time), run the oracle,
+    store its verdict. A target that fails the measurement costs the endpoint figure, never the
+    verdict."""
     if (state.root / "outcome.json").exists():
-        measure_endpoint(state.root, state.modes)
+        try:
+            measure_endpoint(state, budget_s=endpoint_budget_s)
+        except SymccUlfmError as exc:
+            write_replace(state.endpoint, canonical_json({"error": f"{type(exc).__name__}: {exc}"[:2000]}),
+                          state.modes.snapshot)
     verdict = judge(state.root, minimum_hosts=minimum_hosts)
     write_replace(state.root / "oracle.json", canonical_json(verdict), state.modes.snapshot)
     return verdict

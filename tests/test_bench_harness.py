@@ -25,7 +25,7 @@ def test_one_unit_of_work_measures_every_distinct_child():
     assert out["generated"] == 3
     assert 1 <= len(out["children"]) <= 3
     for child, _hint, coverage in out["children"]:
-        assert isinstance(child, bytes) and coverage == sorted(executor.coverage(child))
+        assert isinstance(child, bytes) and coverage == sorted(executor.measure(child).coverage)
 
 
 def test_sequential_rate_and_efficiency():

@@ -48,37 +48,60 @@ def module(tmp_path):
 
 def test_hit_count_classes_distinguish_loop_counts(module):
     executor = ConcolicExecutor(f"{module}:loop")
-    one, two, three, five, nine = (executor.coverage(bytes([n])) for n in (1, 2, 3, 5, 9))
+    one, two, three, five, nine = (executor.measure(bytes([n])).coverage for n in (1, 2, 3, 5, 9))
     assert {edge_of(c) for c in two} == {edge_of(c) for c in three}, "same edges"
     assert len({one, two, three, five, nine}) == 5, "different hit-count classes"
-    assert executor.coverage(bytes([5])) == executor.coverage(bytes([6])) == five, "4-7 is one class"
-    assert executor.coverage(bytes([5])) == five, "deterministic"
+    assert executor.measure(bytes([5])).coverage == executor.measure(bytes([6])).coverage == five, "4-7 is one class"
+    assert executor.measure(bytes([5])).coverage == five, "deterministic"
 
 
 def test_target_exceptions_are_outcomes_not_crashes(module):
     executor = ConcolicExecutor(f"{module}:boom")
-    covers = [executor.coverage(bytes([n])) for n in range(5)]
+    measured = [executor.measure(bytes([n])) for n in range(5)]
+    covers = [m.coverage for m in measured]
     assert len(set(covers[:4])) == 4, "each failure is its own outcome"
     assert covers[0] == covers[4]
+    assert [m.outcome.kind for m in measured] == ["ok", "exception", "exception", "exception", "ok"]
+    assert measured[1].outcome.signature == "KeyError at covtarget.py:boom:12"
+    assert measured[2].outcome.detail == "ZeroDivisionError: integer division or modulo by zero"
+    assert measured[3].outcome.signature.startswith("SystemExit at covtarget.py:boom:")
     for n in range(4):
         result = executor.run(bytes([n]))
         assert result.notes["outcome"] == ["return", "exception:KeyError", "exception:ZeroDivisionError",
                                            "exception:SystemExit"][n]
+        # the symbolic run's failure is reported only as the concrete run confirms it
+        assert [(f.outcome, f.data) for f in result.findings] == ([] if n == 0 else [(measured[n].outcome, bytes([n]))])
+
+
+def test_expected_exceptions_are_not_findings(module):
+    executor = ConcolicExecutor(f"{module}:boom", {"expected_exceptions": "LookupError, ArithmeticError"})
+    assert [executor.measure(bytes([n])).outcome.kind for n in range(4)] == ["ok", "ok", "ok", "exception"]
+    assert executor.measure(bytes([1])).outcome.detail == "expected KeyError"
+    dotted = ConcolicExecutor(f"{module}:boom", {"expected_exceptions": ["builtins.KeyError"]})
+    assert [dotted.measure(bytes([n])).outcome.kind for n in range(3)] == ["ok", "ok", "exception"]
+
+
+@pytest.mark.parametrize("value", ["not a name!", ["ok", 3], "nosuchmodule.Error", "builtins.len", 7])
+def test_bad_expected_exceptions_are_policy_errors(module, value):
+    with pytest.raises(PolicyError, match="expected_exceptions"):
+        ConcolicExecutor(f"{module}:boom", {"expected_exceptions": value})
 
 
 def test_exec_timeout_bounds_a_runaway_target(module):
     executor = ConcolicExecutor(f"{module}:spin", {"exec_timeout_s": 0.3})
     start = time.monotonic()
-    executor.coverage(b"x")
+    outcome = executor.measure(b"x").outcome
     result = executor.run(b"x")
     assert time.monotonic() - start < 3
-    assert result.notes["outcome"] == "timeout"
+    assert (outcome.kind, outcome.signature) == ("hang", "hang in covtarget.py:spin")
+    assert result.notes["outcome"] == "timeout" and result.findings[0].outcome.kind == "hang"
 
 
 def test_recursion_is_bounded_and_reported(module):
     executor = ConcolicExecutor(f"{module}:deep", {"max_frames": 50})
     assert executor.run(b"x").notes["outcome"] == "exception:RecursionError"
-    assert executor.coverage(b"x")
+    measured = executor.measure(b"x")
+    assert measured.coverage and measured.outcome.signature == "RecursionError at covtarget.py:deep:24"
 
 
 def test_identity_names_engine_target_digest_and_options():

@@ -106,7 +106,7 @@ def test_children_follow_the_predicted_path_and_divergence_is_noted():
     assert len(first.candidates) == 1 and first.candidates[0].startswith(b"M32!")
     second = executor.run(first.candidates[0], first.hints[0])
     assert second.notes["diverged"] is False
-    assert executor.info.deepest(second.candidates[0])
+    assert executor.info.function(second.candidates[0]) == executor.info.deep
     assert "diverged" not in executor.run(first.candidates[0]).notes  # no hint, no prediction
     assert "diverged" not in executor.run(b"unrelated input!", {"bound": "x"}).notes  # malformed hint ignored
 
@@ -125,7 +125,7 @@ def test_checksum_strategy_solves_equality_of_disjoint_sides():
     executor = ConcolicExecutor("magic32")
     result = executor.run(b"M32!" + bytes(4) + b"\x11\x22\x33\x44" + bytes(4))
     assert result.notes["checksum"] == 1
-    assert any(executor.info.deepest(c) for c in result.candidates)
+    assert any(executor.info.function(c) == executor.info.deep for c in result.candidates)
 
 
 def test_slicer_closes_over_shared_bytes():

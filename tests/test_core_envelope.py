@@ -26,6 +26,8 @@ def _result(**kw) -> dict:
     fields = {
         **_fence().fields(),
         "candidates": [{"sha256": H3, "length": 4, "coverage": [1, 2, 3], "hint": {"bound": 2, "optimistic": False}}],
+        "findings": [{"kind": "exception", "signature": "KeyError at t.py:parse:4", "detail": "KeyError: 'k'",
+                      "sha256": H3}],
         "stats": {"seconds": 0.5, "executions": 3},
         "error": None,
     }
@@ -159,6 +161,14 @@ MISTYPED = [
     ("RESULT", "candidates", [{"sha256": H3, "length": 4, "coverage": [1.5]}]),
     ("RESULT", "candidates", [{"sha256": H3, "length": 4, "coverage": [], "extra": 1}]),
     ("RESULT", "candidates", ["x"]),
+    ("RESULT", "findings", None),
+    ("RESULT", "findings", [{"kind": "ok", "signature": "s", "detail": "", "sha256": H3}]),
+    ("RESULT", "findings", [{"kind": "crash", "signature": "", "detail": "", "sha256": H3}]),
+    ("RESULT", "findings", [{"kind": "crash", "signature": "s" * 401, "detail": "", "sha256": H3}]),
+    ("RESULT", "findings", [{"kind": "crash", "signature": "s", "detail": "d" * 401, "sha256": H3}]),
+    ("RESULT", "findings", [{"kind": "crash", "signature": "s", "detail": "", "sha256": "zz"}]),
+    ("RESULT", "findings", [{"kind": "crash", "signature": "s", "detail": "", "sha256": H3, "time": 1.0}]),
+    ("RESULT", "findings", [{"kind": "crash", "signature": "s", "detail": "", "sha256": H3}] * 257),
     ("RESULT", "stats", {"seconds": "fast"}),
     ("RESULT", "stats", {"seconds": 1e19}),
     ("RESULT", "stats", [1]),

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 
 import pytest
 
-from symcc_ulfm.executors.base import Executor, RunResult, coverage_id
-from symcc_ulfm.executors.concolic import ConcolicExecutor
+from symcc_ulfm.executors import create
+from symcc_ulfm.executors.base import Executor, Measurement, RunResult, coverage_id
 from symcc_ulfm.explore import explore
 from symcc_ulfm.targets import names, resolve_target
 
@@ -17,28 +18,53 @@ KEYS = {"executions", "generated", "unique", "novel", "edges", "seconds", "execu
 
 
 def corpus(out_dir) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in out_dir.iterdir()}
+    return {p.name: p.read_bytes() for p in out_dir.iterdir() if p.name != "findings.json"}
+
+
+@pytest.fixture()
+def contained(request):
+    executors = []
+
+    def make(target, **options):
+        executors.append(create("concolic", target, options))
+        return executors[-1]
+
+    yield make
+    for executor in executors:
+        executor.close()
+
+
+def reaches(executor, info, files) -> bool:
+    return any(m.returned == info.deep for m in executor.measure_many(list(files.values())))
 
 
 @pytest.mark.parametrize("name", names())
-def test_explore_reaches_the_deepest_branch_from_the_shipped_seeds(name, tmp_path):
+def test_explore_reaches_the_deepest_branch_from_the_shipped_seeds(name, tmp_path, contained):
     info = resolve_target(name)
-    executor = ConcolicExecutor(target=name)
-    stats = explore(executor, seconds=20, out_dir=tmp_path, stop_when=info.deepest)
+    executor = contained(name)
+    stats = explore(executor, seconds=20, out_dir=tmp_path, stop_returned=info.deep)
     assert KEYS <= stats.keys()
     files = corpus(tmp_path)
     assert all(hashlib.sha256(data).hexdigest() == fname for fname, data in files.items())
     assert all(seed in files.values() for seed in info.seeds)
-    assert any(info.deepest(data) for data in files.values()), stats
-    assert len(files) == stats["novel"] + len(info.seeds)
+    assert stats["stopped_early"] and reaches(executor, info, files), stats
+    finding_inputs = sum(f["hits"] for f in stats["findings"])
+    assert stats["novel"] + len(info.seeds) <= len(files) <= stats["novel"] + len(info.seeds) + finding_inputs
     assert stats["novel"] <= stats["unique"] <= stats["generated"]
 
 
-def test_explore_without_stop_runs_until_the_budget_or_an_empty_queue(tmp_path):
-    stats = explore(ConcolicExecutor("magic32"), seconds=5, out_dir=tmp_path)
+def test_explore_without_stop_runs_until_the_budget_or_an_empty_queue_and_records_the_crash(tmp_path, contained):
+    executor = contained("magic32")
+    stats = explore(executor, seconds=10, out_dir=tmp_path)
     assert not stats["stopped_early"] and stats["queue_left"] == 0
     assert stats["edges"] > 0 and stats["solver_queries"] >= 2
-    assert any(resolve_target("magic32").deepest(d) for d in corpus(tmp_path).values())
+    assert reaches(executor, resolve_target("magic32"), corpus(tmp_path))
+    # the target's documented SIGSEGV: found, contained (this process lives), written with its input
+    [crash] = stats["findings"]
+    assert crash["kind"] == "crash" and crash["signature"].startswith("SIGSEGV at magic32.py:parse:")
+    assert (tmp_path / crash["input_sha256"]).is_file() and executor.deaths >= 1
+    written = json.loads((tmp_path / "findings.json").read_text())
+    assert written == stats["findings"]
 
 
 class Doubler(Executor):
@@ -55,8 +81,8 @@ class Doubler(Executor):
     def run(self, data, hint=None):
         return RunResult(candidates=[data + b"b", data + b"b", b"a"], executions=1)
 
-    def coverage(self, data):
-        return frozenset({coverage_id(min(len(data), 5), 1)})
+    def measure(self, data):
+        return Measurement(frozenset({coverage_id(min(len(data), 5), 1)}))
 
 
 def test_explore_works_for_any_executor_and_deduplicates(tmp_path):
@@ -86,12 +112,13 @@ def havoc(data: bytes, rng: random.Random) -> bytes:
     return bytes(out)
 
 
-def test_concolic_reaches_magic32_where_random_mutation_does_not(tmp_path):
+def test_concolic_reaches_magic32_where_random_mutation_does_not(tmp_path, contained):
     budget = 5000
     info = resolve_target("magic32")
-    stats = explore(ConcolicExecutor("magic32"), seconds=20, out_dir=tmp_path, stop_when=info.deepest)
+    executor = contained("magic32")
+    stats = explore(executor, seconds=20, out_dir=tmp_path, stop_returned=info.deep)
     assert stats["executions"] <= budget
-    assert any(info.deepest(d) for d in corpus(tmp_path).values())
+    assert reaches(executor, info, corpus(tmp_path))
 
     rng = random.Random(1234)
     pool = list(info.seeds)
@@ -100,5 +127,5 @@ def test_concolic_reaches_magic32_where_random_mutation_does_not(tmp_path):
         child = havoc(rng.choice(pool), rng)
         if info.function(child) != "bad magic" and child not in pool:
             pool.append(child)
-        reached = reached or info.deepest(child)
+        reached = reached or info.function(child) == info.deep  # in-process: a 64-bit guess away from the crash
     assert not reached

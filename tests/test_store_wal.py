@@ -17,7 +17,7 @@ from symcc_ulfm.errors import (
     StaleGeneration,
     WalCorruption,
 )
-from symcc_ulfm.store.record import canonical_manifest, manifest_objects, parse_record, work_hash
+from symcc_ulfm.store.record import WAL_FORMAT, canonical_manifest, manifest_objects, parse_record, work_hash
 from symcc_ulfm.store.staging import staged_name
 from symcc_ulfm.store.wal import RECORD_LOCKS, AlreadyDone, NeedsReplay
 
@@ -172,7 +172,7 @@ def test_canonical_manifest_is_order_independent_and_dedupes(tmp_path):
         env.wal.begin_commit(work, lease, manifest)
         outputs.append(record_bytes(env, work))
     assert outputs[0] == outputs[1] == outputs[2]
-    m = {"objects": [{"sha256": "b" * 64}, {"sha256": "a" * 64}, {"sha256": "b" * 64}], "generated": 3}
+    m = {"objects": [{"sha256": "b" * 64}, {"sha256": "a" * 64}, {"sha256": "b" * 64}], "generated": 3, "findings": []}
     assert [o["sha256"] for o in canonical_manifest(m)["objects"]] == ["a" * 64, "b" * 64]
 
 
@@ -202,7 +202,7 @@ def test_begin_commit_refuses_staging_of_another_lease(env):
 def test_begin_commit_in_wrong_states(env):
     with pytest.raises(FenceError, match="no WAL record"):
         env.wal.begin_commit(work_hash(input_hash(5), EXECUTOR), make_lease(0, 0, 1),
-                             {"objects": [], "generated": 0})
+                             {"objects": [], "generated": 0, "findings": []})
     work, lease, manifest = committing(env, [b"x"])
     with pytest.raises(FenceError, match="committing, not leased"):
         env.wal.begin_commit(work, lease, manifest)
@@ -222,18 +222,18 @@ def _obj(data=b"x", **kw):
     [
         None,
         {},
-        {"objects": "x", "generated": 1},
+        {"objects": "x", "generated": 1, "findings": []},
         {"objects": [_obj()]},
-        {"objects": [_obj()], "generated": 0},
+        {"objects": [_obj()], "generated": 0, "findings": []},
         {"objects": [_obj()], "generated": 1.0},
-        {"objects": [_obj(sha256="X" * 64)], "generated": 1},
-        {"objects": [_obj(length=-1)], "generated": 1},
-        {"objects": [_obj(length=True)], "generated": 1},
-        {"objects": [_obj(staging="../x")], "generated": 1},
-        {"objects": [_obj(staging=staged_name(1, "0.0.1", sha(b"y")))], "generated": 1},
-        {"objects": [_obj(staging=f"staging/worker-1/0.0.1/{sha(b'x')}")], "generated": 1},  # format wal/2
-        {"objects": [_obj(staging=None)], "generated": 1},
-        {"objects": ["x"], "generated": 1},
+        {"objects": [_obj(sha256="X" * 64)], "generated": 1, "findings": []},
+        {"objects": [_obj(length=-1)], "generated": 1, "findings": []},
+        {"objects": [_obj(length=True)], "generated": 1, "findings": []},
+        {"objects": [_obj(staging="../x")], "generated": 1, "findings": []},
+        {"objects": [_obj(staging=staged_name(1, "0.0.1", sha(b"y")))], "generated": 1, "findings": []},
+        {"objects": [_obj(staging=f"staging/worker-1/0.0.1/{sha(b'x')}")], "generated": 1, "findings": []},  # format wal/2
+        {"objects": [_obj(staging=None)], "generated": 1, "findings": []},
+        {"objects": ["x"], "generated": 1, "findings": []},
     ],
 )
 def test_malformed_manifest_is_refused(env, manifest):
@@ -385,9 +385,44 @@ def test_tampered_corpus_object_stops_a_replay(env):
 
 def test_manifest_of_no_objects(env):
     work, lease = leased(env)
-    env.wal.begin_commit(work, lease, {"objects": [], "generated": 0, "error": "timeout"})
+    env.wal.begin_commit(work, lease, {"objects": [], "generated": 0, "findings": [], "error": "timeout"})
     record = env.wal.replay_commit_once(work, COMMITTER)
     assert record["state"] == "done" and record["done"]["claimed"] == []
+
+
+def _finding(sha256, **kw):
+    return {"kind": "crash", "signature": "SIGSEGV at t.py:parse:3", "detail": "SIGSEGV", "sha256": sha256,
+            "time": 1.5, **kw}
+
+
+def test_manifest_findings_name_the_input_or_an_object(env):
+    work, lease = leased(env)
+    manifest = stage_manifest(env, lease, [b"x", b"y"])
+    manifest["input_hash"] = input_hash(0)
+    manifest["findings"] = [_finding(sha(b"y")), _finding(input_hash(0), kind="hang", signature="hang in t.py:f")]
+    env.wal.begin_commit(work, lease, manifest)
+    record = env.wal.replay_commit_once(work, COMMITTER)
+    assert [f["kind"] for f in record["manifest"]["findings"]] == ["crash", "hang"]
+
+
+@pytest.mark.parametrize("bad", [
+    None,
+    [_finding(sha(b"elsewhere"))],  # neither the input nor an object of the manifest
+    [_finding(sha(b"x"), kind="ok")],
+    [_finding(sha(b"x"), kind="segfault")],
+    [_finding(sha(b"x"), signature="")],
+    [_finding(sha(b"x"), signature="s" * 401)],
+    [_finding(sha(b"x"), time=float("nan"))],
+    [{**_finding(sha(b"x")), "extra": 1}],
+    [{k: v for k, v in _finding(sha(b"x")).items() if k != "time"}],
+])
+def test_manifest_with_a_bad_finding_is_refused(env, bad):
+    work, lease = leased(env)
+    manifest = stage_manifest(env, lease, [b"x"])
+    manifest["findings"] = bad
+    with pytest.raises(FenceError, match="finding"):
+        env.wal.begin_commit(work, lease, manifest)
+    assert env.wal.read(work)["state"] == "leased"
 
 
 # -- torn, partial and edited records ----------------------------------------------------------
@@ -399,7 +434,7 @@ def _all_ops_raise(env, work, error=WalCorruption):
     with pytest.raises(error):
         env.wal.lease(input_hash(0), EXECUTOR, make_lease(3, 0, 1))
     with pytest.raises(error):
-        env.wal.begin_commit(work, make_lease(0, 0, 1), {"objects": [], "generated": 0})
+        env.wal.begin_commit(work, make_lease(0, 0, 1), {"objects": [], "generated": 0, "findings": []})
     with pytest.raises(error):
         env.wal.replay_commit_once(work, COMMITTER)
     with pytest.raises(error):
@@ -462,10 +497,11 @@ def test_lines_out_of_order_are_corruption(env):
         env.wal.read(work)
 
 
-@pytest.mark.parametrize("old, newline", [("symcc-ulfm-wal/1", b""), ("symcc-ulfm-wal/2", b"\n")])
+@pytest.mark.parametrize("old, newline", [("symcc-ulfm-wal/1", b""), ("symcc-ulfm-wal/2", b"\n"),
+                                          ("symcc-ulfm-wal/3", b"\n")])
 def test_a_record_of_an_older_format_is_named(env, old, newline):
     work = _in_state(env, "leased")
-    line = record_bytes(env, work)[:-1].replace(b"symcc-ulfm-wal/3", old.encode())
+    line = record_bytes(env, work)[:-1].replace(WAL_FORMAT.encode(), old.encode())
     env.wal.path(work).write_bytes(line + newline)
     with pytest.raises(WalCorruption, match=f"format {old}: .*older symcc_ulfm"):
         env.wal.read(work)

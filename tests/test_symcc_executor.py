@@ -168,6 +168,7 @@ def test_timeout_kills_the_process_group_and_keeps_partial_output(stand_in, tmp_
     assert result.notes["timed_out"] is True
     assert result.notes["returncode"] == -signal.SIGKILL
     assert result.notes["partial_possible"] is True
+    assert [(f.outcome.kind, f.data) for f in result.findings] == [("hang", b"XXXX")]
     # Two complete test cases, then the half-written one, read as it was left.
     assert result.candidates == [b"SXXX", b"ZXXX", b"PA"]
     assert result.notes["outputs_read"] == 3
@@ -184,6 +185,20 @@ def test_crashing_target_still_yields_its_test_cases(stand_in):
     assert result.candidates == [b"SXXX", b"ZXXX"]
     assert result.notes["returncode"] == -signal.SIGABRT
     assert result.notes["partial_possible"] is True
+    [finding] = result.findings
+    assert (finding.outcome.kind, finding.outcome.signature, finding.data) == ("crash", "SIGABRT", b"XXXX")
+
+
+def test_a_sanitizer_report_is_a_crash_named_by_its_summary():
+    from symcc_ulfm.executors.symcc import classify_exit
+
+    stderr = "==1==ERROR: AddressSanitizer: heap-buffer-overflow\n...\nSUMMARY: AddressSanitizer: heap-buffer-overflow " \
+             "tlv.c:42:7 in parse_record\n"
+    outcome = classify_exit(1, False, stderr)
+    assert outcome.kind == "crash" and outcome.signature == "AddressSanitizer: heap-buffer-overflow tlv.c:42:7 in parse_record"
+    assert classify_exit(1, False, "usage: tlv FILE\n").kind == "ok"
+    assert classify_exit(0, True, "").kind == "hang"
+    assert classify_exit(-11, False, "").signature == "SIGSEGV"
 
 
 def test_symlinks_fifos_and_directories_in_output_dir_are_skipped(stand_in, tmp_path, private_tmp):
@@ -311,7 +326,7 @@ def test_unrunnable_binary_is_a_target_error(tmp_path):
 def test_registry_builds_the_symcc_executor(stand_in):
     executor = executors.create("symcc", str(stand_in), {"args": []})
     assert isinstance(executor, SymccExecutor)
-    assert executor.coverage(b"XXXX") == frozenset()
+    assert executor.measure(b"XXXX").coverage == frozenset()
     executor.close()
 
 
@@ -335,19 +350,19 @@ def test_afl_twin_coverage_differs_between_branches(stand_in, afl_twin):
     ident = executor.identity()["coverage"]
     assert ident["kind"] == "afl-showmap -b"
     assert ident["afl_binary_sha256"] == hashlib.sha256(afl_twin.read_bytes()).hexdigest()
-    rejected, accepted = executor.coverage(b"XXXX"), executor.coverage(b"SYM\0")
+    rejected, accepted = executor.measure(b"XXXX").coverage, executor.measure(b"SYM\0").coverage
     assert rejected and accepted
     assert {edge_of(c) for c in rejected} != {edge_of(c) for c in accepted}
-    assert executor.coverage(b"XXXX") == rejected  # deterministic
+    assert executor.measure(b"XXXX").coverage == rejected  # deterministic
     assert "coverage" not in executor.run(b"XXXX").notes
 
 
 def test_afl_twin_hit_counts_change_coverage_ids_not_edges(stand_in, afl_twin):
     executor = SymccExecutor(target=str(stand_in), options={"afl_binary": str(afl_twin)})
-    three, five = executor.coverage(b"SYM\x03"), executor.coverage(b"SYM\x05")
+    three, five = executor.measure(b"SYM\x03").coverage, executor.measure(b"SYM\x05").coverage
     assert {edge_of(c) for c in three} == {edge_of(c) for c in five}
     assert three != five  # the loop edge moves from the "3" class to the "4-7" class
-    assert executor.coverage(b"SYM\x06") == five
+    assert executor.measure(b"SYM\x06").coverage == five
 
 
 def test_afl_twin_coverage_of_a_hanging_input_is_bounded(stand_in, afl_twin, tmp_path, private_tmp):
@@ -361,7 +376,8 @@ def test_afl_twin_coverage_of_a_hanging_input_is_bounded(stand_in, afl_twin, tmp
         },
     )
     started = time.monotonic()
-    assert executor.coverage(b"SYM\x01")
+    measured = executor.measure(b"SYM\x01")
+    assert measured.coverage and measured.outcome.kind == "hang"
     assert time.monotonic() - started < 20
     _parent, child = (int(pid) for pid in pidfile.read_text().split())
     deadline = time.monotonic() + 5
@@ -378,7 +394,7 @@ def test_afl_twin_replaced_after_identity_is_refused(stand_in, afl_twin, tmp_pat
     with open(copy, "ab") as handle:
         handle.write(b"\0")
     with pytest.raises(ProvenanceChanged):
-        executor.coverage(b"XXXX")
+        executor.measure(b"XXXX").coverage
 
 
 def test_uninstrumented_afl_twin_is_rejected(stand_in, afl_twin):

@@ -7,13 +7,14 @@ import time
 import pytest
 
 from symcc_ulfm.errors import TargetError
+from symcc_ulfm.executors import create
 from symcc_ulfm.executors.concolic import path as P
 from symcc_ulfm.executors.concolic.shadow import symbolic_twin
 from symcc_ulfm.executors.concolic.symbytes import SymBytes
 from symcc_ulfm.targets import DEFAULT_TARGET, list_targets, names, resolve_target
 from symcc_ulfm.targets.pnglike import SIGNATURE, chunk, crc32
 
-# One hand-made input per target that reaches its deepest branch (checks the predicates).
+# One hand-made input per target that reaches its deepest branch (checks the markers).
 DEEP_INPUTS = {
     "magic32": b"M32!" + (0xDEADBEEF ^ 0x01020304).to_bytes(4, "little") + (0x01020304).to_bytes(4, "little"),
     "tlv": b"TLV\x01\x02" + bytes([2, 2, 0, 1, 0x10, 4, 2, 2, 0x13, 0x37]),
@@ -24,22 +25,55 @@ DEEP_INPUTS = {
 }
 
 
-def test_registry_lists_every_target_with_seeds():
+# One hand-made input per documented bug (each target's BUGS), and the finding it must give.
+BUG_INPUTS = {
+    "magic32": [(b"M32!" + (0xDEADBEEF).to_bytes(4, "little") + bytes(4) + (16).to_bytes(4, "little"),
+                 "crash", "SIGSEGV at magic32.py:parse:")],
+    "tlv": [(b"TLV\x01\x02" + bytes([1, 1]) + b"a" + bytes([0x20, 1, 1]), "exception", "IndexError at tlv.py:parse:")],
+    "varint": [(bytes([1, 1, 100]), "exception", "IndexError at varint.py:parse:")],
+    "tokenizer": [(b"(7%(3-3))", "exception", "ZeroDivisionError at tokenizer.py:Parser.term:"),
+                  (b"(" * 500 + b"1" + b")" * 500, "exception", "RecursionError at tokenizer.py:")],
+    "pnglike": [(SIGNATURE + chunk(b"IHDR", bytes([0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0]))
+                 + chunk(b"tEXt", b"Dump\x00\x7f\xff\xff\xff") + chunk(b"IEND", b""), "oom", "MemoryError at pnglike.py:")],
+}
+
+
+def test_registry_lists_every_target_with_seeds_expectations_and_bugs():
     listed = list_targets()
     assert [t["name"] for t in listed] == names() == ["tlv", "pnglike", "tokenizer", "varint", "magic32"]
     for item in listed:
         assert item["description"] and item["seed_lengths"] and all(n > 0 for n in item["seed_lengths"])
         assert item["entry"].startswith("symcc_ulfm.targets.")
+        assert item["bugs"] and len(item["bugs"]) == len(BUG_INPUTS[item["name"]])
     assert DEFAULT_TARGET == "tlv"
 
 
+@pytest.fixture(scope="module")
+def contained():
+    executors = {name: create("concolic", name, {"memory_mb": 1024}) for name in names()}
+    yield executors
+    for executor in executors.values():
+        executor.close()
+
+
 @pytest.mark.parametrize("name", names())
-def test_deepest_predicate_is_false_on_seeds_and_true_on_a_known_input(name):
-    info = resolve_target(name)
-    assert info.builtin and info.deepest is not None
-    assert not any(info.deepest(seed) for seed in info.seeds)
-    assert info.deepest(DEEP_INPUTS[name])
-    assert not info.deepest(b"")
+def test_deep_marker_is_not_returned_on_seeds_and_is_on_a_known_input(name, contained):
+    info, executor = resolve_target(name), contained[name]
+    assert info.builtin and info.deep
+    assert all(executor.measure(seed).returned != info.deep for seed in info.seeds)
+    assert executor.measure(DEEP_INPUTS[name]).returned == info.deep
+    assert executor.measure(b"").returned != info.deep
+
+
+@pytest.mark.parametrize("name", names())
+def test_every_documented_bug_is_a_finding_of_its_kind(name, contained):
+    """Run contained: the magic32 bug kills the process that executes it."""
+    executor = contained[name]
+    for data, kind, signature in BUG_INPUTS[name]:
+        outcome = executor.measure(data).outcome
+        assert (outcome.kind, outcome.signature[:len(signature)]) == (kind, signature), outcome
+    for data in (*resolve_target(name).seeds, DEEP_INPUTS[name]):
+        assert executor.measure(data).outcome.kind == "ok", "seeds and the deep input are not findings"
 
 
 @pytest.mark.parametrize("name", names())

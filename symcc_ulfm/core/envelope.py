@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import FenceError, ProtocolError, StaleGeneration
+from . import finding
 from .canonical import canonical_json, is_sha256_hex
 
 VERSION = 1
@@ -70,6 +71,10 @@ def _candidates(v: Any) -> bool:
     )
 
 
+def _findings(v: Any) -> bool:
+    return isinstance(v, list) and len(v) <= finding.MAX_PER_RESULT and all(map(finding.is_report, v))
+
+
 def _stats(v: Any) -> bool:
     return isinstance(v, dict) and all(_str(k) and _float(x) for k, x in v.items())
 
@@ -89,7 +94,8 @@ _FENCE = {"generation": _int, "shard": _token, "lease": _token, "work_hash": is_
 SCHEMAS: dict[str, dict[str, Callable[[Any], bool]]] = {
     "READY": {"generation": _int, "worker": _int},
     "WORK": {**_FENCE, "worker": _int, "hint": _hint},
-    "RESULT": {**_FENCE, "worker": _int, "candidates": _candidates, "stats": _stats, "error": _opt_str},
+    "RESULT": {**_FENCE, "worker": _int, "candidates": _candidates, "findings": _findings, "stats": _stats,
+               "error": _opt_str},
     "FRONTIER": {"generation": _int, "master": _int, "items": _items, "coverage": _coverage},
     "STOP": {"generation": _int, "reason": _str},
 }

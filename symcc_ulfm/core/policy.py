@@ -63,6 +63,7 @@ class Policy(Canonical):
     seed: int = 0
     ulfm: bool = True
     max_message_bytes: int = 4 * 1024 * 1024
+    poison_deaths: int = 2  # worker deaths while executing an input before it is quarantined (core.poison)
     timeouts: Timeouts = field(default_factory=Timeouts)
 
     def __post_init__(self):
@@ -96,6 +97,7 @@ class Policy(Canonical):
         if type(self.ulfm) is not bool:
             raise PolicyError("ulfm", f"{self.ulfm!r}: expected true or false")
         _int_in("max_message_bytes", self.max_message_bytes, 4096, 256 * 1024 * 1024)
+        _int_in("poison_deaths", self.poison_deaths, 1, 100)
         if not isinstance(self.timeouts, Timeouts):
             raise PolicyError("timeouts", "expected a timeouts object")
         self.timeouts.validate()
@@ -125,6 +127,7 @@ class Policy(Canonical):
             "seed": self.seed,
             "ulfm": self.ulfm,
             "max_message_bytes": self.max_message_bytes,
+            "poison_deaths": self.poison_deaths,
             "timeouts": asdict(self.timeouts),
         }
 

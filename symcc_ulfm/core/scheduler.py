@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from .ownership import owner
 
+PRIORITY_RECLAIMED = 4  # leased in an earlier generation and never settled: in flight when it ended
 PRIORITY_SEED = 3
 PRIORITY_NOVEL = 2
 PRIORITY_UNIQUE = 1

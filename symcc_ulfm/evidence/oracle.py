@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .oracle_findings import FindingChecks
 from .oracle_membership import MembershipChecks
 from .oracle_rules import canonical, expected_groups, sha256
 
@@ -48,7 +49,7 @@ def locate_state(path: str | Path) -> Path:
     raise FileNotFoundError(f"{path} holds no policy.json (neither a state nor a run directory)")
 
 
-class _Judge(MembershipChecks):
+class _Judge(MembershipChecks, FindingChecks):
     def __init__(self, root: Path, minimum_hosts: int | None):
         self.root = root
         self.problems: list[str] = []
@@ -92,7 +93,9 @@ class _Judge(MembershipChecks):
             if manifest["master"] != lease["master"] or manifest["worker"] != lease["worker"]:
                 self.fail(f"WAL record {work}: manifest master/worker differ from its lease")
             grps = groups.get(manifest["generation"], [])
-            if not any(grp[0] == manifest["master"] and manifest["worker"] in grp[1:] for grp in grps):
+            # a quarantine is settled by its master without a worker (checked with the findings)
+            if "quarantine" not in manifest and not any(
+                    grp[0] == manifest["master"] and manifest["worker"] in grp[1:] for grp in grps):
                 self.fail(
                     f"WAL record {work}: worker {manifest['worker']} was not in master {manifest['master']}'s "
                     f"group in generation {manifest['generation']} (old or forged fence accepted)"
@@ -266,6 +269,7 @@ def judge(state_dir: str | Path, minimum_hosts: int | None = None) -> dict[str, 
         resumes = [r["generation"] for r in receipts if r.get("kind") == "resume"]
         wal = j.wal(snaps)
         corpus = j.corpus(wal["done"], wal["records"])
+        findings = j.findings(policy, wal["done"], receipts, set(corpus["names"]))
         logs = j.logs(wal["done"], failed, max(resumes, default=0), (root / "outcome.json").exists())
     except (OSError, ValueError, KeyError, TypeError) as exc:
         j.fail(f"state directory unreadable: {type(exc).__name__}: {exc}")
@@ -323,7 +327,9 @@ def judge(state_dir: str | Path, minimum_hosts: int | None = None) -> dict[str, 
     novel = sum(
         1 for r in done.values() for o in r["manifest"]["objects"] if o["novel"] and o["sha256"] in r["done"]["claimed"]
     )
-    endpoint = root / "endpoint.json"
+    endpoint = json.loads((root / "endpoint.json").read_text()) if (root / "endpoint.json").exists() else {}
+    if "error" in endpoint:
+        j.notes.append(f"endpoint coverage not measured: {endpoint['error']}")
     summary = {
         "policy_sha256": policy_sha,
         "final_generation": final["generation"],
@@ -339,7 +345,9 @@ def judge(state_dir: str | Path, minimum_hosts: int | None = None) -> dict[str, 
         "wal_novel": novel,
         "public_objects": len(public),
         "corpus_sha256": sha256("\n".join(public).encode()),
-        "endpoint_edges": json.loads(endpoint.read_text())["edges"] if endpoint.exists() else None,
+        "endpoint_edges": endpoint.get("edges"),
+        "findings_unique": findings["unique"],
+        "findings_hits": findings["hits"],
     }
     passed = not j.problems
     summary["passed"] = passed
@@ -354,6 +362,7 @@ def judge(state_dir: str | Path, minimum_hosts: int | None = None) -> dict[str, 
         logged_analyzed=logs["logged_analyzed"],
         logged_generated=logs["logged_generated"],
         injected=[e.get("spec") for e in logs["injected"]],
+        findings=findings["list"],
         problems=j.problems,
         notes=j.notes,
         summary=summary,

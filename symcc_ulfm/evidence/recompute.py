@@ -83,6 +83,7 @@ def recompute(state: Path) -> dict[str, Any]:
     # WAL: done records only, each checked against its own checksum
     analyzed = generated = novel = 0
     counted: dict[str, str] = {}
+    found: set[tuple[str, str, str]] = set()  # (kind, signature, input) of every finding
     for path in sorted((state / "wal" / "records").glob("*.json")):
         # one line per state; the record is the last complete line (after it: nothing, or a torn
         # append); a record of the first format (symcc-ulfm-wal/1) is one state without a newline
@@ -100,6 +101,7 @@ def recompute(state: Path) -> dict[str, Any]:
             continue
         analyzed += 1
         generated += record["manifest"]["generated"]
+        found |= {(f["kind"], f["signature"], f["sha256"]) for f in record["manifest"].get("findings", [])}
         claimed = set(record["done"]["claimed"])
         for obj in record["manifest"]["objects"]:
             if obj["sha256"] in claimed and obj["novel"]:
@@ -121,6 +123,7 @@ def recompute(state: Path) -> dict[str, Any]:
 
     outcome_path, endpoint_path = state / "outcome.json", state / "endpoint.json"
     outcome = json.loads(outcome_path.read_bytes()) if outcome_path.exists() else {}
+    endpoint = json.loads(endpoint_path.read_bytes()) if endpoint_path.exists() else {}
     if outcome.get("status") != "deadline-reached":
         problems.append(f"the campaign outcome is {outcome.get('status')!r}")
     summary = {
@@ -138,7 +141,9 @@ def recompute(state: Path) -> dict[str, Any]:
         "wal_novel": novel,
         "public_objects": len(names),
         "corpus_sha256": _hex("\n".join(names).encode()),
-        "endpoint_edges": json.loads(endpoint_path.read_bytes())["edges"] if endpoint_path.exists() else None,
+        "endpoint_edges": endpoint.get("edges"),
+        "findings_unique": len({(kind, signature) for kind, signature, _ in found}),
+        "findings_hits": len(found),
         "passed": not problems,
     }
     return {"summary": summary, "result_sha256": _hex(_canonical_bytes(summary)), "problems": problems}

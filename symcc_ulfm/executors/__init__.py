@@ -1,6 +1,9 @@
 """Executor registry: one place that maps a name to an implementation.
 
 Implementations are imported lazily so that a ``simulate`` campaign never imports z3.
+:func:`create` is what the runtime uses: an executor that would run target code in its own
+process (``concolic``) comes back contained in a :class:`~.sandbox.Sandbox`. :func:`engine`
+builds the executor itself, in this process: the sandbox child and the engine's unit tests.
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import PolicyError
-from .base import Executor, ExecutorSpec, RunResult
+from .base import Executor, RunResult
+from .sandbox import Sandbox
 
 _REGISTRY: dict[str, str] = {
     "simulate": "symcc_ulfm.executors.simulate:SimulateExecutor",
@@ -36,13 +40,16 @@ def executor_class(name: str) -> type[Executor]:
     return getattr(importlib.import_module(module_name), attr)
 
 
-def create(name: str, target: str | None = None, options: Mapping[str, Any] | None = None) -> Executor:
-    """Build the executor ``name`` for ``target`` (raises ConfigError subclasses on bad input)."""
+def engine(name: str, target: str | None = None, options: Mapping[str, Any] | None = None) -> Executor:
+    """The executor ``name`` for ``target``, in this process (raises ConfigError subclasses on bad input)."""
     return executor_class(name)(target=target, options=dict(options or {}))
 
 
-def from_spec(spec: ExecutorSpec) -> Executor:
-    return create(spec.name, spec.target, spec.options)
+def create(name: str, target: str | None = None, options: Mapping[str, Any] | None = None) -> Executor:
+    """The executor ``name`` for ``target`` as the runtime runs it: contained when it runs target code."""
+    if executor_class(name).in_process_target:
+        return Sandbox(name, target, options)
+    return engine(name, target, options)
 
 
-__all__ = ["Executor", "ExecutorSpec", "RunResult", "DEFAULT_EXECUTOR", "names", "check_name", "create", "from_spec"]
+__all__ = ["Executor", "RunResult", "DEFAULT_EXECUTOR", "names", "check_name", "create", "engine"]

@@ -1,9 +1,15 @@
 """The executor contract shared by ``simulate``, ``concolic`` and ``symcc``.
 
 A worker calls :meth:`Executor.run` on one input (a corpus object) and gets back candidate
-children; it then measures each candidate's coverage with :meth:`Executor.coverage`, a
-separate concrete run. The master decides what is unique (by content) and novel (adds an
-edge or a hit-count class). Executors never touch the corpus, the WAL or MPI.
+children; it then measures each candidate with :meth:`Executor.measure`, a separate concrete
+run that gives its coverage and its :class:`~.outcome.Outcome` (anything but ``ok`` is a
+finding). The master decides what is unique (by content) and novel (adds an edge or a
+hit-count class). Executors never touch the corpus, the WAL or MPI.
+
+An executor whose target code runs in its own process (``in_process_target``: ``concolic``) is
+never called directly by the runtime: :mod:`.sandbox` hosts it in a child process that the
+runtime restarts after a crash, and the engine reports each target execution it starts through
+:attr:`Executor.on_execution`, so the sandbox knows which input a death belongs to.
 
 Coverage ids are AFL-style: ``edge_id * 8 + hit_class`` where ``hit_class`` is the bucket
 index of the edge's hit count (1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+). :func:`edge_of`
@@ -13,9 +19,11 @@ recovers the edge.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+from .outcome import OK, Outcome
 
 HIT_CLASS_BOUNDS = (1, 2, 3, 4, 8, 16, 32, 128)
 
@@ -39,6 +47,24 @@ def edge_of(cov_id: int) -> int:
     return cov_id >> 3
 
 
+@dataclass(frozen=True)
+class Measurement:
+    """One concrete execution: coverage ids, outcome, and the return value when it is a short
+    string (the built-in targets name the branch they reached that way)."""
+
+    coverage: frozenset[int]
+    outcome: Outcome = OK
+    returned: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """An execution whose outcome is not ``ok``, with the input that produced it."""
+
+    outcome: Outcome
+    data: bytes
+
+
 @dataclass
 class RunResult:
     """What one :meth:`Executor.run` produced.
@@ -55,12 +81,19 @@ class RunResult:
     solver_seconds: float = 0.0
     seconds: float = 0.0
     notes: dict[str, Any] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def _ignore(data: bytes | None) -> None:
+    return None
 
 
 class Executor(abc.ABC):
     """One executor instance per process; cheap to call many times."""
 
     name: ClassVar[str]
+    in_process_target: ClassVar[bool] = False  # runs target code in its own process: needs the sandbox
+    on_execution = staticmethod(_ignore)  # called with the input before each target execution, None after
 
     @abc.abstractmethod
     def identity(self) -> dict[str, Any]:
@@ -83,17 +116,27 @@ class Executor(abc.ABC):
         """
 
     @abc.abstractmethod
-    def coverage(self, data: bytes) -> frozenset[int]:
-        """Coverage ids of one concrete run of ``data`` (see module docstring)."""
+    def measure(self, data: bytes) -> Measurement:
+        """Coverage ids (see module docstring) and outcome of one concrete run of ``data``."""
+
+    def reproduce(self, data: bytes) -> Outcome:
+        """The outcome of executing ``data`` again, as a finding would be (``symcc-ulfm replay``)."""
+        return self.measure(data).outcome
+
+    def measure_many(self, inputs: list[bytes], budget_s: float | None = None) -> list[Measurement | None]:
+        """:meth:`measure` of each input in order; those not started within ``budget_s`` are None."""
+        until = None if budget_s is None else time.monotonic() + budget_s
+        return [None if until is not None and time.monotonic() >= until else self.measure(d) for d in inputs]
+
+    @property
+    def execution_limit_s(self) -> float:
+        """How long one target execution may take (the sandbox kills the target after this, plus grace)."""
+        return 60.0
+
+    @property
+    def run_limit_s(self) -> float:
+        """How long one :meth:`run` may take in all."""
+        return 60.0
 
     def close(self) -> None:  # noqa: B027 - optional hook, most executors hold nothing
         """Release resources (temporary directories, subprocesses)."""
-
-
-@dataclass(frozen=True)
-class ExecutorSpec:
-    """What a campaign policy says about its executor; resolved by the registry."""
-
-    name: str
-    target: str | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)

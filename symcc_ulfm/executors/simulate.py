@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from ..errors import PolicyError
-from .base import Executor, RunResult, coverage_id
+from .base import Executor, Measurement, RunResult, coverage_id
 
 VERSION = 1
 _DEFAULTS = {"cost_s": 0.05, "cost_mode": "sleep", "children": 5, "space": 50_000, "edges": 2048, "seeds": 4}
@@ -58,13 +58,13 @@ class SimulateExecutor(Executor):
             children.append(self._h("input", slot)[: 8 + slot % 25])
         return RunResult(candidates=children, executions=1, seconds=time.perf_counter() - started)
 
-    def coverage(self, data: bytes) -> frozenset[int]:
+    def measure(self, data: bytes) -> Measurement:
         digest = self._h("coverage", data)
         ids = set()
         for k in range(3):
             edge = int.from_bytes(digest[4 * k : 4 * k + 4], "big") % self.options["edges"]
             ids.add(coverage_id(edge, 1 + digest[12 + k] % 6))
-        return frozenset(ids)
+        return Measurement(frozenset(ids))
 
     def _spend(self, seconds: float) -> None:
         if seconds <= 0:

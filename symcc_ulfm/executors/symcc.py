@@ -18,6 +18,11 @@ One :meth:`SymccExecutor.run` is one concolic execution of the binary on one inp
   are opened with ``O_NOFOLLOW`` and must be regular files; symlinks, FIFOs, directories,
   unreadable and oversized entries are skipped and counted in the notes.
 
+The outcome of a run is classified as every execution's is (:mod:`.outcome`): killed by a
+signal or reporting a sanitizer error (AddressSanitizer's ``SUMMARY:`` line on stderr) is a
+``crash``, the time limit is a ``hang``; such a run's input is a finding. The binary already
+runs in processes of its own (below), so this executor is not hosted in the sandbox.
+
 Coverage comes from an optional AFL-instrumented twin of the target (same source, built with
 ``afl-cc``) run under ``afl-showmap -q -b``. ``-b`` (undocumented in ``afl-showmap -h`` of AFL++
 4.x, still accepted) writes the whole trace map, one byte per map index. The index is the edge;
@@ -41,7 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PolicyError, ProvenanceChanged, TargetError
-from .base import HIT_CLASS_BOUNDS, Executor, RunResult, coverage_id
+from .base import HIT_CLASS_BOUNDS, Executor, Finding, Measurement, RunResult, coverage_id
+from .outcome import OK, Outcome, death, signal_name
 from .symcc_io import clean_env, read_outputs, remove_tree, run_contained, tail
 
 VERSION = 1
@@ -57,8 +63,18 @@ DEFAULTS: dict[str, Any] = {
     "max_output_bytes": 1024 * 1024,
 }
 AFL_SHM_MARKER = b"__AFL_SHM_ID"  # what afl-fuzz looks for to call a binary instrumented
-# afl-showmap exits 0 (ran), 1 (timeout or could not run the target), 2 (target crashed).
+# afl-showmap exits 0 (ran), 1 (could not run the target), 2 (the target crashed or timed out: AFL++
+# 4.04c returns 2 for both, so the time the run took tells them apart).
 SHOWMAP_EXITS = (0, 1, 2)
+
+
+def classify_exit(returncode: int, timed_out: bool, stderr: str) -> Outcome:
+    """The outcome of one run of a binary (its exit status and the tail of its stderr)."""
+    if timed_out:
+        return death("hang (killed after its time limit)", stderr, kind="hang")
+    if returncode < 0:
+        return death(signal_name(-returncode), stderr)
+    return death(f"exit {returncode}", stderr) if "SUMMARY: " in stderr else OK
 
 
 def coverage_from_afl_map(bitmap: bytes) -> frozenset[int]:
@@ -139,9 +155,26 @@ class SymccExecutor(Executor):
     def seeds(self) -> list[bytes]:
         return list(self._seeds)
 
+    @property
+    def execution_limit_s(self) -> float:
+        return self._timeout_s
+
+    @property
+    def run_limit_s(self) -> float:
+        return self._timeout_s
+
     def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
-        self._check_unchanged()
         started = time.monotonic()
+        candidates, outcome, notes = self._symcc(data)
+        findings = [Finding(outcome, bytes(data))] if outcome.is_finding else []
+        return RunResult(candidates=candidates, seconds=time.monotonic() - started, notes=notes, findings=findings)
+
+    def reproduce(self, data: bytes) -> Outcome:
+        return self._symcc(data)[1]
+
+    def _symcc(self, data: bytes) -> tuple[list[bytes], Outcome, dict[str, Any]]:
+        """One SymCC run: the test cases it wrote, the run's outcome, notes."""
+        self._check_unchanged()
         work = Path(tempfile.mkdtemp(prefix="symcc-ulfm-"))
         try:
             output_dir = work / "output"
@@ -157,6 +190,8 @@ class SymccExecutor(Executor):
                 "target", [self._binary, *self._argv(input_path)], input_path, env, work, self._timeout_s
             )
             candidates, counts = read_outputs(output_dir, self._max_output_bytes)
+            stderr = tail(work / "stderr")
+            outcome = classify_exit(returncode, timed_out, stderr)
             notes: dict[str, Any] = {
                 "returncode": returncode,
                 "timed_out": timed_out,
@@ -167,14 +202,14 @@ class SymccExecutor(Executor):
             if self._afl_binary is None:
                 notes["coverage"] = NO_COVERAGE
             if returncode != 0:
-                notes["stderr_tail"] = tail(work / "stderr")
+                notes["stderr_tail"] = stderr
         finally:
             remove_tree(work)
-        return RunResult(candidates=candidates, seconds=time.monotonic() - started, notes=notes)
+        return candidates, outcome, notes
 
-    def coverage(self, data: bytes) -> frozenset[int]:
+    def measure(self, data: bytes) -> Measurement:
         if self._afl_binary is None:
-            return frozenset()
+            return Measurement(frozenset())
         self._check_unchanged()
         work = Path(tempfile.mkdtemp(prefix="symcc-ulfm-cov-"))
         try:
@@ -185,6 +220,7 @@ class SymccExecutor(Executor):
             argv = [self._showmap, "-q", "-b", "-o", str(map_path), "-t", str(timeout_ms), "--"]
             argv += [self._afl_binary, *self._argv(input_path)]
             # afl-showmap enforces -t itself; the outer bound also covers its fork-server start-up.
+            started = time.monotonic()
             returncode, timed_out = run_contained(
                 "executor_options.afl_showmap", argv, input_path, clean_env(), work, 2 * self._timeout_s + 15
             )
@@ -193,7 +229,12 @@ class SymccExecutor(Executor):
                     "executor_options.afl_binary",
                     f"afl-showmap gave no map (exit {returncode}, timed out: {timed_out}): {tail(work / 'stderr')}",
                 )
-            return coverage_from_afl_map(map_path.read_bytes())
+            outcome = OK
+            if returncode == 2 and time.monotonic() - started >= timeout_ms / 1000:
+                outcome = Outcome("hang", "hang (the AFL twin timed out under afl-showmap)", "the AFL twin timed out")
+            elif returncode == 2:
+                outcome = Outcome("crash", "crash (the AFL twin crashed under afl-showmap)", "the AFL twin crashed")
+            return Measurement(coverage_from_afl_map(map_path.read_bytes()), outcome)
         finally:
             remove_tree(work)
 

@@ -99,12 +99,10 @@ def start(state_root: Path, comm: MPI.Comm) -> RankContext:
         raise CapabilityError(f"the job has {world.Get_size()} ranks, the policy {policy.ranks}")
     if stable == 0:
         hosts = tuple(e["host"] for e in exchanged)
-        if not ctx.snapshots.snapshot_path(0).exists():
+        if not ctx.snapshots.snapshot_path(0).exists():  # the seeds were published when the state was prepared
             membership = initial_membership(
                 policy.ranks, policy.warm_spares, policy.workers_per_master, hosts, policy_sha, time.time()
             )
-            for seed in ctx.executor.seeds():
-                ctx.corpus.publish_seed(seed)
             ctx.snapshots.write_generation0(membership)
         else:
             open_next_epoch(ctx, hosts, job_started=min(e["opened_at"] for e in exchanged))
@@ -236,6 +234,13 @@ def run_campaign(state_root: str | Path, comm: MPI.Comm | None = None, finalize:
     engines keep MPI alive and leave it False.
     """
     ctx = start(Path(state_root), comm or MPI.COMM_WORLD)
+    try:
+        return _run(ctx, finalize)
+    finally:
+        ctx.close_executor()
+
+
+def _run(ctx: RankContext, finalize: bool) -> dict:
     while True:
         if not ctx.membership.layout.groups:
             # e.g. the only rank left after its host lost every other one: no master and worker

@@ -16,6 +16,7 @@ from ..core.policy import Policy
 from ..errors import ProtocolError
 from ..executors import Executor, create
 from ..store.corpus import Corpus
+from ..store.identity import read_identity, require_same
 from ..store.paths import StateDir
 from ..store.runlog import RankLog
 from ..store.snapshots import SnapshotStore
@@ -43,6 +44,7 @@ class RankContext:
     opened_at: float = field(default_factory=time.time)  # before this process wrote any log line
     _executor: Executor | None = field(default=None, repr=False)
     _executor_sha: str | None = None
+    _executor_checked: bool = False
 
     @classmethod
     def open(cls, state_root: Path, modes: FileModes, policy: Policy, stable: int, comm: MPI.Comm, ops) -> RankContext:
@@ -77,14 +79,27 @@ class RankContext:
 
     @property
     def executor(self) -> Executor:
+        """This rank's executor (a worker's; contained when it runs target code), kept across generations."""
         if self._executor is None:
             self._executor = create(self.policy.executor, self.policy.target, self.policy.executor_options)
         return self._executor
 
+    def check_executor(self) -> None:
+        """Before the first execution: the executor must be the one the campaign was prepared with."""
+        if not self._executor_checked:
+            require_same(self.state.executor, digest(self.executor.identity()), f"rank {self.stable}'s executor")
+            self._executor_checked = True
+
+    def close_executor(self) -> None:
+        if self._executor is not None:
+            self._executor.close()
+            self._executor = None
+
     @property
     def executor_sha(self) -> str:
+        """The campaign's executor identity digest (``executor.json``, written by launch)."""
         if self._executor_sha is None:
-            self._executor_sha = digest(self.executor.identity())
+            self._executor_sha = read_identity(self.state.executor)[1]
         return self._executor_sha
 
     def post_revocation_sentinel(self) -> None:

@@ -2,18 +2,27 @@
 
 At the start of each generation (DESIGN.md §6.8) the new master first replays the WAL's
 ``committing`` records it owns, then reclaims lapsed leases (records leased in an older
-generation are simply not settled, so their inputs are queued again), then rebuilds its queue
-from the corpus: every object it owns under rendezvous ownership and no done record analyzed.
-Priorities, hints and coverage come back from the done manifests, so nothing depends on the
-memory of a master that died.
+generation are not settled: their inputs are queued again, ahead of everything else, unless
+they killed too many workers, ``core.poison``), then rebuilds its queue from the corpus: every
+object it owns under rendezvous ownership and no done record analyzed. Priorities, hints and
+coverage come back from the done manifests, so nothing depends on the memory of a master that
+died. Inputs of a ``crash``, ``hang`` or ``oom`` finding are never queued (``core.finding``).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from ..core import envelope
-from ..core.scheduler import PRIORITY_NOVEL, PRIORITY_SEED, PRIORITY_UNIQUE, MasterScheduler
+from ..core.finding import TERMINAL_KINDS
+from ..core.scheduler import (
+    PRIORITY_NOVEL,
+    PRIORITY_RECLAIMED,
+    PRIORITY_SEED,
+    PRIORITY_UNIQUE,
+    MasterScheduler,
+)
 from ..errors import FenceError, IntegrityError, ProtocolError
 from .context import RankContext
 
@@ -25,11 +34,12 @@ class Frontier:
         self.sched = MasterScheduler(ctx.stable, masters)
         self.priority: dict[str, int] = {}
         self.hints: dict[str, dict | None] = {}
-        self.totals = {"analyzed": 0, "generated": 0, "unique": 0, "novel": 0}
+        self.totals = {"analyzed": 0, "generated": 0, "unique": 0, "novel": 0, "findings": 0}
         self.outgoing: list[tuple[int, bytes]] = []  # FRONTIER messages of replays, sent by the loop
 
-    def prepare(self, committer: dict) -> None:
-        """Replay committing records, reclaim lapsed leases, rebuild the frontier (in that order)."""
+    def prepare(self, committer: dict, quarantine: Callable[[list[dict]], set[str]]) -> None:
+        """Replay committing records, reclaim lapsed leases (``quarantine`` settles the poison
+        ones and returns their inputs), rebuild the frontier (in that order)."""
         mark = time.monotonic()
         records = self._trusted_records()
         replayed = 0
@@ -37,22 +47,28 @@ class Frontier:
             if record["state"] == "committing" and self.sched.owns(record["input_hash"]):
                 replayed += self.replay(record["work_hash"], committer)
         records = self._trusted_records() if replayed else records
-        reclaimed = 0
         settled: set[str] = set()
+        lapsed = []
         for record in records:
             if record["state"] == "done":
                 settled.add(record["input_hash"])
-                self._learn(record)
+                settled |= self._learn(record)
             elif record["state"] == "leased" and record["lease"]["generation"] < committer["generation"]:
-                reclaimed += self.sched.owns(record["input_hash"])
+                if self.sched.owns(record["input_hash"]):
+                    lapsed.append(record)
+        quarantined = quarantine(lapsed)
+        settled |= quarantined
         for name in settled:
             self.sched.forget(name)
+        for record in lapsed:  # work that was in flight goes first
+            self.sched.offer(record["input_hash"], PRIORITY_RECLAIMED)
         corpus = self.ctx.corpus
         for name in corpus.names():
             if name not in settled:
                 default = PRIORITY_SEED if corpus.is_seed(name) else PRIORITY_UNIQUE
                 self.sched.offer(name, self.priority.get(name, default))
-        self.ctx.log.event("master-ready", replayed=replayed, reclaimed=reclaimed, frontier=self.sched.pending,
+        self.ctx.log.event("master-ready", replayed=replayed, reclaimed=len(lapsed) - len(quarantined),
+                           quarantined=len(quarantined), frontier=self.sched.pending,
                            seconds=time.monotonic() - mark, masters=list(self.masters))
 
     def _trusted_records(self) -> list[dict]:
@@ -64,13 +80,15 @@ class Frontier:
                 records.append(record)
         return records
 
-    def _learn(self, record: dict) -> None:
+    def _learn(self, record: dict) -> set[str]:
+        """Priorities, hints and coverage of a done record; the inputs it says must not be queued."""
         claimed = set(record["done"]["claimed"])
         for obj in record["manifest"]["objects"]:
             if obj["sha256"] in claimed:
                 self.priority[obj["sha256"]] = PRIORITY_NOVEL if obj["novel"] else PRIORITY_UNIQUE
                 self.hints[obj["sha256"]] = obj["hint"]
                 self.sched.absorb(obj["coverage"])
+        return terminal(record["manifest"])
 
     def replay(self, work: str, committer: dict) -> int:
         """Replay one committing record; an integrity error leaves it committing (never overwritten)."""
@@ -97,6 +115,9 @@ class Frontier:
         claimed = set(done["claimed"])
         objects = [o for o in manifest["objects"] if o["sha256"] in claimed]
         novel = [o for o in objects if o["novel"]]
+        stopped = terminal(manifest)
+        for name in stopped:
+            self.sched.forget(name)
         new_coverage: set[int] = set()
         for obj in objects:
             new_coverage |= self.sched.absorb(obj["coverage"])
@@ -107,12 +128,14 @@ class Frontier:
         self.totals["generated"] += manifest["generated"]
         self.totals["unique"] += len(objects)
         self.totals["novel"] += len(novel)
+        self.totals["findings"] += len(manifest["findings"])
         self.ctx.log.event(
             "commit", work_hash=record["work_hash"], worker=manifest["worker"], generated=manifest["generated"],
-            unique=len(objects), novel=len(novel), replayed=replayed,
+            unique=len(objects), novel=len(novel), replayed=replayed, findings=len(manifest["findings"]),
             executions=manifest["stats"].get("executions", 0), edges=len(self.sched.coverage),
         )
-        forward = self.sched.route([(o["sha256"], self.priority[o["sha256"]]) for o in objects])
+        forward = self.sched.route([(o["sha256"], self.priority[o["sha256"]]) for o in objects
+                                    if o["sha256"] not in stopped])
         out = []
         for m in self.masters:
             if m == self.ctx.stable or (m not in forward and not new_coverage):
@@ -136,3 +159,8 @@ class Frontier:
         for item in message["items"]:
             self.hints[item["input_hash"]] = item["hint"]
             self.sched.offer(item["input_hash"], item["priority"])
+
+
+def terminal(manifest: dict) -> set[str]:
+    """Inputs of the manifest's ``crash``, ``hang`` and ``oom`` findings: never expanded further."""
+    return {f["sha256"] for f in manifest["findings"] if f["kind"] in TERMINAL_KINDS}

@@ -28,14 +28,14 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from ..core import envelope
+from ..core import envelope, poison
 from ..core.envelope import Fence, check_fence
 from ..core.scheduler import PRIORITY_UNIQUE
 from ..errors import FenceError, IntegrityError, ProtocolError, StoreError
 from ..store.atomic import Barrier
 from ..store.querystore import QueryStore
 from ..store.record import work_hash
-from ..store.staging import staged_name
+from ..store.staging import read_running, staged_name
 from ..store.wal import AlreadyDone, GroupCommit, NeedsReplay
 from .context import RankContext
 from .frontier import Frontier
@@ -51,6 +51,18 @@ class Outstanding:
     fence: Fence
     lease: dict
     priority: int
+
+
+def findings_of(message: dict, now: float) -> list[dict]:
+    """A RESULT's finding reports as manifest records: each must name the lease's input or one of
+    the result's candidates (the objects the commit publishes); the master stamps its own time."""
+    named = {c["sha256"] for c in message["candidates"]} | {message["input_hash"]}
+    out = {}
+    for report in message["findings"]:
+        if report["sha256"] not in named:
+            raise FenceError(f"a {report['kind']} finding names {report['sha256'][:12]}, not an input of this result")
+        out.setdefault((report["kind"], report["signature"], report["sha256"]), {**report, "time": now})
+    return list(out.values())
 
 
 class MasterLoop:
@@ -84,7 +96,7 @@ class MasterLoop:
         return {"generation": self.gen, "master": self.ctx.stable}
 
     def prepare(self) -> None:
-        self.frontier.prepare(self.committer)
+        self.frontier.prepare(self.committer, self._quarantine)
         self._send_frontier(self.frontier.outgoing)
         self.frontier.outgoing = []
 
@@ -274,7 +286,7 @@ class MasterLoop:
                 "generation": self.gen, "master": self.ctx.stable, "worker": worker, "shard": fence.shard,
                 "lease": fence.lease, "input_hash": fence.input_hash, "work_hash": fence.work_hash,
                 "objects": objects, "generated": max(len(objects), int(message["stats"].get("generated", 0))),
-                "stats": message["stats"], "error": message["error"],
+                "findings": findings_of(message, time.time()), "stats": message["stats"], "error": message["error"],
             }
             group.begin(fence.work_hash, held.lease, manifest)  # checks every staged object first
         except (IntegrityError, FenceError) as exc:
@@ -285,6 +297,51 @@ class MasterLoop:
         for j in judged:  # learn the coverage now: the next round's results are judged before this round is counted
             self.frontier.sched.absorb(j.coverage)
         return fence.work_hash
+
+    # -- poison inputs (core.poison) ------------------------------------------------------
+
+    def _quarantine(self, lapsed: list[dict]) -> set[str]:
+        """Settle, as a ``crash`` finding, every lapsed record whose leases killed ``poison_deaths``
+        workers; the inputs settled. Runs before any work of the generation."""
+        limit = self.ctx.policy.poison_deaths
+        died = poison.deaths(self.ctx.snapshots.receipts())
+        candidates = [r for r in lapsed if sum(lease["worker"] in died.get(lease["generation"], ())
+                                               for lease in poison.record_leases(r)) >= limit]
+        if not candidates:
+            return set()
+        settled, done = set(), []
+        with self.ctx.wal.batch(self.barrier, self.locks) as group, self.store.transaction():
+            for record in candidates:
+                leases = poison.record_leases(record)
+                running = {(lease["worker"], lease["generation"]): read_running(
+                    self.ctx.state.root, lease["worker"], lease["generation"]) for lease in leases}
+                strikes = poison.strikes(leases, died, running)
+                if len(strikes) >= limit:
+                    done.append(self._settle_poison(group, record, strikes))
+                    settled.add(record["input_hash"])
+            group.sync()  # the manifests are durable before their (empty) publication
+            finished = [(work, group.publish(work)) for work in done]
+            group.sync()
+            self._finish(group, finished)
+        return settled
+
+    def _settle_poison(self, group: GroupCommit, record: dict, strikes: list[poison.Strike]) -> str:
+        input_hash, me = record["input_hash"], self.ctx.stable
+        token = self.store.issue(record["work_hash"], input_hash, me)
+        lease = {"generation": self.gen, "master": me, "shard": self.store.shard, "token": token, "worker": me}
+        group.lease(input_hash, self.ctx.executor_sha, lease)
+        finding = {"kind": "crash", "signature": poison.SIGNATURE, "detail": poison.detail(strikes),
+                   "sha256": input_hash, "time": time.time()}
+        manifest = {
+            "generation": self.gen, "master": me, "worker": me, "shard": self.store.shard, "lease": token,
+            "input_hash": input_hash, "work_hash": record["work_hash"], "objects": [], "generated": 0,
+            "findings": [finding], "stats": {}, "error": None,
+            "quarantine": {"strikes": [s.to_json() for s in strikes]},
+        }
+        group.begin(record["work_hash"], lease, manifest)
+        self.ctx.log.event("input-quarantined", input_hash=input_hash, strikes=len(strikes),
+                           workers=[s.worker for s in strikes])
+        return record["work_hash"]
 
     def _publish_pending(self, group: GroupCommit) -> list[tuple[str, list[str] | None | bool]]:
         """Claims and objects of the records whose manifests the last barrier made durable (deferred)."""

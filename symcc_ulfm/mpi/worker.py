@@ -6,15 +6,21 @@ commit round. Leases run in the order they were sent.
 
 A worker accepts only WORK of its current generation from its own master, reads the input by
 hash from the corpus (verified), writes candidates into its own staging directory only, and
-returns every candidate's SHA-256, length and coverage with the full fence.
+returns every candidate's SHA-256, length and coverage with the full fence, plus the findings:
+every execution whose outcome was not ``ok`` (``executors.outcome``), with the SHA-256 of the
+input that produced it (the lease's input, or a candidate staged with this result). Target
+code runs in the executor's sandbox, never in this process; the lease being executed is noted
+in the staging directory first (``running-<g>``), for ``core.poison`` should this rank die.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import deque
 
 from ..core import envelope
+from ..core.finding import MAX_PER_RESULT
 from ..errors import IntegrityError, ProtocolError, SymccUlfmError
 from ..store.atomic import Barrier
 from ..store.staging import WorkerStaging
@@ -35,6 +41,7 @@ class WorkerLoop:
         # the master's syncfs covers staged files only when it runs on the same host (kernel)
         self.sync_before_result = ctx.peers[self.master]["host"] != ctx.peers[ctx.stable]["host"]
         self.executed = 0
+        self.executor = ctx.executor  # the rank's sandbox, started once and kept across generations
         self.adversary = is_adversary(ctx.stable) and self.gen == 0
 
     def run(self) -> None:
@@ -105,37 +112,28 @@ class WorkerLoop:
         fence = {k: work[k] for k in ("generation", "shard", "lease", "work_hash", "input_hash", "worker")}
         started = time.perf_counter()
         candidates: list[dict] = []
+        findings: list[dict] = []
         stats: dict[str, float] = {}
         error = None
+        ctx.check_executor()
         try:
             data = ctx.corpus.read(work["input_hash"])
             if self.executed == 0:
                 ctx.log.event("corpus-read-verified", sha256=work["input_hash"], length=len(data))
-            outcome = ctx.executor.run(data, work["hint"])
-            hints = outcome.hints or [None] * len(outcome.candidates)
-            seen = set()
-            measure_until = time.perf_counter() + ctx.policy.timeouts.lease_s / 2
-            for child, hint in zip(outcome.candidates, hints, strict=True):
-                sha256, _ = self.staging.stage(work["lease"], child)
-                if sha256 in seen:
-                    continue
-                seen.add(sha256)
-                # Coverage runs stop well before the master's lease timeout would fence this worker.
-                coverage = sorted(ctx.executor.coverage(child)) if time.perf_counter() < measure_until else []
-                candidates.append({"sha256": sha256, "length": len(child), "coverage": coverage, "hint": hint})
-            stats = {
-                "generated": len(outcome.candidates),
-                "executions": outcome.executions,
-                "solver_queries": outcome.solver_queries,
-                "solver_seconds": outcome.solver_seconds,
-                "run_seconds": outcome.seconds,
-            }
+            deaths = self._deaths()
+            self.staging.mark_running(self.gen, work["lease"])
+            try:
+                candidates, findings, stats = self._analyze(work, data)
+            finally:
+                self.staging.mark_running(self.gen, None)
+            stats["sandbox_deaths"] = self._deaths() - deaths
         except (IntegrityError, SymccUlfmError) as exc:
             error = f"{type(exc).__name__}: {exc}"
         stats["seconds"] = time.perf_counter() - started
         self.executed += 1
         try:
-            return envelope.encode("RESULT", self.limit, **fence, candidates=candidates, stats=stats, error=error)
+            return envelope.encode("RESULT", self.limit, **fence, candidates=candidates, findings=findings,
+                                   stats=stats, error=error)
         except ProtocolError:
             ctx.log.event("result-truncated", candidates=len(candidates), reason="RESULT over the message limit")
         while True:
@@ -143,8 +141,49 @@ class WorkerLoop:
             for c in candidates:
                 c["coverage"] = []
             try:
-                return envelope.encode("RESULT", self.limit, **fence, candidates=candidates, stats=stats, error=error)
+                return envelope.encode("RESULT", self.limit, **fence, candidates=candidates, findings=findings,
+                                       stats=stats, error=error)
             except ProtocolError:
                 keep = len(candidates) // 2
                 self.staging.discard(work["lease"], [c["sha256"] for c in candidates[keep:]])  # no RESULT names them
                 candidates = candidates[:keep]
+                named = {c["sha256"] for c in candidates} | {work["input_hash"]}
+                findings = [f for f in findings if f["sha256"] in named]
+
+    def _deaths(self) -> int:
+        return getattr(self.executor, "deaths", 0)
+
+    def _analyze(self, work: dict, data: bytes) -> tuple[list[dict], list[dict], dict[str, float]]:
+        """Run the input, stage and measure its distinct children; (candidates, findings, stats)."""
+        lease = work["lease"]
+        result = self.executor.run(data, work["hint"])
+        hints = result.hints or [None] * len(result.candidates)
+        staged: dict[str, tuple[bytes, dict | None]] = {}
+        for child, hint in zip(result.candidates, hints, strict=True):
+            sha256, _ = self.staging.stage(lease, child)
+            staged.setdefault(sha256, (child, hint))
+        # coverage runs stop well before the master's lease timeout would fence this worker
+        budget = self.ctx.policy.timeouts.lease_s / 2 - result.seconds
+        measured = self.executor.measure_many([child for child, _ in staged.values()], budget_s=max(0.0, budget))
+        candidates = []
+        reports = {}
+        for (sha256, (child, hint)), m in zip(staged.items(), measured, strict=True):
+            candidates.append({"sha256": sha256, "length": len(child), "hint": hint,
+                               "coverage": sorted(m.coverage) if m is not None else []})
+            if m is not None and m.outcome.is_finding:
+                reports.setdefault((m.outcome.kind, m.outcome.signature, sha256), m.outcome.report(sha256))
+        for found in result.findings:
+            sha256 = hashlib.sha256(found.data).hexdigest()
+            if sha256 != work["input_hash"] and sha256 not in staged:  # e.g. an intermediate the engine ran
+                self.staging.stage(lease, found.data)
+                staged[sha256] = (found.data, None)
+                candidates.append({"sha256": sha256, "length": len(found.data), "hint": None, "coverage": []})
+            reports.setdefault((found.outcome.kind, found.outcome.signature, sha256), found.outcome.report(sha256))
+        stats = {
+            "generated": len(result.candidates),
+            "executions": result.executions + sum(m is not None for m in measured),
+            "solver_queries": result.solver_queries,
+            "solver_seconds": result.solver_seconds,
+            "run_seconds": result.seconds,
+        }
+        return candidates, list(reports.values())[:MAX_PER_RESULT], stats

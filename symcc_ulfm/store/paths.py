@@ -3,6 +3,7 @@
 ::
 
     policy.json                                   canonical policy (its SHA-256 is the policy SHA)
+    executor.json                                 the executor identity every work hash is taken with
     membership/generation-<g>-snapshot.json       global membership snapshot of generation g
     membership/generation-<g>-layout.json         content-addressed layout (SHA in snapshot/receipt)
     membership/prepare-<g>.json                   agreed recovery plan leading to generation g
@@ -13,6 +14,7 @@
     corpus/objects/<sha256>                       public corpus, named by content
     corpus/claims/<sha256>                        who first published it: a link to that committing record, or 'seed'
     staging/worker-<w>/<lease>@<sha256>           a worker's candidates awaiting commit
+    staging/worker-<w>/running-<g>                the lease worker w was executing in generation g
     logs/rank-<stable>.jsonl                      structured per-rank logs
     endpoint.json                                 endpoint coverage re-measured over the final corpus
 """
@@ -37,6 +39,10 @@ class StateDir:
     @property
     def policy(self) -> Path:
         return self.root / "policy.json"
+
+    @property
+    def executor(self) -> Path:
+        return self.root / "executor.json"
 
     @property
     def membership(self) -> Path:

@@ -11,14 +11,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core import finding
 from ..core.canonical import canonical_json, digest, is_sha256_hex, sha256_hex
 from ..errors import FenceError, WalCorruption
 from .staging import parse_staged
 
-WAL_FORMAT = "symcc-ulfm-wal/3"
+WAL_FORMAT = "symcc-ulfm-wal/4"
 _OLD_FORMATS = {
     "symcc-ulfm-wal/1": "one state per file, replaced by rename",
     "symcc-ulfm-wal/2": "staged objects in a directory per lease",
+    "symcc-ulfm-wal/3": "manifests without findings",
 }
 STATES = ("leased", "committing", "done")
 _NEXT = {"leased": {"leased", "committing"}, "committing": {"done"}, "done": set()}
@@ -148,3 +150,10 @@ def check_manifest(manifest: Any, error: type[Exception] = FenceError) -> None:
             raise error(f"manifest object {obj['sha256']} is staged under another name")
     if type(manifest.get("generated")) is not int or manifest["generated"] < len(manifest["objects"]):
         raise error("manifest 'generated' must count at least its objects")
+    findings = manifest.get("findings")
+    if not isinstance(findings, list) or not all(map(finding.is_record, findings)):
+        raise error("manifest findings are not a list of finding records")
+    published = {obj["sha256"] for obj in manifest["objects"]} | {manifest.get("input_hash")}
+    for item in findings:
+        if item["sha256"] not in published:
+            raise error(f"finding {item['kind']} names input {item['sha256']}, neither an object nor the input")

@@ -11,6 +11,11 @@ in the last half minute is skipped, one by one, by each later allocation (``rece
 in ``fs/ext4/ialloc.c``), which made every file creation of a busy campaign slower. A staged
 file itself is never freed when its record commits: it becomes the corpus object (a link).
 
+A worker also notes in ``running-<g>`` which lease it is executing in generation g (one file per
+generation, rewritten in place, never synced: it must outlive the worker's process, not the
+machine), so that after its death a master can tell the lease it was running from those it only
+held (:mod:`symcc_ulfm.core.poison`).
+
 Both sides keep directory descriptors open (the worker its own directory, the committing master
 the workers' directories), so a staged object costs a system call or two on a name inside an
 open directory instead of a walk from the state root.
@@ -28,14 +33,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import IntegrityError, StoreError
-from .atomic import Barrier, ensure_dir, read_to_end
+from .atomic import Barrier, ensure_dir, read_bytes, read_to_end
 
 _STAGED = re.compile(r"staging/worker-([0-9]+)/([A-Za-z0-9._:-]{1,128})@([0-9a-f]{64})")
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | _CLOEXEC
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
+_MARK_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | _CLOEXEC
 KEEP_LIMIT = 256  # verified staged files a reader keeps open for their publication
+RUNNING_WIDTH = 160  # bytes of a running marker: a lease token (at most 128) padded with spaces
 
 
 def staged_name(worker: int, lease: str, sha256: str) -> str:
@@ -45,6 +52,20 @@ def staged_name(worker: int, lease: str, sha256: str) -> str:
 def staged_file(lease: str, sha256: str) -> str:
     """The staged object's name inside its worker's directory."""
     return f"{lease}@{sha256}"
+
+
+def running_file(generation: int) -> str:
+    return f"running-{generation}"
+
+
+def read_running(state_root: Path, worker: int, generation: int) -> str | None:
+    """The lease worker ``worker`` was executing when it last wrote its marker of ``generation``."""
+    path = Path(state_root) / "staging" / f"worker-{worker}" / running_file(generation)
+    try:
+        token = read_bytes(path, limit=RUNNING_WIDTH).decode("ascii", "replace").strip()
+    except FileNotFoundError:
+        return None
+    return token or None
 
 
 def parse_staged(relpath: str) -> tuple[int, str, str]:
@@ -65,10 +86,25 @@ class WorkerStaging:
         self.barrier = barrier
         self.root = ensure_dir(self.state_root / "staging" / f"worker-{worker}", dir_mode)
         self._fd = [os.open(self.root, _DIR_FLAGS)]
+        self._running: int | None = None
         weakref.finalize(self, _close_fds, self._fd)
 
     def close(self) -> None:
         _close_fds(self._fd)
+
+    def mark_running(self, generation: int, lease: str | None) -> None:
+        """Note the lease being executed now (None: none), before it starts and after it ends."""
+        if self._running is None:
+            try:
+                self._running = os.open(running_file(generation), _MARK_FLAGS, self.file_mode, dir_fd=self._fd[0])
+            except OSError as exc:
+                raise StoreError(f"cannot open {self.root}/{running_file(generation)}: {exc.strerror or exc}") from exc
+            self._fd.append(self._running)
+        text = (lease or "").ljust(RUNNING_WIDTH).encode("ascii")
+        try:
+            os.pwrite(self._running, text[:RUNNING_WIDTH], 0)
+        except OSError as exc:
+            raise StoreError(f"cannot write the running marker of worker {self.worker}: {exc.strerror or exc}") from exc
 
     def stage(self, lease: str, data: bytes) -> tuple[str, str]:
         """Write one candidate; returns (sha256, staged relative path).

@@ -7,8 +7,12 @@ A target spec is one of
 * ``module:function`` (``function`` may be dotted, e.g. ``pkg.mod:Parser.parse``);
 * ``path/file.py:function`` (the file is loaded as a fresh module).
 
-Built-in targets ship seed inputs of the lengths they need and a ``deepest(data)`` predicate
-that tells whether an input reaches their deepest branch (used by tests and benchmarks).
+Built-in targets ship seed inputs of the lengths they need, the string their parser returns
+when an input reaches the deepest branch (``deep``: tests and benchmarks compare a contained
+measurement's return value with it, so target code never runs in their process), the
+exceptions they raise by design to reject an input (``expected``: the default of the
+``concolic`` executor's ``expected_exceptions``), and at least one documented bug behind their
+deep branches (``BUGS`` in each module), which a campaign should report as a finding.
 Anything that cannot be resolved raises :class:`~symcc_ulfm.errors.TargetError` (exit code 2).
 """
 
@@ -42,10 +46,12 @@ class TargetInfo:
     function: Callable[[bytes], object]
     description: str
     seeds: tuple[bytes, ...]
-    deepest: Callable[[bytes], bool] | None
+    deep: str | None
     source_path: str
     files: tuple[str, ...]
     builtin: bool
+    expected: tuple[str, ...] = ()
+    bugs: tuple[str, ...] = ()
 
     @property
     def source_sha256(self) -> str:
@@ -64,8 +70,8 @@ def names() -> list[str]:
 def _builtin(name: str) -> TargetInfo:
     module = importlib.import_module(f"{__name__}.{name}")
     path = os.path.abspath(module.__file__)
-    return TargetInfo(name, module.parse, module.DESCRIPTION, tuple(module.SEEDS), module.deepest, path,
-                      (module.parse.__code__.co_filename,), True)
+    return TargetInfo(name, module.parse, module.DESCRIPTION, tuple(module.SEEDS), module.DEEP, path,
+                      (module.parse.__code__.co_filename,), True, tuple(module.EXPECTED), tuple(module.BUGS))
 
 
 def list_targets() -> list[dict]:
@@ -73,8 +79,8 @@ def list_targets() -> list[dict]:
     out = []
     for name in _BUILTIN:
         info = _builtin(name)
-        out.append({"name": name, "description": info.description,
-                    "seed_lengths": [len(s) for s in info.seeds], "entry": info.entry})
+        out.append({"name": name, "description": info.description, "seed_lengths": [len(s) for s in info.seeds],
+                    "entry": info.entry, "expected_exceptions": list(info.expected), "bugs": list(info.bugs)})
     return out
 
 

@@ -5,15 +5,20 @@ where the CRC covers type and data; ``IHDR`` (13 bytes: width, height, bit depth
 compression, filter, interlace) comes first and ``IEND`` last. The seed is a valid file with a
 ``tEXt`` chunk. The deepest branch needs the ``Debug`` keyword and a 16-bit RGBA header, i.e.
 content changes in two chunks whose CRCs must be repaired: the table-driven CRC concretises
-every byte it reads, so only a checksum-aware search gets there.
+every byte it reads, so only a checksum-aware search gets there. Malformed files raise
+``ValueError`` (expected).
+
+Bug (unbounded allocation): a ``tEXt`` chunk with the keyword ``Dump`` makes the parser allocate
+a dump buffer of the size in KiB that the four bytes after the keyword declare, with no bound,
+so a large declared size exhausts memory (``MemoryError``).
 """
 
 from __future__ import annotations
 
-from ._common import reached
-
 DESCRIPTION = "PNG-like chunks with CRC-32 (pure Python); deepest: tEXt 'Debug' + 16-bit RGBA header"
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
+EXPECTED = ("ValueError",)
+BUGS = ("oom: a tEXt chunk with keyword 'Dump' allocates the buffer size it declares (KiB), unbounded",)
 DEEP = "debug keyword on 16-bit RGBA"
 
 
@@ -84,6 +89,10 @@ def parse(data: bytes) -> str:
             if nul < 1:
                 raise ValueError("bad keyword")
             keyword = body[:nul]
+            if keyword == b"Dump":
+                declared = int.from_bytes(body[nul + 1:nul + 5], "big")
+                dump = bytearray(declared << 10)  # the bug: the declared size is trusted
+                return f"dump of {len(dump)} bytes"
             if keyword == b"Debug":
                 if header[3] == 6:
                     if header[2] == 16:
@@ -101,7 +110,3 @@ SEEDS = (
     + chunk(b"tEXt", b"Title\x00Hello, world")
     + chunk(b"IEND", b""),
 )
-
-
-def deepest(data: bytes) -> bool:
-    return reached(parse, data, DEEP)

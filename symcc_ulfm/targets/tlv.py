@@ -2,18 +2,22 @@
 
 Layout: ``b"TLV\\x01" version:u8`` then records ``type:u8 length:u8 value[length]`` until the
 end or a type 0xFF record. Types: 1 text, 2 big-endian u16 (length must be 2), 0x10 a list of
-records (version 2 only). The deepest branch: an int record followed by a list that holds an
-int record equal to 0x1337.
+records (version 2 only), 0x20 a one-byte reference to an earlier text record (version 2
+only). The deepest branch: an int record followed by a list that holds an int record equal to
+0x1337. Malformed records raise ``ValueError`` (expected).
+
+Bug (unchecked index): a reference record's index is not checked against the texts seen so
+far, so a dangling reference raises ``IndexError``.
 """
 
 from __future__ import annotations
 
-from ._common import reached
-
 DESCRIPTION = "magic + version + TLV records with a nested record list (deepest: nested int 0x1337)"
 MAGIC = b"TLV\x01"
-T_TEXT, T_INT, T_LIST, T_END = 0x01, 0x02, 0x10, 0xFF
+T_TEXT, T_INT, T_LIST, T_REF, T_END = 0x01, 0x02, 0x10, 0x20, 0xFF
 DEEP = "nested int 0x1337"
+EXPECTED = ("ValueError",)
+BUGS = ("exception: IndexError on a reference record (type 0x20, version 2) past the texts seen so far",)
 SEEDS = (MAGIC + bytes([1, T_INT, 2, 0x00, 0x05, T_TEXT, 6]) + b"hello!" + bytes([T_TEXT, 3]) + b"abc",)
 
 
@@ -49,12 +53,22 @@ def parse(data: bytes) -> str:
     if version not in (1, 2):
         return "unsupported version"
     seen_int = False
+    texts = []
     for kind, size, value in records(data[5:]):
         if kind == T_TEXT:
             if size == 0:
                 return "empty text"
             if value[0] == 0x21:
                 return "shouting text"
+            texts.append(value)
+        elif kind == T_REF:
+            if version != 2:
+                return "references need version 2"
+            if size != 1:
+                return "bad reference length"
+            target = texts[value[0]]  # the bug: the index is not checked against len(texts)
+            if target[0] == 0x21:
+                return "reference to shouting text"
         elif kind == T_INT:
             if size != 2:
                 return "bad int length"
@@ -74,7 +88,3 @@ def parse(data: bytes) -> str:
         else:
             return "unknown record type"
     return "ok"
-
-
-def deepest(data: bytes) -> bool:
-    return reached(parse, data, DEEP)

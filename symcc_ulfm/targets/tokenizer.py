@@ -1,18 +1,30 @@
 """``tokenizer``: an arithmetic expression tokenizer and recursive-descent evaluator.
 
-Input: ASCII like ``((4000*(3+1))-11)``: non-negative integers, ``+ - * /`` (``/`` is floor
-division, a zero divisor is an error), parentheses, spaces and unary minus. The deepest branch
+Input: ASCII like ``((4000*(3+1))-11)``: non-negative integers, ``+ - * / %`` (``/`` is floor
+division and ``%`` the remainder), parentheses, spaces and unary minus. Malformed input and a
+zero divisor raise :class:`ExpressionError` (a ``ValueError``: expected). The deepest branch
 needs an expression nested three deep that uses a division and evaluates to exactly 1337; the
 seed nests three deep but has no division.
+
+Bugs: ``%`` does not check its divisor as ``/`` does, so ``x % 0`` raises ``ZeroDivisionError``;
+nesting has no limit, so deeply nested parentheses (or unary minus) raise ``RecursionError``.
 """
 
 from __future__ import annotations
 
-from ._common import reached
-
 DESCRIPTION = "expression tokenizer + recursive-descent evaluator (deepest: nested, divides, == 1337)"
 DEEP = "1337 by division"
 SEEDS = (b"((4000*(3+1))-11)",)
+EXPECTED = ("ValueError",)
+BUGS = (
+    "exception: ZeroDivisionError from '%' with a zero divisor (only '/' checks it)",
+    "exception: RecursionError on deeply nested parentheses or unary minus (no nesting limit)",
+)
+
+
+class ExpressionError(ValueError):
+    """The input is not a well-formed expression, or divides by zero."""
+
 
 def _symbol(c: int) -> str | None:
     if c == 0x28:
@@ -27,6 +39,8 @@ def _symbol(c: int) -> str | None:
         return "-"
     if c == 0x2A:
         return "*"
+    if c == 0x25:
+        return "%"
     return None
 
 
@@ -51,7 +65,7 @@ def tokenize(data: bytes) -> list[tuple[str, object]]:
                 i += 1
             tokens.append(("num", value))
             continue
-        raise SyntaxError(f"unexpected byte at {i}")
+        raise ExpressionError(f"unexpected byte at {i}")
     return tokens
 
 
@@ -68,7 +82,7 @@ class Parser:
 
     def take(self) -> tuple[str, object]:
         if self.pos >= len(self.tokens):
-            raise SyntaxError("unexpected end of input")
+            raise ExpressionError("unexpected end of input")
         token = self.tokens[self.pos]
         self.pos += 1
         return token
@@ -83,14 +97,16 @@ class Parser:
 
     def term(self):
         value = self.factor()
-        while self.peek() in ("*", "/"):
+        while self.peek() in ("*", "/", "%"):
             op = self.take()[1]
             right = self.factor()
             if op == "*":
                 value = value * right
+            elif op == "%":
+                value = value % right  # the bug: no zero check, unlike "/"
             else:
                 if right == 0:
-                    raise ZeroDivisionError("division by zero in expression")
+                    raise ExpressionError("division by zero in expression")
                 self.divisions += 1
                 value = value // right
         return value
@@ -106,17 +122,17 @@ class Parser:
             self.max_depth = max(self.max_depth, self.depth)
             value = self.expression()
             if self.take()[1] != ")":
-                raise SyntaxError("expected )")
+                raise ExpressionError("expected )")
             self.depth -= 1
             return value
-        raise SyntaxError(f"unexpected {token!r}")
+        raise ExpressionError(f"unexpected {token!r}")
 
 
 def parse(data: bytes) -> str:
     parser = Parser(tokenize(data))
     value = parser.expression()
     if parser.pos != len(parser.tokens):
-        raise SyntaxError("trailing tokens")
+        raise ExpressionError("trailing tokens")
     if parser.max_depth >= 3 and parser.divisions > 0:
         if value == 1337:
             return DEEP
@@ -124,7 +140,3 @@ def parse(data: bytes) -> str:
             return "negative quotient"
         return "quotient"
     return "value"
-
-
-def deepest(data: bytes) -> bool:
-    return reached(parse, data, DEEP)

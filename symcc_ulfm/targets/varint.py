@@ -2,14 +2,19 @@
 
 Layout: ``count:varint`` then ``count`` times ``length:varint bytes[length]``, nothing after.
 The last field must itself hold exactly one varint; the deepest branch needs it to be
-0x1F2E3D, a three-byte varint, while the seed's fields are plain text.
+0x1F2E3D, a three-byte varint, while the seed's fields are plain text. Truncated or overlong
+varints raise ``ValueError`` (expected).
+
+Bug (off-by-one table): a small last value picks its handler from a table of four entries by
+``value // 24``, which needs six, so values 96..127 raise ``IndexError``.
 """
 
 from __future__ import annotations
 
-from ._common import reached
-
 DESCRIPTION = "LEB128 varint count + length-prefixed fields (deepest: last field encodes 0x1F2E3D)"
+EXPECTED = ("ValueError",)
+BUGS = ("exception: IndexError picking the handler of a small last value >= 96 (a table of 4 entries, not 6)",)
+HANDLERS = ("tiny", "small", "medium", "large")
 DEEP = "magic varint field"
 SEEDS = (bytes([2, 3]) + b"abc" + bytes([3]) + b"xyz",)
 
@@ -52,11 +57,7 @@ def parse(data: bytes) -> str:
     if used != len(last):
         return "junk after varint"
     if value < 128:
-        return "small value"
+        return f"small value ({HANDLERS[value // 24]})"  # the bug: value // 24 goes up to 5
     if value == 0x1F2E3D:
         return DEEP
     return "value"
-
-
-def deepest(data: bytes) -> bool:
-    return reached(parse, data, DEEP)

@@ -8,8 +8,11 @@ Every child's search state (its SAGE bound and predicted path signature) is retu
 hint; when the child is run later with that hint, wherever that happens, the bound applies and
 its actual path is compared with the prediction: ``notes["diverged"]`` reports the outcome.
 
-``coverage(data)`` is a separate concrete run of the original (unshimmed) target under
-:class:`.tracer.Tracer`.
+``measure(data)`` is a separate concrete run of the original (unshimmed) target under
+:class:`.tracer.Tracer`: coverage and outcome (:mod:`.classify`). Findings are only ever taken
+from concrete runs: when the symbolic run of an input ends abnormally, the input is measured
+concretely and a finding is reported only if the concrete run confirms one (a shim's limit is
+not a bug of the target).
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from typing import Any
 
 from ...errors import PolicyError
 from ...targets import DEFAULT_TARGET, TargetInfo, resolve_target
-from ..base import Executor, RunResult
+from ..base import Executor, Finding, Measurement, RunResult
 from . import path as P
+from .classify import Expected, classify, parse_expected
 from .search import Child, GenerationalSearch, QueryCache, repair_query, signature
 from .shadow import symbolic_twin
 from .symbytes import SymBytes
@@ -40,7 +44,9 @@ DEFAULTS: dict[str, Any] = {
     "max_repairs": 64,
     "max_frames": 400,
     "max_path": 50000,
+    "memory_mb": 2048,
     "seeds": None,
+    "expected_exceptions": None,
 }
 _POSITIVE = {k for k, v in DEFAULTS.items() if v is not None}
 _REPAIR_ROUNDS = 4
@@ -67,6 +73,8 @@ def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
             options["seeds"] = [bytes.fromhex(s).hex() for s in seeds]
         except (TypeError, ValueError):
             raise PolicyError("executor.options.seeds", "must be a non-empty list of hex strings") from None
+    if options["expected_exceptions"] is not None:
+        options["expected_exceptions"] = list(parse_expected(options["expected_exceptions"]))
     return options
 
 
@@ -78,11 +86,14 @@ class ConcolicExecutor(Executor):
     ``exec_timeout_s`` (per target execution), ``max_children`` (candidates per run),
     ``run_timeout_s`` (whole ``run``), ``max_repairs`` (re-executions spent repairing divergent
     children per run), ``max_frames`` (recursion bound), ``max_path`` (recorded constraints per
-    run) and ``seeds`` (hex strings; for targets without shipped seeds the default seed is 16
-    zero bytes).
+    run), ``memory_mb`` (address-space limit of the process the target runs in, see
+    :mod:`..sandbox`), ``seeds`` (hex strings; for targets without shipped seeds the default seed
+    is 16 zero bytes) and ``expected_exceptions`` (see :mod:`.classify`; default: the built-in
+    target's documented rejections, none for other targets: every uncaught exception is a finding).
     """
 
     name = "concolic"
+    in_process_target = True
 
     def __init__(self, target: str | None = None, options: Mapping[str, Any] | None = None):
         self.options = _options(dict(options or {}))
@@ -97,6 +108,20 @@ class ConcolicExecutor(Executor):
             cache=QueryCache(),
         )
         self._source_sha256 = self.info.source_sha256
+        expected = self.options["expected_exceptions"]
+        self._expected = Expected(self.info.expected if expected is None else tuple(expected))
+
+    @property
+    def execution_limit_s(self) -> float:
+        return self.options["exec_timeout_s"]
+
+    @property
+    def run_limit_s(self) -> float:
+        return self.options["run_timeout_s"]
+
+    @property
+    def memory_limit_mb(self) -> int:
+        return self.options["memory_mb"]
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -112,19 +137,25 @@ class ConcolicExecutor(Executor):
             return [bytes.fromhex(s) for s in self.options["seeds"]]
         return list(self.info.seeds) or [DEFAULT_SEED]
 
-    def coverage(self, data: bytes) -> frozenset[int]:
+    def measure(self, data: bytes) -> Measurement:
+        data = bytes(data)
         tracer = Tracer(self._files, time.monotonic() + self.options["exec_timeout_s"], collect=True)
-        outcome = execute(self.info.function, bytes(data), tracer, self.options["max_frames"])
-        return tracer.finish(outcome)
+        self.on_execution(data)
+        ended = execute(self.info.function, data, tracer, self.options["max_frames"])
+        self.on_execution(None)
+        returned = ended.value if isinstance(ended.value, str) and len(ended.value) <= 256 else None
+        return Measurement(tracer.finish(ended), classify(ended, self._files, self._expected), returned)
 
     def _symbolic(self, data: bytes):
         deadline = time.monotonic() + self.options["exec_timeout_s"]
         recorded = P.start(deadline, self.options["max_path"])
+        self.on_execution(data)
         try:
             outcome = execute(self._twin, SymBytes.from_input(data), Tracer(self._files, deadline, False),
                               self.options["max_frames"])
         finally:
             P.stop()
+            self.on_execution(None)
         return recorded, outcome
 
     def _diverged(self, entries: list, child: Child) -> bool:
@@ -172,6 +203,12 @@ class ConcolicExecutor(Executor):
         recorded, outcome = self._symbolic(data)
         notes: dict[str, Any] = {"outcome": outcome.label, "branches": recorded.branches, "pins": recorded.pins,
                                  "path_truncated": recorded.truncated}
+        findings = []
+        if outcome.kind != "return":  # confirmed by a concrete run, or not a finding
+            confirmed = self.measure(data).outcome
+            notes["confirmed"] = confirmed.kind
+            if confirmed.is_finding:
+                findings.append(Finding(confirmed, data))
         lineage = child_from_hint(data, hint)
         if lineage is not None:
             notes["diverged"] = self._diverged(recorded.entries, lineage)
@@ -196,11 +233,12 @@ class ConcolicExecutor(Executor):
         return RunResult(
             candidates=candidates,
             hints=hints,
-            executions=1 + extra["repair_runs"],
+            executions=1 + extra["repair_runs"] + ("confirmed" in notes),
             solver_queries=search.queries + extra["queries"],
             solver_seconds=search.solver_seconds + extra["solver_seconds"],
             seconds=time.perf_counter() - start,
             notes=notes,
+            findings=findings,
         )
 
 

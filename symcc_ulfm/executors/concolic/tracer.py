@@ -34,9 +34,12 @@ def location(code, line: int) -> int:
 
 @dataclass
 class Outcome:
+    """How one traced call ended (the executor classifies it, see :func:`.classify.classify`)."""
+
     kind: str  # "return", "exception" or "timeout"
     error: str | None = None
     value: object = None
+    exc: BaseException | None = None
 
     @property
     def label(self) -> str:
@@ -104,12 +107,12 @@ def execute(function, argument, tracer: Tracer, max_frames: int) -> Outcome:
     try:
         value = function(argument)
         return Outcome("return", None, value)
-    except ExecTimeout:
-        return Outcome("timeout")
+    except ExecTimeout as exc:
+        return Outcome("timeout", None, None, exc)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # a target may raise anything, SystemExit included
-        return Outcome("exception", type(exc).__name__)
+        return Outcome("exception", type(exc).__name__, None, exc)
     finally:
         sys.settrace(old_trace)
         sys.setrecursionlimit(old_limit)

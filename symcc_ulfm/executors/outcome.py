@@ -1,0 +1,166 @@
+"""What one execution of a target did, and the signature that deduplicates findings.
+
+Every execution has an :class:`Outcome`: ``ok``, ``exception`` (an uncaught exception the user
+did not declare expected), ``crash`` (a signal, an abnormal exit, a sanitizer report), ``hang``
+(the time limit) or ``oom`` (the memory limit). Anything but ``ok`` is a finding; findings are
+deduplicated by ``(kind, signature)``.
+
+Signatures come from the innermost frames of the *target's own code* (the files the target is
+traced in), as crash triage tools bucket by the top of the stack: the innermost frame with its
+line and the qualified name of its caller, e.g. ``ZeroDivisionError at tokenizer.py:Parser.term:97
+< Parser.expression``. A hang is bucketed by function (where an endless loop was interrupted
+varies from run to run); a death by a signal gets the frames the child's ``faulthandler``
+printed, when there are any. Everything here is pure: it parses and formats, it runs nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..core.finding import KINDS, MAX_DETAIL, MAX_SIGNATURE, TERMINAL_KINDS
+
+_DUMP_FRAME = re.compile(r'^\s*File "(.+)", line (\d+) in (.+?)\s*$')
+
+
+@dataclass(frozen=True)
+class Frame:
+    filename: str
+    function: str  # the qualified name where the interpreter gives it, else the plain name
+    line: int
+
+    def where(self, with_line: bool = True) -> str:
+        base = os.path.basename(self.filename)
+        return f"{base}:{self.function}:{self.line}" if with_line else f"{base}:{self.function}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: str = "ok"
+    signature: str = ""
+    detail: str = ""
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown outcome kind {self.kind!r}")
+
+    @property
+    def is_finding(self) -> bool:
+        return self.kind != "ok"
+
+    @property
+    def terminal(self) -> bool:
+        return self.kind in TERMINAL_KINDS
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "signature": self.signature, "detail": self.detail}
+
+    def report(self, sha256: str) -> dict:
+        """The finding report of the input ``sha256`` (``core.finding``)."""
+        return {**self.to_json(), "sha256": sha256}
+
+    @classmethod
+    def from_json(cls, value: dict) -> Outcome:
+        return cls(str(value["kind"]), str(value.get("signature", "")), str(value.get("detail", "")))
+
+
+OK = Outcome()
+
+
+def clip(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def located(head: str, frames: list[Frame], with_line: bool = True) -> str:
+    """``head at innermost < caller`` from innermost-first target frames (just ``head`` without)."""
+    if not frames:
+        return clip(head, MAX_SIGNATURE)
+    text = f"{head} {'at' if with_line else 'in'} {frames[0].where(with_line)}"
+    caller = next((f for f in frames[1:] if f.function != frames[0].function), None)
+    if caller is not None:
+        text += f" < {caller.function}"
+    return clip(text, MAX_SIGNATURE)
+
+
+def traceback_frames(tb, files: frozenset[str] | set[str]) -> list[Frame]:
+    """The frames of a traceback that run the target's own code, innermost first."""
+    out = []
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename in files:
+            out.append(Frame(code.co_filename, code.co_qualname, tb.tb_lineno))
+        tb = tb.tb_next
+    out.reverse()
+    return out
+
+
+def exception_detail(exc: BaseException) -> str:
+    try:
+        message = str(exc)
+    except Exception:  # a target's __str__ may raise too
+        message = "<unprintable>"
+    name = type(exc).__name__
+    return clip(f"{name}: {message}" if message else name, MAX_DETAIL)
+
+
+def from_exception(kind: str, exc: BaseException, files: frozenset[str] | set[str]) -> Outcome:
+    """An ``exception``, ``oom`` or ``hang`` outcome of a Python exception raised by the target."""
+    frames = traceback_frames(exc.__traceback__, files)
+    if kind == "hang":
+        return Outcome("hang", located("hang", frames, with_line=False), "time limit of one execution")
+    return Outcome(kind, located(type(exc).__name__, frames), exception_detail(exc))
+
+
+def dump_frames(text: str, files: Iterable[str] | None = None) -> list[Frame]:
+    """Frames of the last Python stack ``faulthandler`` wrote into ``text``, innermost first.
+
+    ``faulthandler`` prints "most recent call first": the current thread's block starts with
+    ``Current thread 0x...`` (fatal signals, ``register``) or ``Stack (most recent call
+    first):`` (``dump_traceback`` of one thread). Only frames in ``files`` are kept when any of
+    them is there; else every frame, so a crash inside a library the target called is located.
+    """
+    starts = [text.rfind(marker) for marker in ("Current thread ", "Stack (most recent call first):")]
+    start = max(starts)
+    if start < 0:
+        return []
+    frames = []
+    for line in text[start:].splitlines()[1:]:
+        match = _DUMP_FRAME.match(line)
+        if not match:
+            break
+        frames.append(Frame(match[1], match[3], int(match[2])))
+    wanted = set(files or ())
+    own = [f for f in frames if f.filename in wanted or os.path.abspath(f.filename) in wanted]
+    return own or frames
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def sanitizer_summary(stderr: str) -> str | None:
+    """The last ``SUMMARY:`` line a sanitizer (ASan, UBSan, MSan, ...) printed, if any."""
+    found = None
+    for line in stderr.splitlines():
+        line = line.strip()
+        if line.startswith("SUMMARY: ") and "Sanitizer" in line:
+            found = line[len("SUMMARY: "):]
+    return found
+
+
+def death(how: str, stderr: str = "", files: Iterable[str] | None = None, kind: str = "crash") -> Outcome:
+    """The outcome of a process that died (``how``: ``SIGSEGV``, ``exit 3``, ``hang``...)."""
+    summary = sanitizer_summary(stderr)
+    if summary is not None:
+        return Outcome("crash", clip(summary, MAX_SIGNATURE), clip(f"{how}: {summary}", MAX_DETAIL))
+    frames = dump_frames(stderr, files)
+    if kind == "hang":
+        return Outcome("hang", located("hang", frames, with_line=False), clip(how, MAX_DETAIL))
+    return Outcome(kind, located(how, frames), clip(how, MAX_DETAIL))

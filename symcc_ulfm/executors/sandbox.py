@@ -1,0 +1,376 @@
+"""Containment: target code runs in a child process, never in a rank, ``launch``, the oracle or a
+notebook kernel.
+
+:class:`Sandbox` is an :class:`~.base.Executor` that hosts the real one (built by
+:func:`~symcc_ulfm.executors.engine`) in a long-lived child (:mod:`.sandbox_child`), reused
+across inputs and started again after it dies. Each target execution is bounded: the child's
+own tracer ends Python-level endless loops, the child runs under ``RLIMIT_AS`` (allocation
+storms raise ``MemoryError``), and this side kills the child when an execution outlives its
+limit plus a grace (an endless loop in C code), after asking it (``SIGUSR1``) to print where it
+is. So a crash, ``os._exit``, a signal, a hang or a memory storm ends one execution, and the
+execution that was running is known (the child announces each one): it gets the outcome of the
+death (:func:`.outcome.death`).
+
+A death inside :meth:`run` is confirmed before it is reported: the input that was executing is
+measured again in a fresh child, and only a concrete run that fails again is a finding (the
+symbolic run is the engine's view; a shim's limit is not a bug of the target). A death inside
+:meth:`measure_many` is a concrete run already and is reported as it is.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ExecutorError, rebuild
+from .base import Executor, Finding, Measurement, RunResult
+from .frames import FrameBuffer, FrameError, encode_frame
+from .outcome import Outcome, death, signal_name
+
+STARTUP_S = 120.0
+HANG_DUMP_S = 0.5  # how long a hung child gets to print its stack before SIGKILL
+STDERR_TAIL = 16384
+CHUNK_BYTES = 8 << 20
+CHUNK_INPUTS = 512
+OOM_SHARE = 0.9  # a SIGKILL with the peak RSS this close to the memory limit is an oom
+
+
+def grace_s(limit_s: float) -> float:
+    """Time beyond an execution's own limit before the child is presumed stuck in C code."""
+    return 1.0 + 0.25 * limit_s
+
+
+class _Died(Exception):
+    def __init__(self, outcome: Outcome):
+        super().__init__(outcome.detail)
+        self.outcome = outcome
+
+
+class Sandbox(Executor):
+    """The executor ``name`` for ``target`` with ``options``, contained in a child process."""
+
+    in_process_target = False
+
+    def __init__(self, name: str, target: str | None, options: Mapping[str, Any] | None = None,
+                 startup_s: float = STARTUP_S):
+        self.name = name
+        self._init = {"type": "init", "executor": name, "target": target, "options": dict(options or {})}
+        self.startup_s = startup_s
+        self.deaths = 0  # children that died (and were replaced) while running target code
+        self._proc: subprocess.Popen | None = None
+        self._ready: dict | None = None
+        self._seeds: list[bytes] = []
+        self._stderr = bytearray()
+        self._fds: list[int] = []
+        self._target_files: list[str] = []  # kept across restarts: a death is judged after its child is gone
+        self._memory_limit_mb: int | None = None
+        self._finalizer = None
+        self._spawn()
+
+    # -- the child process -------------------------------------------------------------
+
+    def _spawn(self) -> None:
+        req_r, req_w = os.pipe2(os.O_CLOEXEC)
+        rep_r, rep_w = os.pipe2(os.O_CLOEXEC)
+        command = [sys.executable, "-m", "symcc_ulfm.executors.sandbox_child", str(req_r), str(rep_w), str(os.getpid())]
+        try:
+            self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.PIPE, pass_fds=(req_r, rep_w), start_new_session=True)
+        finally:
+            os.close(req_r)
+            os.close(rep_w)
+        self._req, self._rep, self._err = req_w, rep_r, self._proc.stderr.fileno()
+        self._fds = [req_w, rep_r]
+        for fd in (self._rep, self._err):
+            os.set_blocking(fd, False)
+        self._buffer = FrameBuffer()
+        self._stderr = bytearray()
+        self._ready = None
+        self._finalizer = weakref.finalize(self, _kill_quietly, self._proc, self._fds)
+        self._send(self._init)
+
+    def _wait_ready(self) -> dict:
+        if self._ready is not None:
+            return self._ready
+        if self._proc is None:
+            self._spawn()
+        try:
+            message, blobs = self._next(time.monotonic() + self.startup_s)
+        except _Died as died:
+            self._reap()
+            raise ExecutorError(f"the sandbox could not start {self._init['executor']} on "
+                                f"{self._init['target']!r}: {died.outcome.detail}; {self._tail(600)}") from None
+        if message.get("type") == "error":
+            self._reap()
+            raise rebuild(str(message.get("error")), str(message.get("message")), message.get("exit_code", 70))
+        if message.get("type") != "ready":
+            self._kill()
+            raise ExecutorError(f"the sandbox child answered {message.get('type')!r} to init")
+        self._ready = message
+        self._seeds = blobs
+        self._target_files = list(message.get("files", []))
+        self._memory_limit_mb = message.get("memory_limit_mb")
+        return message
+
+    def _send(self, message: dict, blobs=()) -> None:
+        data = memoryview(encode_frame(message, blobs))
+        os.set_blocking(self._req, False)
+        limit = time.monotonic() + self.startup_s
+        while data:
+            try:
+                data = data[os.write(self._req, data):]
+            except BlockingIOError:
+                if time.monotonic() > limit:
+                    raise _Died(Outcome("crash", "sandbox: stopped reading requests", "stopped reading")) from None
+                select.select([], [self._req], [], 0.1)
+            except (BrokenPipeError, ConnectionResetError):
+                raise _Died(self._death_outcome()) from None
+
+    def _next(self, deadline: float) -> tuple[dict, list[bytes]]:
+        """The next frame from the child; _Died when it dies, hangs past ``deadline`` or garbles."""
+        while True:
+            try:
+                frame = self._buffer.next()
+            except FrameError as exc:
+                self._kill()
+                raise _Died(Outcome("crash", "sandbox: garbled reply", f"the child wrote garbage: {exc}")) from None
+            if frame is not None:
+                return frame
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Died(self._hung())
+            readable, _, _ = select.select([self._rep, self._err], [], [], min(remaining, 1.0))
+            if self._err in readable:
+                self._drain_stderr()
+            if self._rep in readable:
+                try:
+                    chunk = os.read(self._rep, 1 << 20)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    raise _Died(self._death_outcome())
+                self._buffer.feed(chunk)
+
+    def _drain_stderr(self) -> None:
+        with contextlib.suppress(BlockingIOError, OSError):
+            while chunk := os.read(self._err, 1 << 16):
+                self._stderr += chunk
+                if len(self._stderr) > 2 * STDERR_TAIL:
+                    del self._stderr[:-STDERR_TAIL]
+
+    def _tail(self, limit: int = STDERR_TAIL) -> str:
+        return bytes(self._stderr[-limit:]).decode("utf-8", "replace")
+
+    def _hung(self) -> Outcome:
+        """Ask the stuck child for its stack, then kill it: a ``hang``."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self._proc.pid, signal.SIGUSR1)
+        size, limit = len(self._stderr), time.monotonic() + HANG_DUMP_S
+        while time.monotonic() < limit:  # faulthandler writes line by line: wait until it is quiet
+            before = len(self._stderr)
+            select.select([self._err], [], [], 0.05)
+            self._drain_stderr()
+            if size < before == len(self._stderr):
+                break
+        self._kill()
+        return death("hang (killed after its time limit)", self._tail(), self._target_files, kind="hang")
+
+    def _death_outcome(self) -> Outcome:
+        """The child closed its pipe: reap it and say how it died."""
+        status, rusage = self._reap()
+        self._drain_stderr()
+        if status is None:
+            return Outcome("crash", "sandbox: closed its pipe", "the child closed its reply pipe")
+        if os.WIFSIGNALED(status):
+            number = os.WTERMSIG(status)
+            limit_mb = self._memory_limit_mb
+            if number == signal.SIGKILL and limit_mb and rusage.ru_maxrss * 1024 >= OOM_SHARE * (limit_mb << 20):
+                return death(f"SIGKILL at the memory limit ({limit_mb} MB)", self._tail(), self._target_files, kind="oom")
+            return death(signal_name(number), self._tail(), self._target_files)
+        return death(f"exit {os.WEXITSTATUS(status)}", self._tail(), self._target_files)
+
+    def _kill(self) -> None:
+        if self._proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            self._reap()
+
+    def _reap(self) -> tuple[int | None, Any]:
+        """Wait for the child (after it closed its pipe or was killed); close its descriptors."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return None, None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        status, rusage = None, None
+        deadline = time.monotonic() + 5.0
+        while True:
+            try:
+                pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid:
+                break
+            if time.monotonic() > deadline:  # closed its pipe but lives on: it is ours to end
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                deadline = float("inf")
+            time.sleep(0.005)
+        proc.returncode = -1 if status is None else os.waitstatus_to_exitcode(status)
+        self._drain_stderr()
+        for fd in self._fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fds = []
+        with contextlib.suppress(OSError):
+            proc.stderr.close()
+        self._ready = None
+        return status, rusage
+
+    def _restart(self) -> None:
+        self.deaths += 1
+        self._kill()
+        self._spawn()
+
+    # -- the Executor interface -----------------------------------------------------------
+
+    def identity(self) -> dict[str, Any]:
+        return self._wait_ready()["identity"]
+
+    def seeds(self) -> list[bytes]:
+        self._wait_ready()
+        return list(self._seeds)
+
+    @property
+    def execution_limit_s(self) -> float:
+        return float(self._wait_ready()["execution_limit_s"])
+
+    @property
+    def run_limit_s(self) -> float:
+        return float(self._wait_ready()["run_limit_s"])
+
+    def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
+        data = bytes(data)
+        exec_bound = self.execution_limit_s + grace_s(self.execution_limit_s)
+        started = time.monotonic()
+        run_deadline = started + self.run_limit_s + exec_bound
+        current, since = data, None
+        try:
+            self._send({"type": "run", "hint": hint}, [data])
+            while True:
+                deadline = run_deadline if since is None else min(run_deadline, since + exec_bound)
+                message, blobs = self._next(deadline)
+                kind = message.get("type")
+                if kind == "exec":
+                    current, since = (data if message.get("input") else blobs[0]), time.monotonic()
+                elif kind == "idle":
+                    since = None
+                elif kind == "result":
+                    return self._result(message, blobs)
+                elif kind == "error":
+                    raise rebuild(str(message.get("error")), str(message.get("message")), message.get("exit_code", 70))
+                else:
+                    raise _Died(Outcome("crash", "sandbox: unexpected reply", f"unexpected {kind!r}"))
+        except _Died as died:
+            executing = since is not None
+            self._restart()
+            notes = {"sandbox": died.outcome.to_json(), "executing": executing}
+            findings = []
+            if executing:  # the target's execution of `current` ended the child: confirm it concretely
+                confirmed = self.measure(current).outcome
+                notes["confirmed"] = confirmed.kind
+                if confirmed.is_finding:
+                    findings.append(Finding(confirmed, current))
+            return RunResult(candidates=[], executions=1 + executing, seconds=time.monotonic() - started,
+                             notes=notes, findings=findings)
+
+    def _result(self, message: dict, blobs: list[bytes]) -> RunResult:
+        count = message["candidates"]
+        findings = [Finding(Outcome.from_json(f["outcome"]), blobs[count + i]) for i, f in enumerate(message["findings"])]
+        return RunResult(candidates=blobs[:count], hints=message["hints"], executions=message["executions"],
+                         solver_queries=message["solver_queries"], solver_seconds=message["solver_seconds"],
+                         seconds=message["seconds"], notes=message["notes"], findings=findings)
+
+    def measure(self, data: bytes) -> Measurement:
+        return self.measure_many([data])[0]
+
+    def measure_many(self, inputs: list[bytes], budget_s: float | None = None) -> list[Measurement | None]:
+        results: list[Measurement | None] = [None] * len(inputs)
+        until = None if budget_s is None else time.monotonic() + budget_s
+        pos = 0
+        while pos < len(inputs):
+            left = None if until is None else until - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            chunk = _chunk(inputs, pos)
+            done, finished = self._measure_chunk(chunk, left, results, pos)
+            pos += done
+            if finished and done < len(chunk):  # the budget ran out in the child
+                break
+        return results
+
+    def _measure_chunk(self, chunk: list[bytes], budget_s: float | None, results: list, offset: int) -> tuple[int, bool]:
+        """Measure ``chunk`` into ``results[offset:]``; (inputs settled, whether the child finished)."""
+        exec_bound = self.execution_limit_s + grace_s(self.execution_limit_s)
+        index = 0
+        try:
+            self._send({"type": "measure", "budget_s": budget_s}, chunk)
+            while True:
+                message, blobs = self._next(time.monotonic() + exec_bound)
+                kind = message.get("type")
+                if kind == "measured" and message.get("index") == index:
+                    coverage = frozenset(array.array("Q", blobs[0]))
+                    results[offset + index] = Measurement(coverage, Outcome.from_json(message["outcome"]),
+                                                          message.get("returned"))
+                    index += 1
+                elif kind == "measured-end":
+                    return index, True
+                elif kind == "error":
+                    raise rebuild(str(message.get("error")), str(message.get("message")), message.get("exit_code", 70))
+                else:
+                    raise _Died(Outcome("crash", "sandbox: unexpected reply", f"unexpected {kind!r}"))
+        except _Died as died:
+            self._restart()
+            results[offset + index] = Measurement(frozenset(), died.outcome)
+            return index + 1, False
+
+    def close(self) -> None:
+        if self._proc is None:
+            return
+        with contextlib.suppress(_Died, OSError):
+            self._send({"type": "stop"})
+        try:
+            self._proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            pass
+        self._kill()
+
+
+def _chunk(inputs: list[bytes], pos: int) -> list[bytes]:
+    out, size = [], 0
+    for data in inputs[pos:pos + CHUNK_INPUTS]:
+        if out and size + len(data) > CHUNK_BYTES:
+            break
+        out.append(data)
+        size += len(data)
+    return out
+
+
+def _kill_quietly(proc: subprocess.Popen, fds: list[int]) -> None:
+    """Finalizer of a Sandbox dropped without close(): end its child, free its descriptors."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(proc.pid, 0)
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)

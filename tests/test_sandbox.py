@@ -1,0 +1,185 @@
+"""Containment: every way a target can end its process ends one execution, contained, classified.
+
+Real child processes, real signals, real memory limits; the test process itself never runs the
+targets below (several of them would kill it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import textwrap
+import time
+
+import pytest
+
+from symcc_ulfm.errors import TargetError
+from symcc_ulfm.executors import create
+from symcc_ulfm.executors.frames import FrameBuffer, FrameError, encode_frame
+from symcc_ulfm.executors.outcome import dump_frames, sanitizer_summary
+from symcc_ulfm.executors.sandbox import Sandbox
+
+BAD = textwrap.dedent('''
+    import ctypes, os, signal, sys, time
+
+    def parse(data: bytes):
+        if len(data) < 2:
+            return "short"
+        op = data[0]
+        if op == 0x41:
+            os._exit(3)
+        if op == 0x42:
+            ctypes.string_at(0xdeadbeef, 4)
+        if op == 0x43:
+            os.abort()
+        if op == 0x44:
+            time.sleep(1e9)
+        if op == 0x45:
+            hold = []
+            while True:
+                hold.append(bytes(8 << 20))
+        if op == 0x46:
+            raise KeyError("planted")
+        if op == 0x47:
+            while True:
+                pass
+        if op == 0x48:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if op == 0x49:
+            os.write(int(sys.argv[2]), b"garbage that is not a frame")  # the sandbox's reply pipe
+            return "wrote"
+        if op == 0x4A:
+            sys.stdout.write("x" * 100000)
+            sys.stderr.write("y" * 200000)
+            return sys.stdin.read()
+        return "ok:" + data[1:].hex()
+''')
+
+EXPECTED = {
+    b"A0": ("crash", "exit 3 at bad.py:parse:9"),
+    b"B0": ("crash", "SIGSEGV at bad.py:parse:11"),
+    b"C0": ("crash", "SIGABRT at bad.py:parse:13"),
+    b"D0": ("hang", "hang in bad.py:parse"),
+    b"E0": ("oom", "MemoryError at bad.py:parse:19"),
+    b"F0": ("exception", "KeyError at bad.py:parse:21"),
+    b"G0": ("hang", "hang in bad.py:parse"),
+    b"H0": ("crash", "SIGKILL"),  # nothing can print a stack on SIGKILL
+}
+
+
+@pytest.fixture()
+def bad(tmp_path):
+    path = tmp_path / "bad.py"
+    path.write_text(BAD)
+    sandbox = create("concolic", f"{path}:parse", {"exec_timeout_s": 0.5, "memory_mb": 512})
+    yield sandbox
+    sandbox.close()
+
+
+@pytest.mark.parametrize("data", sorted(EXPECTED))
+def test_every_way_of_dying_is_one_classified_execution(bad, data):
+    assert isinstance(bad, Sandbox)
+    started = time.monotonic()
+    outcome = bad.measure(data).outcome
+    assert (outcome.kind, outcome.signature) == EXPECTED[data]
+    assert time.monotonic() - started < 10
+    after = bad.measure(b"Z\x01")  # the sandbox goes on (a new child where the old one died)
+    assert after.outcome.kind == "ok" and after.returned == "ok:01"
+
+
+def test_a_batch_goes_on_past_deaths_and_keeps_its_order(bad):
+    batch = [b"Z0", b"A0", b"Z1", b"B0", b"F0", b"Z2"]
+    measured = bad.measure_many(batch)
+    assert [m.outcome.kind for m in measured] == ["ok", "crash", "ok", "crash", "exception", "ok"]
+    assert [m.returned for m in measured if m.outcome.kind == "ok"] == ["ok:30", "ok:31", "ok:32"]
+    assert bad.deaths == 2
+
+
+def test_a_budget_leaves_later_inputs_unmeasured(bad):
+    measured = bad.measure_many([b"D0", b"Z0", b"Z1"], budget_s=0.2)
+    assert measured[0].outcome.kind == "hang" and measured[1:] == [None, None]
+
+
+def test_a_death_during_a_run_is_confirmed_by_a_concrete_rerun(bad):
+    result = bad.run(b"B0")
+    [finding] = result.findings
+    assert (finding.outcome.kind, finding.outcome.signature, finding.data) == ("crash", EXPECTED[b"B0"][1], b"B0")
+    assert result.notes["executing"] is True and result.notes["confirmed"] == "crash"
+    result = bad.run(b"Z0")
+    assert result.candidates and not result.findings
+
+
+def test_a_target_that_writes_into_the_sandbox_pipe_or_floods_its_streams_is_contained(bad):
+    assert bad.measure(b"I0").outcome.signature == "sandbox: garbled reply"
+    flood = bad.measure(b"J0")
+    assert flood.outcome.kind == "ok" and flood.returned == "", "stdin is /dev/null; stdout/stderr drained"
+
+
+def test_the_child_dies_with_its_parent(tmp_path):
+    """The rank that owns a sandbox can be SIGKILLed (failure injection): its child must not live on."""
+    script = tmp_path / "owner.py"
+    script.write_text(textwrap.dedent(f'''
+        import os, sys, time
+        from symcc_ulfm.executors import create
+        sandbox = create("concolic", "{tmp_path / "bad.py"}:parse", {{"exec_timeout_s": 60}})
+        sandbox.identity()
+        print(sandbox._proc.pid, flush=True)
+        sandbox.measure(b"D0")  # hangs in C; the parent is killed meanwhile
+    '''))
+    (tmp_path / "bad.py").write_text(BAD)
+    import subprocess
+    import sys
+
+    owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    child = int(owner.stdout.readline())
+    time.sleep(0.5)
+    owner.kill()
+    owner.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(child, signal.SIGKILL)
+        pytest.fail("the sandbox child outlived its parent")
+
+
+def test_a_target_that_cannot_be_imported_is_a_target_error(tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_text("raise RuntimeError('import-time failure')\n")
+    with pytest.raises(TargetError, match="import-time failure"):
+        create("concolic", f"{path}:parse").identity()
+
+
+def test_a_target_whose_import_kills_the_process_is_reported(tmp_path):
+    path = tmp_path / "killer.py"
+    path.write_text("import os\nos._exit(0)\n")
+    sandbox = create("concolic", f"{path}:parse")
+    with pytest.raises(Exception, match="could not start"):
+        sandbox.identity()
+
+
+def test_frames_reject_garbage_before_allocating():
+    buffer = FrameBuffer()
+    buffer.feed(b"\xff\xff\xff\xff\x00\x00\x00\x00")
+    with pytest.raises(FrameError, match="over the limit"):
+        buffer.next()
+    buffer = FrameBuffer()
+    buffer.feed(encode_frame({"type": "x"}, [b"ab", b"c"])[:-1])
+    assert buffer.next() is None
+    buffer.feed(b"c")
+    assert buffer.next() == ({"type": "x", "blobs": [2, 1]}, [b"ab", b"c"])
+
+
+def test_fault_dumps_and_sanitizer_reports_are_parsed():
+    dump = ("Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent call first):\n"
+            '  File "/usr/lib/python3.11/ctypes/__init__.py", line 519 in string_at\n'
+            '  File "/t/bad.py", line 11 in parse\n  File "/x/tracer.py", line 108 in execute\n\nExtension modules: z\n')
+    assert [f.where() for f in dump_frames(dump, ["/t/bad.py"])] == ["bad.py:parse:11"]
+    assert [f.function for f in dump_frames(dump)] == ["string_at", "parse", "execute"]
+    assert dump_frames("no dump here") == []
+    assert sanitizer_summary("==1==ERROR\nSUMMARY: AddressSanitizer: SEGV t.c:3 in f\n") == "AddressSanitizer: SEGV t.c:3 in f"
+    assert sanitizer_summary("SUMMARY: nothing sanitary\n") is None
