@@ -1,0 +1,354 @@
+"""Real SymCC on the C targets: the one-process loop, our campaign and upstream's driver (prints, asserts nothing).
+
+    SYMCC_CC=/path/to/symcc [UPSTREAM_DRIVER=/path/to/util/pure_concolic_execution.sh] \\
+        .venv/bin/python benchmarks/bench_symcc.py [--seconds 40] [--rounds 2] [--workers 3,7]
+
+Every target of ``benchmarks/c_targets/`` is built three ways (SymCC, plain gcc for replay,
+afl-cc for edges). Each round runs every system once per target for ``--seconds``, the order
+reversed from one round to the next (ABC CBA ...). Per system: analyzed inputs/s and test
+cases SymCC wrote per second (both over the whole window), the corpus it ended with (seeds
+included), its distinct behaviours (distinct (stdout, exit status) pairs of the plain build
+over the corpus) and its AFL edges (``afl-showmap -C`` over the corpus). Everything a run
+left is kept in ``--out`` (default ``runs/symcc-<time>/``): ``results.json``, ``table.txt``,
+the corpora, the campaigns' state and the upstream driver's log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = Path(__file__).resolve().parent / "c_targets"
+# One valid, unremarkable message per target, zero-padded: SymCC never changes an input's length.
+SEEDS = {
+    "hdr_opcode": "53510101a501",  # version 1, body = ping
+    "tlv_records": "5456010405000000",  # one INT record, 5
+    "crash_dispatch": "43460002efbe0000",  # nop
+}
+SEED_LENGTH = 48
+RUN_TIMEOUT_S = 30.0  # per SymCC run, the symcc executor's default timeout_s
+REPLAY_TIMEOUT_S = 5.0
+UPSTREAM_GRACE_S = 5.0
+
+
+@dataclass
+class Measurement:
+    target: str
+    system: str
+    round: int
+    seconds: float
+    analyzed: int
+    generated: int | None  # files SymCC wrote; None where the driver does not say
+    cpu_s: float
+    corpus: int = 0
+    behaviours: int = 0
+    crashes: int = 0
+    edges: int = 0
+    notes: dict = field(default_factory=dict)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def build(symcc_cc: str, name: str, out: Path) -> dict[str, Path]:
+    """The SymCC, plain gcc and afl-cc builds of one target."""
+    source = SOURCES / f"{name}.c"
+    binaries = {"symcc": out / f"{name}.symcc", "plain": out / f"{name}.plain", "afl": out / f"{name}.afl"}
+    compilers = {"symcc": symcc_cc, "plain": "gcc", "afl": "afl-cc"}
+    for kind, binary in binaries.items():
+        env = {**os.environ, "AFL_QUIET": "1"}
+        subprocess.run([compilers[kind], "-O2", "-o", str(binary), str(source)], check=True, env=env,
+                       stdout=subprocess.DEVNULL)
+    return binaries
+
+
+def write_seed(name: str, out: Path) -> Path:
+    seed_dir = out / "seeds" / name
+    seed_dir.mkdir(parents=True)
+    seed = bytes.fromhex(SEEDS[name]).ljust(SEED_LENGTH, b"\0")
+    (seed_dir / "seed0").write_bytes(seed)
+    return seed_dir
+
+
+def without_symcc_vars() -> dict[str, str]:
+    return {key: val for key, val in os.environ.items() if not key.startswith("SYMCC_")}
+
+
+def symcc_env(output_dir: Path) -> dict[str, str]:
+    """What the symcc executor gives a run: no inherited SYMCC_*, an output dir, linearization."""
+    return {**without_symcc_vars(), "SYMCC_OUTPUT_DIR": str(output_dir), "SYMCC_ENABLE_LINEARIZATION": "1"}
+
+
+def symcc_run(binary: Path, data: bytes, scratch: Path, timeout_s: float, env: dict[str, str]) -> list[bytes] | None:
+    """Every file one SymCC run wrote (``NNNNNN`` and ``NNNNNN-optimistic`` alike); None on timeout."""
+    work = Path(tempfile.mkdtemp(dir=scratch))
+    try:
+        (work / "out").mkdir()
+        (work / "input").write_bytes(data)
+        with open(work / "input", "rb") as stdin:
+            proc = subprocess.Popen([str(binary)], stdin=stdin, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, env={**env, "SYMCC_OUTPUT_DIR": str(work / "out")},
+                                    start_new_session=True)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return None
+        return [path.read_bytes() for path in sorted((work / "out").iterdir()) if path.is_file()]
+    finally:
+        shutil.rmtree(work)
+
+
+def run_loop(name: str, binary: Path, seed_dir: Path, seconds: float, run_dir: Path, rnd: int,
+             shared_map: bool) -> Measurement:
+    """Pop an input, run SymCC on it, queue every test case not seen before (by SHA-256), repeat.
+
+    With ``shared_map`` every run gets the same ``SYMCC_AFL_COVERAGE_MAP`` file, where QSYM keeps
+    the branches it has already tried to flip, so later runs skip them (upstream's drivers and the
+    symcc executor give it none, so each run starts from nothing).
+    """
+    env = symcc_env(run_dir)
+    if shared_map:
+        env["SYMCC_AFL_COVERAGE_MAP"] = str(run_dir / "coverage.map")
+    corpus = run_dir / "corpus"
+    corpus.mkdir(parents=True)
+    queue = deque(path.read_bytes() for path in sorted(seed_dir.iterdir()))
+    seen = {sha256(data) for data in queue}
+    analyzed = generated = 0
+    cpu0 = children_cpu() + self_cpu()
+    start = time.monotonic()
+    deadline = start + seconds
+    while queue and (remaining := deadline - time.monotonic()) > 0:
+        outputs = symcc_run(binary, queue.popleft(), run_dir, min(RUN_TIMEOUT_S, remaining), env)
+        if outputs is None:
+            continue
+        analyzed += 1
+        generated += len(outputs)
+        for data in outputs:
+            digest = sha256(data)
+            if digest not in seen:
+                seen.add(digest)
+                queue.append(data)
+                (corpus / digest).write_bytes(data)
+    notes = {"queue_left": len(queue), "exhausted_after_s": None if queue else round(time.monotonic() - start, 3)}
+    system = "loop-map" if shared_map else "loop"
+    return Measurement(name, system, rnd, seconds, analyzed, generated, children_cpu() + self_cpu() - cpu0,
+                       notes=notes)
+
+
+def run_campaign(name: str, binary: Path, seed_dir: Path, seconds: float, run_dir: Path, rnd: int,
+                 workers: int) -> Measurement:
+    state = run_dir / "state"
+    command = [
+        sys.executable, "-m", "symcc_ulfm", "launch", "--executor", "symcc", "--target", str(binary),
+        "--executor-option", f"seeds={seed_dir}", "--failure-schedule", "", "--deadline", str(seconds),
+        "--ranks", str(workers + 1), "--warm-spares", "0", "--workers-per-master", str(workers),
+        "--state-dir", str(state), "--json",
+    ]
+    cpu0 = children_cpu()
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    cpu = children_cpu() - cpu0
+    (run_dir / "launch.stdout").write_text(proc.stdout)
+    (run_dir / "launch.stderr").write_text(proc.stderr)
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        report = {}
+    notes = {"returncode": proc.returncode, "command": command, "passed": report.get("passed"),
+             "problems": report.get("problems"), "wal_unique": report.get("wal_unique")}
+    return Measurement(name, f"campaign-{workers}w", rnd, seconds, report.get("wal_analyzed", 0),
+                       report.get("wal_generated"), cpu, notes=notes)
+
+
+def run_upstream(name: str, binary: Path, seed_dir: Path, seconds: float, run_dir: Path, rnd: int,
+                 driver: str) -> Measurement:
+    """Upstream's pure concolic driver for ``seconds``, then its process group is stopped."""
+    out = run_dir / "corpus"
+    log = run_dir / "driver.log"
+    tmp = run_dir / "tmp"
+    tmp.mkdir(parents=True)
+    env = {**without_symcc_vars(), "TMPDIR": str(tmp)}  # the driver sets its SYMCC_* itself
+    command = [driver, "-i", str(seed_dir), "-o", str(out), str(binary)]
+    cpu0 = children_cpu()
+    with open(log, "wb") as handle:
+        proc = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=run_dir,
+                                start_new_session=True)
+        time.sleep(seconds)
+        stop_group(proc)
+    lines = log.read_text(errors="replace").splitlines()
+    started = [i for i, line in enumerate(lines) if line.startswith("Running on ")]
+    # A run counts when the driver went on to something else after it (the last one was cut short).
+    analyzed = sum(1 for i in started if i + 1 < len(lines))
+    notes = {"command": command, "generations": sum(line.startswith("Generation ") for line in lines)}
+    return Measurement(name, "upstream", rnd, seconds, analyzed, None, children_cpu() - cpu0, notes=notes)
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=UPSTREAM_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def corpus_inputs(*dirs: Path) -> dict[str, bytes]:
+    inputs = {}
+    for directory in dirs:
+        if directory.is_dir():
+            for path in directory.iterdir():
+                if path.is_file():
+                    data = path.read_bytes()
+                    inputs[sha256(data)] = data
+    return inputs
+
+
+def behaviours(plain: Path, inputs: dict[str, bytes]) -> set[tuple[str, int | str]]:
+    """Distinct (stdout, exit status) pairs of the plain build; status "timeout" past the replay bound."""
+    seen = set()
+    for data in inputs.values():
+        try:
+            proc = subprocess.run([str(plain)], input=data, capture_output=True, timeout=REPLAY_TIMEOUT_S)
+            seen.add((proc.stdout.decode(errors="replace").strip(), proc.returncode))
+        except subprocess.TimeoutExpired:
+            seen.add(("", "timeout"))
+    return seen
+
+
+def afl_edges(afl: Path, inputs: dict[str, bytes], scratch: Path) -> int:
+    """Edges of the union of the corpus, from ``afl-showmap -C`` (its fork server, one process)."""
+    work = Path(tempfile.mkdtemp(dir=scratch))
+    try:
+        for digest, data in inputs.items():
+            (work / digest).write_bytes(data)
+        out = work.with_suffix(".edges")
+        subprocess.run(["afl-showmap", "-q", "-i", str(work), "-o", str(out), "-C", "-t",
+                        str(int(REPLAY_TIMEOUT_S * 1000)), "--", str(afl)],
+                       check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        edges = len(out.read_text().split()) if out.is_file() else 0
+        out.unlink(missing_ok=True)
+        return edges
+    finally:
+        shutil.rmtree(work)
+
+
+def score(m: Measurement, binaries: dict[str, Path], seed_dir: Path, run_dir: Path) -> None:
+    corpus_dir = run_dir / "state" / "corpus" / "objects" if m.system.startswith("campaign") else run_dir / "corpus"
+    inputs = corpus_inputs(seed_dir, corpus_dir)
+    m.corpus = len(inputs)
+    seen = behaviours(binaries["plain"], inputs)
+    m.behaviours = len(seen)
+    m.crashes = sum(1 for _out, status in seen if status == "timeout" or status < 0)
+    m.notes["behaviours"] = sorted(f"{out}:{status}" for out, status in seen)
+    m.edges = afl_edges(binaries["afl"], inputs, run_dir)
+
+
+def plan(workers: list[int], driver: str | None) -> list[str]:
+    systems = ["loop", "loop-map"] + [f"campaign-{w}w" for w in workers]
+    return systems + (["upstream"] if driver else [])
+
+
+def measure(system: str, name: str, binaries: dict[str, Path], seed_dir: Path, args: argparse.Namespace,
+            run_dir: Path, rnd: int) -> Measurement:
+    if system.startswith("loop"):
+        return run_loop(name, binaries["symcc"], seed_dir, args.seconds, run_dir, rnd, system == "loop-map")
+    if system == "upstream":
+        return run_upstream(name, binaries["symcc"], seed_dir, args.seconds, run_dir, rnd, args.driver)
+    workers = int(system.removeprefix("campaign-").removesuffix("w"))
+    return run_campaign(name, binaries["symcc"], seed_dir, args.seconds, run_dir, rnd, workers)
+
+
+def table(results: list[Measurement], header: str) -> str:
+    lines = [header, "", f"{'target':<15} {'system':<13} {'analyzed/s':>10} {'written/s':>9} {'cpu ms/in':>9} "
+             f"{'corpus':>13} {'behaviours':>10} {'crashes':>7} {'AFL edges':>9}"]
+    keys = dict.fromkeys((m.target, m.system) for m in results)
+    for target, system in keys:
+        rows = [m for m in results if (m.target, m.system) == (target, system)]
+        rate = sum(m.analyzed / m.seconds for m in rows) / len(rows)
+        written = [m.generated / m.seconds for m in rows if m.generated is not None]
+        written_s = f"{sum(written) / len(written):.1f}" if written else "-"
+        analyzed = sum(m.analyzed for m in rows)
+        cpu = f"{1000 * sum(m.cpu_s for m in rows) / analyzed:.0f}" if analyzed else "-"
+
+        def each(attr: str, rows: list[Measurement] = rows) -> str:
+            return "/".join(str(getattr(m, attr)) for m in rows)
+
+        lines.append(f"{target:<15} {system:<13} {rate:>10.1f} {written_s:>9} {cpu:>9} {each('corpus'):>13} "
+                     f"{each('behaviours'):>10} {each('crashes'):>7} {each('edges'):>9}")
+    lines += ["", "analyzed/s and written/s: means over the rounds; corpus, behaviours, crashes, edges: each round"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=40.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--workers", default="3,7", help="campaign workers (one master each), comma separated")
+    parser.add_argument("--targets", default=",".join(SEEDS))
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    symcc_cc = os.environ.get("SYMCC_CC")
+    if not symcc_cc:
+        print("bench_symcc: skipped: SYMCC_CC is not set (the path of a SymCC build's symcc compiler wrapper)")
+        return 0
+    args.driver = os.environ.get("UPSTREAM_DRIVER") or None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    out = (args.out or ROOT / "runs" / f"symcc-{stamp}").resolve()
+    (out / "bin").mkdir(parents=True)
+    names = args.targets.split(",")
+    binaries = {name: build(symcc_cc, name, out / "bin") for name in names}
+    seed_dirs = {name: write_seed(name, out) for name in names}
+    systems = plan([int(w) for w in args.workers.split(",")], args.driver)
+    results = []
+    for rnd in range(args.rounds):
+        for system in systems if rnd % 2 == 0 else systems[::-1]:
+            for name in names:
+                run_dir = out / f"round{rnd}" / name / system
+                run_dir.mkdir(parents=True)
+                m = measure(system, name, binaries[name], seed_dirs[name], args, run_dir, rnd)
+                score(m, binaries[name], seed_dirs[name], run_dir)
+                print(f"round {rnd} {name} {system}: {m.analyzed} analyzed, corpus {m.corpus}, "
+                      f"behaviours {m.behaviours}, edges {m.edges}", flush=True)
+                results.append(m)
+    header = (f"bench_symcc: {args.seconds:g} s windows, {args.rounds} rounds, cores={os.cpu_count()}, {stamp}\n"
+              f"command: {' '.join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])}\n"
+              f"SYMCC_CC={symcc_cc} UPSTREAM_DRIVER={args.driver or '-'}")
+    text = table(results, header)
+    print(text)
+    (out / "table.txt").write_text(text + "\n")
+    (out / "results.json").write_text(json.dumps([asdict(m) for m in results], indent=1, default=str))
+    print(f"raw outputs: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
