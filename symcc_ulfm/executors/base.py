@@ -93,6 +93,7 @@ class Executor(abc.ABC):
 
     name: ClassVar[str]
     in_process_target: ClassVar[bool] = False  # runs target code in its own process: needs the sandbox
+    batch_measure: ClassVar[bool] = False  # measure_many is one batch (its targets run in processes of their own)
     on_execution = staticmethod(_ignore)  # called with the input before each target execution, None after
 
     @abc.abstractmethod

@@ -321,6 +321,8 @@ class Sandbox(Executor):
     def _measure_chunk(self, chunk: list[bytes], budget_s: float | None, results: list, offset: int) -> tuple[int, bool]:
         """Measure ``chunk`` into ``results[offset:]``; (inputs settled, whether the child finished)."""
         exec_bound = self.execution_limit_s + grace_s(self.execution_limit_s)
+        if self._ready.get("batch_measure"):  # the whole chunk is one batch: its results come together
+            exec_bound *= len(chunk)
         index = 0
         try:
             self._send({"type": "measure", "budget_s": budget_s}, chunk)

@@ -104,7 +104,7 @@ class Child:
             limit = limit_mb << 20
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         info = getattr(self.executor, "info", None)
-        self.send({"type": "ready", "identity": identity, "pid": os.getpid(),
+        self.send({"type": "ready", "identity": identity, "pid": os.getpid(), "batch_measure": self.executor.batch_measure,
                    "execution_limit_s": self.executor.execution_limit_s, "run_limit_s": self.executor.run_limit_s,
                    "memory_limit_mb": limit_mb, "files": list(getattr(info, "files", ()))}, seeds)
         return True
@@ -133,11 +133,15 @@ class Child:
     def measure(self, message: dict, blobs: list[bytes]) -> None:
         budget = message.get("budget_s")
         until = None if budget is None else time.monotonic() + budget
+        if self.executor.batch_measure:
+            results = self.executor.measure_many(blobs, budget)
+        else:
+            results = (None if until is not None and time.monotonic() >= until else self.executor.measure(data)
+                       for data in blobs)
         done = 0
-        for index, data in enumerate(blobs):
-            if until is not None and time.monotonic() >= until:
+        for index, measured in enumerate(results):
+            if measured is None:
                 break
-            measured = self.executor.measure(data)
             self.send({"type": "measured", "index": index, "outcome": measured.outcome.to_json(),
                        "returned": measured.returned}, [coverage_blob(measured.coverage)])
             done += 1
