@@ -40,7 +40,7 @@ from benchmarks import harness as h  # noqa: E402
 from benchmarks.dask_baseline import run_dask  # noqa: E402
 from benchmarks.upstream_baseline import run_baseline  # noqa: E402
 
-SECTIONS = ("limits", "control", "ft", "recovery", "upstream", "dask", "idle", "profile")
+SECTIONS = ("limits", "containment", "control", "ft", "recovery", "upstream", "dask", "idle", "profile")
 
 SIM = h.Workload("simulate-cpu-10ms", "simulate", None, {"cost_s": 0.01, "cost_mode": "cpu"})
 CONCOLIC = h.Workload("concolic-tokenizer", "concolic", "tokenizer", {})
@@ -64,6 +64,7 @@ TARGETS = {
     "recovery_median_10_s": 0.15,
     "recovery_median_64_s": 0.5,
     "efficiency": 0.85,
+    "containment_ratio": 1.3,
 }
 
 
@@ -146,7 +147,7 @@ def limits(b: Bench) -> None:
     seconds = 3.0 if b.quick else 5.0
     rows = {}
     for workload in (SIM, CONCOLIC):
-        seq = h.sequential_rate(workload, seconds)
+        seq = h.sequential_rate(workload, seconds, contained=False)
         seq["physical_limit"] = round(b.cores * seq["rate"], 3)
         rows[workload.name] = seq
         b.say(f"  sequential {workload.name}: {seq['rate']:.1f} inputs/s -> limit {b.cores} x = {seq['physical_limit']:.1f}/s")
@@ -156,9 +157,41 @@ def limits(b: Bench) -> None:
     for key, row in file_systems.items():
         b.say(f"  {key} file system ({row['directory']}), CPU us per operation: "
               + ", ".join(f"{op} {row[op]['cpu_us']:.0f}" for op in fs_cost.OPS))
-    b.results["sections"]["limits"] = {"file_systems": file_systems, "definition": "one process, no MPI: run + coverage of each distinct child, "
-                                                     "FIFO frontier from the executor's seeds",
+    b.results["sections"]["limits"] = {"file_systems": file_systems, "definition": "one process, no MPI, the target "
+                                                     "in the same process (no containment): run + coverage of each "
+                                                     "distinct child, FIFO frontier from the executor's seeds",
                                        "workloads": {**rows}, "workload_specs": [SIM.to_json(), CONCOLIC.to_json()]}
+
+
+def containment(b: Bench) -> None:
+    """What running the target in a sandbox child costs, against running it in the same process
+    (as before containment), on every built-in target: one process each, alternating order."""
+    from symcc_ulfm.targets import names, resolve_target
+
+    seconds = 2.0 if b.quick else 4.0
+    rows = {}
+    for name in names():
+        workload = h.Workload(f"concolic-{name}", "concolic", name, {})
+        seed = resolve_target(name).seeds[0]
+        rates: dict[str, list[float]] = {"in_process": [], "contained": []}
+        costs: dict[str, list[float]] = {"in_process": [], "contained": []}
+        for rnd in range(1 if b.quick else 2):
+            for contained in ((False, True) if rnd % 2 == 0 else (True, False)):
+                key = "contained" if contained else "in_process"
+                rates[key].append(h.sequential_rate(workload, seconds, contained=contained)["rate"])
+                costs[key].append(h.execution_cost(workload, seed, seconds / 2, contained)["us_per_execution"])
+        row = {key: {"inputs_per_s": statistics.mean(rates[key]), "us_per_execution": statistics.mean(costs[key])}
+               for key in rates}
+        row["rate_ratio"] = row["in_process"]["inputs_per_s"] / row["contained"]["inputs_per_s"]
+        row["execution_ratio"] = row["contained"]["us_per_execution"] / row["in_process"]["us_per_execution"]
+        rows[name] = row
+        b.say(f"  {name}: {row['in_process']['inputs_per_s']:.1f} -> {row['contained']['inputs_per_s']:.1f} inputs/s "
+              f"(x{row['rate_ratio']:.2f}); one execution {row['in_process']['us_per_execution']:.0f} -> "
+              f"{row['contained']['us_per_execution']:.0f} us (x{row['execution_ratio']:.2f})")
+    b.results["sections"]["containment"] = {
+        "definition": "one process, no MPI: sequential_rate (run + measure of every distinct child) and the wall time "
+                      "of one measure of the seed, the target in this process vs in the sandbox child; rounds alternate",
+        "targets": rows}
 
 
 def _limit(b: Bench, workload: h.Workload) -> float | None:
@@ -548,6 +581,18 @@ def table(results: dict[str, Any], command: str) -> str:
         lines.append(f"    note: {SPINNER_NOTE}")
         lines.append(f"    target >= 0.85 (judged on {SIM.name}, {COMPACT[0]}: workers = cores): "
                      f"{_status(verdicts['6 efficiency >= 0.85'])}")
+    if "containment" in s:
+        rows = s["containment"]["targets"]
+        worst = max(max(r["rate_ratio"], 1.0) for r in rows.values())
+        ok = worst <= TARGETS["containment_ratio"]
+        verdicts["8 containment costs <= 1.3x per input"] = ok
+        lines.append("8 containment (target in a sandbox child vs in the same process; inputs/s of one process, and the "
+                     "wall time of one execution of the seed):")
+        lines += [f"    {name}: {r['in_process']['inputs_per_s']:.1f} -> {r['contained']['inputs_per_s']:.1f} inputs/s "
+                  f"(x{r['rate_ratio']:.2f} the time per input); one execution {r['in_process']['us_per_execution']:.0f} "
+                  f"-> {r['contained']['us_per_execution']:.0f} us (x{r['execution_ratio']:.2f})" for name, r in rows.items()]
+        lines.append(f"    target <= 1.3x per input: {_status(ok)}; the efficiency figures (6) are contained campaigns "
+                     "against the in-process sequential limit")
     if "idle" in s:
         row = s["idle"]
         ok = row["ranks_total_cores"] <= IDLE_LIMIT_CORES
@@ -588,7 +633,7 @@ def main(argv: list[str] | None = None) -> int:
     b.results["command"] = command
     b.say(f"bench: {out} (cores={b.cores}, {'quick' if b.quick else 'full'}, loadavg {os.getloadavg()[0]:.2f})")
     started = time.monotonic()
-    functions = {"limits": limits, "control": control, "ft": ft, "recovery": recovery, "upstream": upstream,
+    functions = {"limits": limits, "containment": containment, "control": control, "ft": ft, "recovery": recovery, "upstream": upstream,
                  "dask": dask, "idle": idle, "profile": profile}
     try:
         for name in SECTIONS:

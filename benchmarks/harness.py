@@ -113,9 +113,10 @@ class Frontier:
         return len(self.queue)
 
 
-def sequential_rate(workload: Workload, seconds: float) -> dict[str, Any]:
-    """Inputs analyzed per second by one process running the executor alone (no MPI, no store)."""
-    executor = workload.create()
+def sequential_rate(workload: Workload, seconds: float, contained: bool = True) -> dict[str, Any]:
+    """Inputs analyzed per second by one process running the executor alone (no MPI, no store);
+    ``contained=False``: the target runs in this process, as before containment existed."""
+    executor = workload.create(contained)
     try:
         frontier = Frontier(executor.seeds())
         analyzed = generated = 0
@@ -135,6 +136,21 @@ def sequential_rate(workload: Workload, seconds: float) -> dict[str, Any]:
         executor.close()
     return {"analyzed": analyzed, "generated": generated, "seconds": round(elapsed, 4),
             "rate": analyzed / elapsed if elapsed > 0 else 0.0, "frontier_left": len(frontier)}
+
+
+def execution_cost(workload: Workload, data: bytes, seconds: float, contained: bool) -> dict[str, Any]:
+    """Wall time of one concrete execution (``measure``) of ``data``, repeated for ``seconds``."""
+    executor = workload.create(contained)
+    try:
+        executor.measure(data)  # start-up (the sandbox child, imports) is not an execution
+        count, started = 0, time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            executor.measure(data)
+            count += 1
+        elapsed = time.perf_counter() - started
+    finally:
+        executor.close()
+    return {"executions": count, "us_per_execution": 1e6 * elapsed / count}
 
 
 def efficiency(rate: float, sequential: float, ncores: int) -> float | None:

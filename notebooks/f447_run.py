@@ -50,7 +50,7 @@ import altair as alt
 from IPython.display import Markdown, display
 from tqdm import tqdm
 
-from symcc_ulfm import cluster, plots
+from symcc_ulfm import cluster, plots, replay
 from symcc_ulfm.core.modes import modes_from_env
 from symcc_ulfm.evidence import provenance, rundir, timeline
 from symcc_ulfm.evidence.seal import seal
@@ -63,10 +63,10 @@ policy = rundir.policy_from_parameters(
     failure_schedule=failure_schedule, deadline_s=deadline_s, executor=executor, target=target,
     executor_options=executor_options, hosts=hosts, minimum_hosts=minimum_hosts, seed=seed,
 )
-check_executor(policy)
+probe = check_executor(policy)  # the target's code runs in a sandbox child, never in this kernel
 run = rundir.open_run_dir(run_dir) if run_dir else rundir.new_run_dir(policy)
 modes = modes_from_env(os.environ)
-state = prepare_state_dir(policy, run.state, modes)
+state = prepare_state_dir(policy, run.state, modes, probe=probe)
 record = provenance.capture_policy(policy)
 provenance.write(run.provenance, record)
 print(f"run {run.run_id}\n  dir {run.root}\n  policy {policy.sha256}\n"
@@ -112,6 +112,7 @@ run.oracle.write_bytes((state.root / "oracle.json").read_bytes())
 rows = [(k, verdict.get(k)) for k in ("passed", "result_sha256", "final_generation", "receipts", "promoted",
                                       "final_active", "masters", "workers", "surviving_hosts", "wal_analyzed",
                                       "wal_generated", "wal_unique", "wal_novel", "public_objects", "endpoint_edges")]
+rows += [("findings", f"{verdict.get('findings_unique')} unique, {verdict.get('findings_hits')} hits")]
 rows += [("engine " + str(e["rank"]), e["status"]) for e in engines.classification["engines"]]
 rows += [("problem", p) for p in verdict["problems"]] + [("note", n) for n in verdict["notes"]]
 display(Markdown("| | |\n|---|---|\n" + "\n".join(f"| {k} | `{v}` |" for k, v in rows)))
@@ -119,6 +120,26 @@ display(Markdown("| | |\n|---|---|\n" + "\n".join(f"| {k} | `{v}` |" for k, v in
 # %%
 failures = [f"oracle: {p}" for p in verdict["problems"]] + engines.problems()
 assert verdict["passed"] and engines.as_scheduled, "run FAILED:\n" + "\n".join(failures)
+
+# %% [markdown]
+# ## Findings, each replayed
+#
+# Every unique finding (kind and signature) with its hits (distinct inputs) and first time,
+# then its input executed again, contained, with the campaign's own executor: the replay must
+# give the same kind and signature. Both tables are kept in the run (`findings.json`).
+
+# %%
+listed = replay.list_findings(state.root, modes)
+replays = {r["id"]: r for r in replay.replay_all(state)}
+run.findings.write_text(json.dumps({**listed, "replays": list(replays.values())}, indent=1, sort_keys=True) + "\n")
+table = [f"| {f['id']} | {f['kind']} | {f['hits']} | {f.get('first_seen_s', '–')} | `{f['signature']}` | "
+         f"{ {True: 'reproduced', False: 'NOT reproduced', None: 'not replayed'}[replays[f['id']]['reproduced']]} |"
+         for f in listed["findings"]]
+display(Markdown("| id | kind | hits | first (s) | signature | replay |\n|---|---|---:|---:|---|---|\n"
+                 + ("\n".join(table) or "| – | no finding | | | | |")))
+assert listed["unique"] == verdict["findings_unique"] and listed["hits"] == verdict["findings_hits"]
+unreproduced = [r for r in replays.values() if r["reproduced"] is False]
+assert not unreproduced, f"findings that did not reproduce: {unreproduced}"
 
 # %% [markdown]
 # ## Figures

@@ -43,8 +43,8 @@ from symcc_ulfm import plots
 from symcc_ulfm.errors import MatrixCellsFailed
 from symcc_ulfm.evidence.rundir import repo_root
 from symcc_ulfm.evidence.seal import seal
+from symcc_ulfm.experiment import analysis, study, views
 from symcc_ulfm.experiment import protocol as protocols
-from symcc_ulfm.experiment import study, views
 from symcc_ulfm.experiment.matrix import REPORT_FILE, run_matrix
 
 alt.renderers.enable("svg")
@@ -86,13 +86,15 @@ print(report["summary"])
 # Means with normal 95% CIs over the performance blocks (complete blocks without a failed
 # cell), Student-t 95% CIs of the paired relative change against the lowest tier, Wilson 95%
 # intervals of the internal failure rate over the complete blocks, the USL and coverage
-# saturation models, and the recommended ceiling with every refusal.
+# saturation models, the recommended ceiling with every refusal, and the time to first finding
+# per tier (censored at the window) with Mann-Whitney U and Vargha-Delaney A12 between tiers.
 
 # %%
 loaded = study.load_study(root)
 tables = views.markdown_tables(loaded)
 for title, name in (("Per tier", "summary"), ("Paired change against the lowest tier", "paired"),
-                    ("Reliability", "reliability"), ("Models and ceiling", "models"), ("Selection", "selection")):
+                    ("Reliability", "reliability"), ("Models and ceiling", "models"), ("Selection", "selection"),
+                    ("Time to first finding", "findings")):
     display(Markdown(f"### {title}\n\n{tables[name]}"))
 
 # %% [markdown]
@@ -109,7 +111,7 @@ for name, chart in plots.scale_charts(rows).items():
 
 # %%
 expected = ["plan.json", "provenance.json", REPORT_FILE, "selection.json",
-            *(f"analysis/{name}.json" for name in study.ANALYSIS_FILES),
+            *(f"analysis/{name}.json" for name in analysis.OUTPUTS),
             *(f"{study.FIGURES_DIR}/{name}.{ext}" for name in plots.scale_charts(rows) for ext in ("svg", "png"))]
 missing = [rel for rel in expected if not (root / rel).is_file()]
 assert not missing, f"missing: {missing}"

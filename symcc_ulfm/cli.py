@@ -274,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-ulfm", action="store_true", help="fault-free baseline without ULFM")
     p.add_argument("--timeout", action="append", metavar="NAME=SECONDS",
                    help="bound on a wait: startup_s, recovery_step_s, recovery_retries, lease_s, shutdown_grace_s, "
-                   "finalize_s, job_grace_s (repeatable)")
+                   "finalize_s, job_grace_s, endpoint_s (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue the campaign in an existing --state-dir")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_launch)

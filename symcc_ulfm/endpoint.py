@@ -22,17 +22,17 @@ from .store.findings import terminal_inputs
 from .store.paths import StateDir
 
 ENDPOINT_FORMAT = "symcc-ulfm-endpoint/2"
-DEFAULT_BUDGET_S = 120.0
 BATCH = 256
 
 
-def measure_endpoint(state: StateDir, budget_s: float | None = None) -> dict:
+def measure_endpoint(state: StateDir) -> dict:
+    """Measure the corpus within the policy's ``timeouts.endpoint_s``; write and return endpoint.json."""
     policy = Policy.from_json(json.loads(read_bytes(state.policy)))
     corpus = Corpus(state.corpus, state.modes.corpus, state.modes.snapshot)
     skipped = terminal_inputs(state)
     names = [name for name in corpus.names() if name not in skipped]
     started = time.perf_counter()
-    until = time.monotonic() + (DEFAULT_BUDGET_S if budget_s is None else budget_s)
+    until = time.monotonic() + policy.timeouts.endpoint_s
     coverage: set[int] = set()
     measured = failed = 0
     executor = create(policy.executor, policy.target, policy.executor_options)

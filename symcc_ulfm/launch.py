@@ -163,13 +163,13 @@ def _kill_job(process: subprocess.Popen) -> int:
     return process.wait()
 
 
-def conclude(state: StateDir, minimum_hosts: int | None = None, endpoint_budget_s: float | None = None) -> dict:
+def conclude(state: StateDir, minimum_hosts: int | None = None) -> dict:
     """After the job: re-measure endpoint coverage (contained, bounded in time), run the oracle,
     store its verdict. A target that fails the measurement costs the endpoint figure, never the
     verdict."""
     if (state.root / "outcome.json").exists():
         try:
-            measure_endpoint(state, budget_s=endpoint_budget_s)
+            measure_endpoint(state)
         except SymccUlfmError as exc:
             write_replace(state.endpoint, canonical_json({"error": f"{type(exc).__name__}: {exc}"[:2000]}),
                           state.modes.snapshot)

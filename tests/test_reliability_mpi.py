@@ -100,6 +100,21 @@ def test_resume_refuses_a_corrupted_wal_record_and_leaves_it_alone(tmp_path):
     assert record.read_bytes() == torn
 
 
+def test_resume_with_a_changed_target_is_refused(tmp_path):
+    target = tmp_path / "target.py"
+    target.write_text("def parse(data):\n    return data[:1] == b'a'\n")
+    args = ["--ranks", "4", "--warm-spares", "0", "--workers-per-master", "3", "--failure-schedule", "",
+            "--deadline", "3", "--target", f"{target}:parse"]
+    run = launch(tmp_path / "state", *args)
+    assert run.returncode == 0, run.stderr
+    (run.state / "outcome.json").unlink()  # pretend the job was lost, so that a resume is allowed
+    target.write_text("def parse(data):\n    return data[:1] == b'b'\n")  # the target changed meanwhile
+    again = launch(run.state, *args, "--resume")
+    assert again.returncode == 6, again.stderr
+    assert "executor identity" in again.stderr and "the target or its options changed" in again.stderr
+    assert not (run.state / "outcome.json").exists()
+
+
 def test_a_tampered_corpus_object_is_never_overwritten_and_fails_the_oracle(tmp_path):
     state = _finished_run(tmp_path)
     victim = sorted((state / "corpus" / "objects").iterdir())[-1]

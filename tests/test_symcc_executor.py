@@ -394,7 +394,7 @@ def test_afl_twin_replaced_after_identity_is_refused(stand_in, afl_twin, tmp_pat
     with open(copy, "ab") as handle:
         handle.write(b"\0")
     with pytest.raises(ProvenanceChanged):
-        executor.measure(b"XXXX").coverage
+        executor.measure(b"XXXX")
 
 
 def test_uninstrumented_afl_twin_is_rejected(stand_in, afl_twin):

@@ -32,6 +32,7 @@ class Timeouts:
     shutdown_grace_s: float = 10.0
     finalize_s: float = 5.0
     job_grace_s: float = 60.0
+    endpoint_s: float = 120.0  # the final coverage measurement of the corpus, after the job
 
     def __post_init__(self):
         self.validate()

@@ -9,6 +9,7 @@
     run.ipynb           the executed notebook (written by papermill)
     figures/            membership, throughput and per-master figures, SVG and PNG
     oracle.json         the oracle's verdict (the same bytes as state/oracle.json)
+    findings.json       the unique findings and the replay of each (``symcc-ulfm findings`` / ``replay``)
     SHA256SUMS.txt      ``sha256sum -c`` list of every other file
 
 Run ids are ``f447-<UTC time>-<first 8 hex of the policy SHA-256>``.
@@ -94,6 +95,10 @@ class RunDir:
     @property
     def oracle(self) -> Path:
         return self.root / "oracle.json"
+
+    @property
+    def findings(self) -> Path:
+        return self.root / "findings.json"
 
     @property
     def sums(self) -> Path:

@@ -17,6 +17,10 @@ atomically (temp file, fsync, rename) as JSON with sorted keys:
     USL on ``unique_per_s`` (effective throughput) and on ``generated_per_s``, coverage
     saturation on ``endpoint_edges`` (each fitted to one value per performance cell), the
     ceiling with the protocol's ``cores`` as physical limit, and every refusal.
+``analysis/findings.json``
+    per tier the time to first finding of each performance cell (censored at the window when
+    nothing was found) and the share of cells that found something; every pair of tiers
+    compared with the two-sided Mann-Whitney U test and Vargha-Delaney A12 (``stats.effect``).
 
 A statistic that cannot be computed (one block, a zero baseline) is written with an ``error``
 naming the reason instead of numbers; nothing is dropped silently.
@@ -27,6 +31,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..stats import effect
 from ..stats.ceiling import recommend_ceiling
 from ..stats.common import StatsInputError
 from ..stats.intervals import mean_normal_ci, model_wilson, paired_relative_change
@@ -137,9 +142,42 @@ def fit_models(selection: Selection, tiers: list[int], cores: int) -> dict:
     }
 
 
+def compare_findings(selection: Selection, tiers: list[int], window_s: float) -> dict:
+    blocks = selection.performance_blocks
+    times = {tier: [selection.cells[(block, tier)].get("first_finding_s") for block in blocks] for tier in tiers}
+    rows = [{"tier": tier, "first_finding_s": times[tier], "found": sum(t is not None for t in times[tier]),
+             "n": len(blocks)} for tier in tiers]
+    pairs = []
+    for i, x in enumerate(tiers):
+        for y in tiers[i + 1:]:
+            try:
+                stats = effect.compare(effect.censored(times[x], window_s), effect.censored(times[y], window_s))
+            except StatsInputError as exc:
+                stats = {"error": str(exc)}
+            pairs.append({"x": x, "y": y, **stats})
+    return {"blocks": blocks, "window_s": window_s, "censoring": "no finding in the window counts as the window",
+            "test": "two-sided Mann-Whitney U; A12 = P(x later than y) + ties/2 (below 0.5: x finds sooner)",
+            "tiers": rows, "pairs": pairs}
+
+
 def _write_json(path: Path, value: dict) -> None:
     text = json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     write_replace(path, text.encode("utf-8"), _FILE_MODE)
+
+
+OUTPUTS = ("summary", "paired_comparisons", "reliability", "models", "findings")
+
+
+def compute(protocol: dict, selection: Selection) -> dict:
+    """Every analysis output (``analysis/<name>.json``) of the selected cells, by name."""
+    tiers = sorted(protocol["tiers"])
+    return {
+        "summary": summarize(selection, tiers),
+        "paired_comparisons": compare_paired(selection, tiers),
+        "reliability": assess_reliability(selection, tiers),
+        "models": fit_models(selection, tiers, protocol["cores"]),
+        "findings": compare_findings(selection, tiers, float(protocol["window_s"])),
+    }
 
 
 def analyze(matrix_dir: Path) -> dict:
@@ -147,13 +185,7 @@ def analyze(matrix_dir: Path) -> dict:
     matrix_dir = Path(matrix_dir)
     protocol = load_protocol(matrix_dir)
     selection = select(protocol, read_cells(matrix_dir))
-    tiers = sorted(protocol["tiers"])
-    outputs = {
-        "summary": summarize(selection, tiers),
-        "paired_comparisons": compare_paired(selection, tiers),
-        "reliability": assess_reliability(selection, tiers),
-        "models": fit_models(selection, tiers, protocol["cores"]),
-    }
+    outputs = compute(protocol, selection)
     _write_json(matrix_dir / SELECTION_FILE, selection.record)
     analysis_dir = ensure_dir(matrix_dir / ANALYSIS_DIR, _DIR_MODE)
     for name, value in outputs.items():

@@ -14,6 +14,8 @@ from generation 0 like every campaign deadline)::
     retention       = wal_unique / wal_generated         (null when nothing was generated)
     endpoint_edges  = oracle endpoint_edges              edges of the final corpus, re-measured after the job
     seconds         = outcome ended_at - started_at      the campaign as the ranks measured it
+    first_finding_s = earliest finding time - started_at (null: no finding in the window)
+    findings_unique = oracle findings_unique             distinct (kind, signature) pairs found
 
 The cell is ``failed`` (``internal_failures = 1``) when the job did not exit 0, was killed for
 overrunning its timeout, or the oracle did not pass; the reasons are kept in ``problems``.
@@ -29,6 +31,8 @@ from typing import Any
 from ..core.modes import FileModes
 from ..launch import JobResult, conclude, prepare_state_dir, run_job
 from ..store.atomic import ensure_dir, write_new
+from ..store.findings import read_findings
+from ..store.paths import StateDir
 from .jsonfile import DIR_MODE, FILE_MODE, read_json, write_json
 from .protocol import cell_policy
 from .selection import COMPLETE_MARKER, RESULT_FILE
@@ -42,7 +46,18 @@ BASIS = {
     "retention": "wal_unique / wal_generated",
     "endpoint_edges": "oracle endpoint_edges (final corpus, re-measured)",
     "seconds": "outcome.json ended_at - started_at",
+    "first_finding_s": "earliest finding time in the done manifests - generation 0 started_at",
+    "findings_unique": "oracle findings_unique",
 }
+
+
+def first_finding_s(state: StateDir) -> float | None:
+    """Seconds from the campaign's start to its first finding (None: nothing found)."""
+    found = read_findings(state)
+    if not found:
+        return None
+    started = read_json(state.membership / "generation-0-snapshot.json")["started_at"]
+    return round(min(f.first_time for f in found) - float(started), 3)
 
 
 def campaign_seconds(state_dir: Path) -> float | None:
@@ -108,6 +123,8 @@ def run_cell(protocol: dict, planned: dict, cell_dir: Path, modes: FileModes, so
         "problems": problems,
         **measurements(float(protocol["window_s"]), verdict),
         "seconds": campaign_seconds(state.root),
+        "first_finding_s": first_finding_s(state),
+        "findings_unique": verdict.get("findings_unique"),
         "window_s": protocol["window_s"],
         "basis": BASIS,
         "policy_sha256": policy.sha256,

@@ -175,6 +175,9 @@ def _result_problem(result: object, block: int, tier: int, protocol: dict) -> st
             continue
         if not _is_number(value) or value < 0:
             return f"{name} must be a finite number >= 0"
+    first = result.get("first_finding_s")
+    if first is not None and (not _is_number(first) or first < 0):
+        return "first_finding_s must be null (nothing found) or a finite number >= 0"
     return None
 
 

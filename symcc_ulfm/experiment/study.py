@@ -61,7 +61,6 @@ from .selection import (
 STUDY_PREFIX = "scale"
 NOTEBOOK_NAME = "scale.ipynb"
 FIGURES_DIR = "figures"
-ANALYSIS_FILES = ("summary", "paired_comparisons", "reliability", "models")
 
 
 def study_id(protocol_sha256: str, now: float | None = None) -> str:
@@ -92,7 +91,7 @@ def load_study(path: str | Path) -> dict[str, Any]:
         "plan": read_json(root / PLAN_FILE),
         "report": read_json(root / REPORT_FILE),
         "selection": read_json(root / analysis.SELECTION_FILE),
-        **{name: read_json(root / analysis.ANALYSIS_DIR / f"{name}.json") for name in ANALYSIS_FILES},
+        **{name: read_json(root / analysis.ANALYSIS_DIR / f"{name}.json") for name in analysis.OUTPUTS},
         "results": results,
     }
 
@@ -177,15 +176,9 @@ def _check_analysis(root: Path, problems: list[str]) -> dict[str, str]:
     """The analysis files equal a fresh computation; returns their SHA-256 by file."""
     proto = load_protocol(root)
     selection = select(proto, read_cells(root))
-    tiers = sorted(proto["tiers"])
     fresh = {
         analysis.SELECTION_FILE: selection.record,
-        **{f"{analysis.ANALYSIS_DIR}/{name}.json": value for name, value in (
-            ("summary", analysis.summarize(selection, tiers)),
-            ("paired_comparisons", analysis.compare_paired(selection, tiers)),
-            ("reliability", analysis.assess_reliability(selection, tiers)),
-            ("models", analysis.fit_models(selection, tiers, proto["cores"])),
-        )},
+        **{f"{analysis.ANALYSIS_DIR}/{name}.json": value for name, value in analysis.compute(proto, selection).items()},
     }
     digests = {}
     for rel, value in fresh.items():

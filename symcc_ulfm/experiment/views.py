@@ -112,7 +112,8 @@ def _interval(stat: dict, percent: bool = False) -> str:
 
 
 def markdown_tables(study: dict) -> dict[str, str]:
-    """``summary``, ``paired``, ``reliability``, ``models`` and ``selection`` as Markdown."""
+    """``summary``, ``paired``, ``reliability``, ``models``, ``selection`` and ``findings`` (time to
+    first finding per tier, censored at the window, and the tier comparisons) as Markdown."""
     head = "| workers | n | " + " | ".join(METRICS) + " |\n|" + "---:|" * (len(METRICS) + 2)
     summary = head + "".join(
         f"\n| {row['tier']} | {row['n']} | " + " | ".join(_interval(row["metrics"][m]) for m in METRICS) + " |"
@@ -136,5 +137,13 @@ def markdown_tables(study: dict) -> dict[str, str]:
     rules = study["selection"]["rules"]
     selection = "| rule | excluded |\n|---|---|" + "".join(
         f"\n| {rule['rule']} | {rule.get('excluded', rule.get('excluded_blocks')) or '–'} |" for rule in rules)
+    found = study["findings"]
+    findings = "| workers | found / cells | first finding (s) per cell |\n|---:|---:|---|" + "".join(
+        f"\n| {row['tier']} | {row['found']} / {row['n']} | "
+        + ", ".join("–" if t is None else f"{t:.1f}" for t in row["first_finding_s"]) + " |" for row in found["tiers"])
+    findings += "\n\n| tiers | Mann-Whitney U | p | A12 | effect |\n|---|---:|---:|---:|---|" + "".join(
+        f"\n| {p['x']} vs {p['y']} | " + (f"– | – | – | {p['error']}" if p.get("error") else
+                                           f"{p['u']:.1f} | {p['p_value']:.3g} | {p['a12']:.2f} | {p['magnitude']}")
+        + " |" for p in found["pairs"])
     return {"summary": summary, "paired": paired, "reliability": reliability, "models": "\n".join(lines),
-            "selection": selection}
+            "selection": selection, "findings": findings}

@@ -4,6 +4,7 @@
 - :mod:`.usl`: Universal Scalability Law fit and its doubling threshold.
 - :mod:`.saturation`: coverage saturation fit and its doubling threshold.
 - :mod:`.ceiling`: the recommended worker ceiling from those thresholds and the core count.
+- :mod:`.effect`: Mann-Whitney U and Vargha-Delaney A12 of times to first finding between tiers.
 
 Bad arguments raise :class:`.common.StatsInputError` (a ``ConfigError``, exit 2). Data that a
 model cannot honestly describe is not an error: the model returns a result whose ``refused``
