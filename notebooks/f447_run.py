@@ -36,6 +36,7 @@ executor_options = {}
 hosts = ""
 minimum_hosts = 1
 seed = 0
+seeds_dir = None  # a directory of seed inputs instead of the executor's own (as `launch --seeds`)
 run_dir = None  # default: evidence/<run-id>/ of the checkout
 # False drops `--with-ft ulfm` from mpiexec while the policy still demands ULFM: the ranks'
 # capability check then refuses plain MPI and this notebook fails (a demonstration, never a fallback).
@@ -56,6 +57,7 @@ from symcc_ulfm.evidence import provenance, rundir, timeline
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.evidence.verify import verify
 from symcc_ulfm.launch import check_executor, conclude, prepare_state_dir
+from symcc_ulfm.seeds import read_seed_dir
 
 alt.renderers.enable("svg")
 policy = rundir.policy_from_parameters(
@@ -63,11 +65,12 @@ policy = rundir.policy_from_parameters(
     failure_schedule=failure_schedule, deadline_s=deadline_s, executor=executor, target=target,
     executor_options=executor_options, hosts=hosts, minimum_hosts=minimum_hosts, seed=seed,
 )
-probe = check_executor(policy)  # the target's code runs in a sandbox child, never in this kernel
+# the target's code runs in a sandbox child, never in this kernel
+probe = check_executor(policy, read_seed_dir(seeds_dir) if seeds_dir else None)
 run = rundir.open_run_dir(run_dir) if run_dir else rundir.new_run_dir(policy)
 modes = modes_from_env(os.environ)
 state = prepare_state_dir(policy, run.state, modes, probe=probe)
-record = provenance.capture_policy(policy)
+record = provenance.capture_policy(policy, seeds_dir=seeds_dir)
 provenance.write(run.provenance, record)
 print(f"run {run.run_id}\n  dir {run.root}\n  policy {policy.sha256}\n"
       f"  source tree {record['source_tree']['sha256']}\n  seeds {record['seed_input']}")

@@ -10,9 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .core.reference import REFERENCE, REFERENCE_SCHEDULE
 from .errors import CheckFailed, ConfigError, SymccUlfmError, TargetError
-
-DEFAULTS = {"ranks": 10, "warm_spares": 2, "workers_per_master": 3, "failure_schedule": "0:2,1:3", "deadline": 15.0}
 
 
 def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
@@ -52,6 +51,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from .core.modes import modes_from_env
     from .core.policy import build_policy
     from .launch import check_executor, conclude, prepare_state_dir, run_job
+    from .seeds import read_seed_dir
 
     modes = modes_from_env(os.environ)
     policy = build_policy(
@@ -69,9 +69,10 @@ def cmd_launch(args: argparse.Namespace) -> int:
         ulfm=not args.no_ulfm,
         timeouts=_timeouts(args.timeout),
     )
-    probe = check_executor(policy)
+    seeds = read_seed_dir(args.seeds) if args.seeds else None
+    probe = check_executor(policy, seeds)
     state_dir = Path(args.state_dir or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
-    state = prepare_state_dir(policy, state_dir, modes, resume=args.resume, probe=probe)
+    state = prepare_state_dir(policy, state_dir, modes, resume=args.resume, probe=probe, new_seeds=seeds is not None)
     echo = (lambda line: print(line, file=sys.stderr)) if args.json else print
     job = run_job(policy, state, echo=echo)
     verdict = conclude(state)
@@ -150,6 +151,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0 if row["reproduced"] else 1
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from .core.modes import modes_from_env
+    from .export import export
+
+    result = export(args.dir, args.out, modes_from_env(os.environ), layout=args.layout)
+    _emit(args, result, f"exported to {result['out']} ({result['layout']} layout): queue {result['queue']}, "
+                        f"crashes {result['crashes']}, hangs {result['hangs']}")
+    return 0
+
+
 def cmd_seal(args: argparse.Namespace) -> int:
     from .evidence.seal import seal
 
@@ -174,14 +185,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_explore(args: argparse.Namespace) -> int:
     from .executors import create
     from .explore import explore
-    from .store.atomic import read_bytes
+    from .seeds import read_seed_dir
 
-    seeds = None
-    if args.seeds:
-        directory = Path(args.seeds)
-        if not directory.is_dir():
-            raise ConfigError("--seeds", f"{directory} is not a directory of seed files")
-        seeds = [read_bytes(p) for p in sorted(directory.iterdir()) if p.is_file()]
+    seeds = read_seed_dir(args.seeds) if args.seeds else None
     executor = create(args.executor, args.target, _executor_options(args.executor_option))
     try:
         result = explore(executor, seconds=args.seconds, out_dir=Path(args.out), seeds=seeds)
@@ -258,13 +264,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("launch", help="run a campaign under mpiexec --with-ft ulfm, then the oracle")
-    p.add_argument("--ranks", type=int, default=DEFAULTS["ranks"])
-    p.add_argument("--warm-spares", type=int, default=DEFAULTS["warm_spares"])
-    p.add_argument("--workers-per-master", type=int, default=DEFAULTS["workers_per_master"])
-    p.add_argument("--failure-schedule", default=DEFAULTS["failure_schedule"],
-                   help="G:R[@work|commit|recovery|idle][!], comma separated; '' for none (default %(default)s)")
-    p.add_argument("--deadline", type=float, default=DEFAULTS["deadline"], help="campaign seconds from generation 0")
+    p.add_argument("--ranks", type=int, default=REFERENCE["ranks"])
+    p.add_argument("--warm-spares", type=int, default=REFERENCE["warm_spares"])
+    p.add_argument("--workers-per-master", type=int, default=REFERENCE["workers_per_master"])
+    p.add_argument("--failure-schedule", default="",
+                   help=f"G:R[@work|commit|recovery|idle][!], comma separated (default: none; the reference campaign "
+                        f"uses {REFERENCE_SCHEDULE})")
+    p.add_argument("--deadline", type=float, default=REFERENCE["deadline_s"], help="campaign seconds from generation 0")
     p.add_argument("--state-dir", help="state directory (default runs/launch-<time>)")
+    p.add_argument("--seeds", help="directory of seed inputs (or an AFL output dir: its queue/) instead of the "
+                                   "executor's own; with --resume, more seeds for the campaign")
     p.add_argument("--executor", default="concolic", help="concolic (default), simulate or symcc")
     p.add_argument("--target", help="built-in target name, module:function, file.py:function, or a SymCC binary")
     p.add_argument("--executor-option", action="append", metavar="KEY=VALUE", help="executor option (repeatable)")
@@ -295,6 +304,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("finding", help="finding id (or 4+ of its first characters) or the SHA-256 of its input")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("export", help="write a campaign's corpus in another tool's layout (AFL++: queue/, crashes/, hangs/)")
+    p.add_argument("dir")
+    p.add_argument("out", help="a new directory")
+    p.add_argument("--layout", default="afl", help="afl (the default and only layout)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("seal", help="write SHA256SUMS.txt over every file of a run directory")
     p.add_argument("run_dir")

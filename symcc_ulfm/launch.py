@@ -23,6 +23,7 @@ from .endpoint import measure_endpoint
 from .errors import PolicyError, SymccUlfmError, WalCorruption
 from .evidence.oracle import judge
 from .executors import create
+from .executors.sandbox import Sandbox, grace_s
 from .store.atomic import read_bytes, write_new, write_replace
 from .store.corpus import Corpus
 from .store.identity import require_same, write_identity
@@ -56,26 +57,53 @@ class ExecutorProbe:
     identity: dict
     sha256: str
     seeds: list[bytes]
+    execution_limit_s: float  # with the sandbox's grace when the executor is contained
+    run_limit_s: float
 
 
-def check_executor(policy: Policy) -> ExecutorProbe:
+def check_executor(policy: Policy, seeds: list[bytes] | None = None) -> ExecutorProbe:
     """Build the executor once, contained, before anything is written: a bad target fails here
-    (exit 2), and the target's code never runs in this process."""
+    (exit 2), and the target's code never runs in this process. ``seeds`` (``--seeds DIR``)
+    replace the executor's own."""
     executor = create(policy.executor, policy.target, policy.executor_options)
     try:
         identity = executor.identity()
-        return ExecutorProbe(identity, digest(identity), executor.seeds())
+        execution = executor.execution_limit_s
+        if isinstance(executor, Sandbox):
+            execution += grace_s(execution)
+        probe = ExecutorProbe(identity, digest(identity), executor.seeds() if seeds is None else list(seeds),
+                              execution, executor.run_limit_s)
     finally:
         executor.close()
+    check_time_limits(policy, probe)
+    return probe
+
+
+def check_time_limits(policy: Policy, probe: ExecutorProbe) -> None:
+    """The executor's limits must fit the lease: a worker that runs an input for as long as its
+    executor allows must never look stuck to its master, which fences it after ``lease_s``.
+
+    One lease can take a whole run plus the coverage runs of its children, which the worker
+    bounds by half the lease, plus one execution that overruns (its limit and the sandbox's
+    grace); twice that must fit in ``lease_s`` (the worker's next lease waits behind it).
+    """
+    execution = probe.execution_limit_s
+    needed = 2 * (probe.run_limit_s + execution)
+    if policy.timeouts.lease_s < needed:
+        raise PolicyError("timeouts.lease_s", f"{policy.timeouts.lease_s:g} s is too short for this executor: one run may "
+                                              f"take {probe.run_limit_s:g} s and one execution {execution:g} s (with "
+                                              f"the sandbox's grace), so a lease needs at least {needed:g} s; raise it "
+                                              f"(--timeout lease_s=...) or lower the executor's time limits")
 
 
 def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume: bool = False,
-                      probe: ExecutorProbe | None = None) -> StateDir:
+                      probe: ExecutorProbe | None = None, new_seeds: bool = False) -> StateDir:
     """Create the state directory: the canonical policy and the executor identity (create-only),
     and the seeds as corpus objects.
 
     A directory that already holds a campaign is only accepted with ``resume``, the same policy
-    and the same executor identity (exit 6 when the target changed).
+    and the same executor identity (exit 6 when the target changed); ``new_seeds`` publishes the
+    probe's seeds into it as well (``launch --resume --seeds DIR``).
     """
     probe = probe or check_executor(policy)
     state = StateDir(Path(state_dir).absolute(), modes)
@@ -89,16 +117,22 @@ def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume:
             raise PolicyError("state_dir", f"the campaign in {state.root} already reached its deadline; nothing to resume")
         require_same(state.executor, probe.sha256, "the resumed campaign")
         preflight(state)
+        if new_seeds:
+            _publish_seeds(state, probe.seeds)
         return state
     if resume:
         raise PolicyError("state_dir", f"{state.root} holds no campaign to resume")
     state.create()
     write_new(state.policy, data, modes.snapshot)
     write_identity(state.executor, probe.identity, modes.snapshot)
-    corpus = Corpus(state.corpus, modes.corpus, modes.snapshot)
-    for seed in probe.seeds:
-        corpus.publish_seed(seed)
+    _publish_seeds(state, probe.seeds)
     return state
+
+
+def _publish_seeds(state: StateDir, seeds: list[bytes]) -> None:
+    corpus = Corpus(state.corpus, state.modes.corpus, state.modes.snapshot)
+    for seed in seeds:
+        corpus.publish_seed(seed)
 
 
 def preflight(state: StateDir) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .core.modes import FileModes, format_mode
 from .core.policy import Policy, build_policy
+from .core.reference import REFERENCE
 from .errors import CheckFailed, ConfigError, SymccUlfmError
 from .evidence import provenance
 from .evidence.oracle import judge
@@ -41,8 +42,7 @@ SHARED_GID = 4242  # the group shared by root (host A) and host B's user; no /et
 HOST_A = Host("symcc-node-a", "symcc-ulfm-a", "sulfm-a", "198.51.100.1")
 HOST_B = Host("symcc-node-b", "symcc-ulfm-b", "sulfm-b", "198.51.100.2", 4242, SHARED_GID, RUNTIME / "home-b")
 HOSTS = (HOST_A, HOST_B)
-REFERENCE = {"ranks": 10, "warm_spares": 2, "workers_per_master": 3, "failure_schedule": "0:2,1:3",
-             "deadline_s": 15.0, "hosts": f"{HOST_A.name}:9,{HOST_B.name}:1", "minimum_hosts": 2}
+GATE = {**REFERENCE, "hosts": f"{HOST_A.name}:9,{HOST_B.name}:1", "minimum_hosts": 2}
 # State 0660: host-B ranks create their log and staging files in the group-shared (2770)
 # directories, and a host-B rank promoted to master writes WAL records, claims and QueryStores.
 # Corpus 0664: corpus directories follow the file mode (0775), so a host-B master can publish;
@@ -80,7 +80,7 @@ def _launch(policy: Policy, path: Path, modes: FileModes, session: Session, echo
 
 def _wrong_mode(out: Path, session: Session, echo) -> tuple[dict, list[str]]:
     """The default snapshot mode 0600 with a host-B user: must fail closed, quickly, with a clear message."""
-    policy = build_policy(**{**REFERENCE, "executor": "simulate", "deadline_s": 5.0})
+    policy = build_policy(**{**GATE, "executor": "simulate", "deadline_s": 5.0})
     echo(f"wrong-mode check: default {format_mode(FileModes().snapshot)} state files, simulate executor")
     state, job = _launch(policy, out / WRONG_MODE_DIR, FileModes(), session, echo)
     verdict = judge(state.root)
@@ -96,11 +96,11 @@ def run_gate(out: Path, wrong_mode_check: bool = False, echo=print) -> dict:
         raise ConfigError("namespace hosts", reason)
     started = time.monotonic()
     out = _run_dir(out)
-    policy = build_policy(**REFERENCE)
+    policy = build_policy(**GATE)
     check_executor(policy)
     record = provenance.capture_policy(policy)
     problems: list[str] = []
-    gate: dict = {"format": GATE_FORMAT, "policy_sha256": policy.sha256, "hosts_spec": REFERENCE["hosts"],
+    gate: dict = {"format": GATE_FORMAT, "policy_sha256": policy.sha256, "hosts_spec": GATE["hosts"],
                   "minimum_hosts": policy.minimum_hosts, "subnet": SUBNET, "expected": EXPECTED,
                   "hosts": [{"name": h.name, "namespace": h.namespace, "address": h.address, "uid": h.uid,
                              "gid": h.gid} for h in HOSTS],
@@ -110,7 +110,7 @@ def run_gate(out: Path, wrong_mode_check: bool = False, echo=print) -> dict:
         if wrong_mode_check:
             gate["wrong_mode"], found = _wrong_mode(out, session, echo)
             problems += found
-        echo(f"reference campaign: {REFERENCE['hosts']}, minimum hosts 2, modes {SHARED_MODES.as_env()}")
+        echo(f"reference campaign: {GATE['hosts']}, minimum hosts 2, modes {SHARED_MODES.as_env()}")
         provenance.verify_live(record, "multinode campaign")
         state, job = _launch(policy, out / "state", SHARED_MODES, session, echo)
         verdict = conclude(state)
@@ -118,7 +118,7 @@ def run_gate(out: Path, wrong_mode_check: bool = False, echo=print) -> dict:
                                           "timed_out": job.timed_out},
                 access_grants=session.granted, teardown=session.report)
     for key, check in (("oracle", lambda: check_oracle(verdict)),
-                       ("ranks", lambda: check_placement(state.root, REFERENCE["hosts"], HOSTS)),
+                       ("ranks", lambda: check_placement(state.root, GATE["hosts"], HOSTS)),
                        ("remote_reads", lambda: check_remote_reads(state.root, HOST_B))):
         gate[key], found = check()
         problems += found

@@ -217,3 +217,38 @@ def test_launch_prints_a_verdict_when_the_target_fails_at_coverage_time(tmp_path
     assert run.verdict["passed"] and time.monotonic() - started < 90
     endpoint = json.loads((state / "endpoint.json").read_text())
     assert endpoint["findings_on_replay"] >= 1 and endpoint["objects"] + endpoint["unmeasured"] >= 1
+
+
+def test_export_writes_the_afl_layout_and_refuses_to_overwrite(buggy_run, tmp_path):
+    out = tmp_path / "afl"
+    done = _cli("export", str(buggy_run.state), str(out), "--layout", "afl", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    queue, crashes, hangs = (sorted((out / d).iterdir()) for d in ("queue", "crashes", "hangs"))
+    hits = {f["kind"]: f["hits"] for f in buggy_run.verdict["findings"]}
+    assert result["queue"] == len(queue) and result["hangs"] == len(hangs) == hits["hang"]
+    assert result["crashes"] == len(crashes) == hits["crash"] + hits["exception"]
+    assert queue[0].name.startswith("id:000000,orig:seed,sha256:") and queue[0].read_bytes() == SEED
+    assert any(",sig:11,kind:crash," in p.name for p in crashes) and any(",kind:exception," in p.name for p in crashes)
+    for path in (*queue, *crashes, *hangs):
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == path.name.rsplit("sha256:", 1)[1]
+    objects = {p.name for p in (buggy_run.state / "corpus" / "objects").iterdir()}
+    terminal = {p.name.rsplit("sha256:", 1)[1] for p in (*hangs, *crashes) if ",kind:exception," not in p.name}
+    assert {p.name.rsplit("sha256:", 1)[1] for p in queue} == objects - terminal
+    again = _cli("export", str(buggy_run.state), str(out))
+    assert again.returncode == 2 and "overwrites nothing" in again.stderr
+
+
+def test_launch_takes_seeds_from_a_directory(tmp_path):
+    target = _target(tmp_path, "buggy", BUGGY)
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    (seeds / "one").write_bytes(SEED)
+    (seeds / "two").write_bytes(b"FINDE\x00\x06\x00")
+    run = launch(tmp_path / "state", "--ranks", "3", "--warm-spares", "0", "--workers-per-master", "2",
+                 "--deadline", "4", "--target", target, "--seeds", str(seeds), "--executor-option", "exec_timeout_s=0.5")
+    assert run.returncode == 0, run.stderr + json.dumps(run.verdict.get("problems"))
+    claims = run.state / "corpus" / "claims"
+    published = {hashlib.sha256(d).hexdigest() for d in (SEED, b"FINDE\x00\x06\x00")}
+    assert {p.name for p in claims.iterdir() if p.read_bytes() == b"seed"} == published
+    assert run.verdict["injected"] == [] and run.verdict["receipts"] == [], "no failure unless a schedule asks"

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
 import jupytext
 import pytest
+
+from symcc_ulfm.core.reference import REFERENCE
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 PARAMETERS = {"ranks", "warm_spares", "workers_per_master", "failure_schedule", "deadline_s", "executor", "target",
@@ -28,9 +31,12 @@ def test_committed_ipynb_is_stripped():
                 assert cell["outputs"] == [] and cell["execution_count"] is None, path.name
 
 
-def test_the_parameters_cell():
+def test_the_parameters_cell_holds_the_reference_campaign():
     cells = jupytext.read(NOTEBOOKS / "f447_run.py").cells
     (params,) = [c for c in cells if "parameters" in c.metadata.get("tags", [])]
-    names = {line.split("=")[0].strip() for line in params.source.splitlines() if "=" in line and not line.startswith("#")}
-    assert PARAMETERS <= names
-    assert 'failure_schedule = "0:2,1:3"' in params.source and 'executor = "concolic"' in params.source
+    values = {}
+    for node in ast.parse(params.source).body:
+        if isinstance(node, ast.Assign):
+            values[node.targets[0].id] = ast.literal_eval(node.value)
+    assert PARAMETERS <= set(values)
+    assert {k: values[k] for k in REFERENCE} == REFERENCE  # papermill needs literals: they must match the one owner

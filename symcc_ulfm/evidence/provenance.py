@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProvenanceChanged
+from ..seeds import read_seed_dir
 
 PROVENANCE_FORMAT = "symcc-ulfm-provenance/1"
 SOURCE_PATTERNS = ("symcc_ulfm/**/*.py", "notebooks/*.py", "pyproject.toml")
@@ -99,11 +100,15 @@ def tools() -> dict[str, Any]:
 
 
 def capture(executor: str, target: str | None = None, options: dict[str, Any] | None = None,
-            policy_sha256: str | None = None, root: Path | None = None) -> dict[str, Any]:
-    """A provenance record for a run of this executor configuration (JSON-able)."""
+            policy_sha256: str | None = None, root: Path | None = None, seeds_dir: str | None = None) -> dict[str, Any]:
+    """A provenance record for a run of this executor configuration (JSON-able); ``seeds_dir``:
+    the directory of seeds that replaces the executor's own (``launch --seeds``)."""
     root = Path(root) if root else source_root()
     files = source_files(root)
     seeds, executor_sha = seed_inputs(executor, target, dict(options or {}))
+    if seeds_dir is not None:
+        items = [[hashlib.sha256(s).hexdigest(), str(len(s))] for s in read_seed_dir(seeds_dir)]
+        seeds = {"sha256": list_digest(items), "count": len(items), "dir": str(Path(seeds_dir).absolute())}
     return {
         "format": PROVENANCE_FORMAT,
         "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -118,9 +123,9 @@ def capture(executor: str, target: str | None = None, options: dict[str, Any] | 
     }
 
 
-def capture_policy(policy: Any, root: Path | None = None) -> dict[str, Any]:
+def capture_policy(policy: Any, root: Path | None = None, seeds_dir: str | None = None) -> dict[str, Any]:
     """:func:`capture` for a campaign policy."""
-    return capture(policy.executor, policy.target, policy.executor_options, policy.sha256, root)
+    return capture(policy.executor, policy.target, policy.executor_options, policy.sha256, root, seeds_dir)
 
 
 def differences(recorded: dict[str, Any], fresh: dict[str, Any]) -> list[str]:
@@ -162,7 +167,7 @@ def verify_live(recorded: dict[str, Any], unit: str = "campaign") -> dict[str, A
         raise ProvenanceChanged(f"not a provenance record: format {recorded.get('format')!r}")
     spec = recorded["executor"]
     fresh = capture(spec["name"], spec["target"], spec["options"], recorded.get("policy_sha256"),
-                    Path(recorded["root"]))
+                    Path(recorded["root"]), recorded["seed_input"].get("dir"))
     changes = differences(recorded, fresh)
     if changes:
         raise ProvenanceChanged(f"refusing to start {unit}: provenance changed since capture: " + " | ".join(changes))

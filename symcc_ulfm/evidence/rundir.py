@@ -28,15 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core.policy import Policy, build_policy
+from ..core.reference import REFERENCE
 
 RUN_PREFIX = "f447"
 NOTEBOOK_NAME = "run.ipynb"
 SUMS_NAME = "SHA256SUMS.txt"
-# The notebook's parameters that make up the policy, with the notebook's defaults.
-POLICY_PARAMETERS: dict[str, Any] = {
-    "ranks": 10, "warm_spares": 2, "workers_per_master": 3, "failure_schedule": "0:2,1:3", "deadline_s": 15.0,
-    "executor": "concolic", "target": None, "executor_options": {}, "hosts": "", "minimum_hosts": 1, "seed": 0,
-}
+# The notebook's parameters that make up the policy; their defaults are the reference campaign.
+POLICY_PARAMETERS: dict[str, Any] = REFERENCE
 
 
 def repo_root() -> Path:

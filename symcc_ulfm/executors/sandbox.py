@@ -41,7 +41,6 @@ HANG_DUMP_S = 0.5  # how long a hung child gets to print its stack before SIGKIL
 STDERR_TAIL = 16384
 CHUNK_BYTES = 8 << 20
 CHUNK_INPUTS = 512
-OOM_SHARE = 0.9  # a SIGKILL with the peak RSS this close to the memory limit is an oom
 
 
 def grace_s(limit_s: float) -> float:
@@ -72,7 +71,6 @@ class Sandbox(Executor):
         self._stderr = bytearray()
         self._fds: list[int] = []
         self._target_files: list[str] = []  # kept across restarts: a death is judged after its child is gone
-        self._memory_limit_mb: int | None = None
         self._finalizer = None
         self._spawn()
 
@@ -118,7 +116,6 @@ class Sandbox(Executor):
         self._ready = message
         self._seeds = blobs
         self._target_files = list(message.get("files", []))
-        self._memory_limit_mb = message.get("memory_limit_mb")
         return message
 
     def _send(self, message: dict, blobs=()) -> None:
@@ -186,16 +183,12 @@ class Sandbox(Executor):
 
     def _death_outcome(self) -> Outcome:
         """The child closed its pipe: reap it and say how it died."""
-        status, rusage = self._reap()
+        status = self._reap()
         self._drain_stderr()
         if status is None:
             return Outcome("crash", "sandbox: closed its pipe", "the child closed its reply pipe")
-        if os.WIFSIGNALED(status):
-            number = os.WTERMSIG(status)
-            limit_mb = self._memory_limit_mb
-            if number == signal.SIGKILL and limit_mb and rusage.ru_maxrss * 1024 >= OOM_SHARE * (limit_mb << 20):
-                return death(f"SIGKILL at the memory limit ({limit_mb} MB)", self._tail(), self._target_files, kind="oom")
-            return death(signal_name(number), self._tail(), self._target_files)
+        if os.WIFSIGNALED(status):  # a SIGKILL is a crash too: the child's RLIMIT_AS makes memory storms MemoryError
+            return death(signal_name(os.WTERMSIG(status)), self._tail(), self._target_files)
         return death(f"exit {os.WEXITSTATUS(status)}", self._tail(), self._target_files)
 
     def _kill(self) -> None:
@@ -204,21 +197,22 @@ class Sandbox(Executor):
                 os.killpg(self._proc.pid, signal.SIGKILL)
             self._reap()
 
-    def _reap(self) -> tuple[int | None, Any]:
+    def _reap(self) -> int | None:
         """Wait for the child (after it closed its pipe or was killed); close its descriptors."""
         proc, self._proc = self._proc, None
         if proc is None:
-            return None, None
+            return None
         if self._finalizer is not None:
             self._finalizer.detach()
-        status, rusage = None, None
+        status = None
         deadline = time.monotonic() + 5.0
         while True:
             try:
-                pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+                pid, waited = os.waitpid(proc.pid, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid:
+                status = waited
                 break
             if time.monotonic() > deadline:  # closed its pipe but lives on: it is ours to end
                 with contextlib.suppress(ProcessLookupError):
@@ -234,7 +228,7 @@ class Sandbox(Executor):
         with contextlib.suppress(OSError):
             proc.stderr.close()
         self._ready = None
-        return status, rusage
+        return status
 
     def _restart(self) -> None:
         self.deaths += 1

@@ -106,7 +106,7 @@ class Child:
         info = getattr(self.executor, "info", None)
         self.send({"type": "ready", "identity": identity, "pid": os.getpid(), "batch_measure": self.executor.batch_measure,
                    "execution_limit_s": self.executor.execution_limit_s, "run_limit_s": self.executor.run_limit_s,
-                   "memory_limit_mb": limit_mb, "files": list(getattr(info, "files", ()))}, seeds)
+                   "files": list(getattr(info, "files", ()))}, seeds)
         return True
 
     def run(self, message: dict, blobs: list[bytes]) -> None:

@@ -40,6 +40,14 @@ class SimulateExecutor(Executor):
             if type(o[key]) is not int or not 1 <= o[key] <= 10**9:
                 raise PolicyError(f"executor_options.{key}", f"{o[key]!r}: expected a positive integer")
 
+    @property
+    def execution_limit_s(self) -> float:
+        return self.options["cost_s"] + 0.25
+
+    @property
+    def run_limit_s(self) -> float:
+        return self.options["cost_s"] + 0.25
+
     def _h(self, *parts: object) -> bytes:
         return hashlib.sha256(repr((self.seed, self.target) + parts).encode()).digest()
 
