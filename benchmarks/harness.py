@@ -325,12 +325,13 @@ def run_campaign(state: Path, workload: Workload, *, ranks: int, spares: int, pe
     """``symcc-ulfm launch --json`` in a subprocess; ``actions`` run at offsets from generation 0's start.
 
     Returns the oracle's verdict (``launch --json``) plus ``live`` notes, the campaign window
-    and the committed throughput inside it.
+    and the committed throughput inside it. Campaigns run to their deadline even when their
+    search is exhausted earlier, so that every window is the same length.
     """
     state = Path(state)
     command = [PYTHON, "-m", "symcc_ulfm", "launch", "--state-dir", str(state), "--json",
                "--ranks", str(ranks), "--warm-spares", str(spares), "--workers-per-master", str(per_master),
-               "--deadline", str(deadline), "--failure-schedule", schedule, "--seed", str(seed),
+               "--deadline", str(deadline), "--failure-schedule", schedule, "--seed", str(seed), "--run-to-deadline",
                *workload.launch_args()]
     if not ulfm:
         command.append("--no-ulfm")

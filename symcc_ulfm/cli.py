@@ -68,6 +68,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
         seed=args.seed,
         ulfm=not args.no_ulfm,
         timeouts=_timeouts(args.timeout),
+        stop_when_exhausted=not args.run_to_deadline,
     )
     seeds = read_seed_dir(args.seeds) if args.seeds else None
     probe = check_executor(policy, seeds)
@@ -285,6 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bound on a wait: startup_s, recovery_step_s, recovery_retries, lease_s, shutdown_grace_s, "
                    "finalize_s, job_grace_s, endpoint_s (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue the campaign in an existing --state-dir")
+    p.add_argument("--run-to-deadline", action="store_true",
+                   help="keep the ranks up until the deadline even when the search is exhausted")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_launch)
 

@@ -6,6 +6,7 @@ an injected failure exits, and 0 when the victim was SIGKILLed. The oracle decid
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
@@ -20,7 +21,7 @@ from .core.canonical import canonical_json, digest
 from .core.modes import FileModes
 from .core.policy import Policy
 from .endpoint import measure_endpoint
-from .errors import PolicyError, SymccUlfmError, WalCorruption
+from .errors import IntegrityError, PolicyError, SymccUlfmError, WalCorruption
 from .evidence.oracle import judge
 from .executors import create
 from .executors.sandbox import Sandbox, grace_s
@@ -113,7 +114,7 @@ def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume:
             raise PolicyError("state_dir", f"{state.root} already holds a campaign; use --resume or a new directory")
         if read_bytes(state.policy) != data:
             raise PolicyError("state_dir", f"{state.root} holds a campaign with a different policy; cannot resume")
-        if (state.root / "outcome.json").exists():
+        if _finished(state) == "deadline-reached":
             raise PolicyError("state_dir", f"the campaign in {state.root} already reached its deadline; nothing to resume")
         require_same(state.executor, probe.sha256, "the resumed campaign")
         preflight(state)
@@ -127,6 +128,20 @@ def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume:
     write_identity(state.executor, probe.identity, modes.snapshot)
     _publish_seeds(state, probe.seeds)
     return state
+
+
+def _finished(state: StateDir) -> str | None:
+    """How the last job of the campaign ended (``outcome.json``'s status), None when it never did.
+
+    Only a campaign that reached its deadline is over: one that stopped because its search was
+    exhausted or too few members were left may be resumed with the budget it has left."""
+    try:
+        outcome = json.loads(read_bytes(state.root / "outcome.json", limit=1 << 20))
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        raise IntegrityError(f"{state.root / 'outcome.json'} is not JSON") from None
+    return outcome.get("status") if isinstance(outcome, dict) else None
 
 
 def _publish_seeds(state: StateDir, seeds: list[bytes]) -> None:

@@ -252,3 +252,47 @@ def test_launch_takes_seeds_from_a_directory(tmp_path):
     published = {hashlib.sha256(d).hexdigest() for d in (SEED, b"FINDE\x00\x06\x00")}
     assert {p.name for p in claims.iterdir() if p.read_bytes() == b"seed"} == published
     assert run.verdict["injected"] == [] and run.verdict["receipts"] == [], "no failure unless a schedule asks"
+
+
+SMALL = textwrap.dedent('''
+    def parse(data: bytes) -> str:
+        if data[:1] == b"A":
+            if data[1:2] == b"B":
+                return "ab"
+            return "a"
+        return "other"
+''')
+
+
+def test_an_exhausted_search_stops_early_and_a_resume_with_new_seeds_continues_it(tmp_path):
+    target = _target(tmp_path, "small", SMALL)
+    args = ["--ranks", "6", "--warm-spares", "1", "--workers-per-master", "2", "--deadline", "60", "--target", target]
+    first = launch(tmp_path / "state", *args, "--executor-option", f"seeds={json.dumps([b'xx'.hex()])}")
+    v = first.verdict
+    assert first.returncode == 0, first.stderr + json.dumps(v.get("problems"))
+    assert json.loads((first.state / "outcome.json").read_text())["status"] == "exhausted"
+    assert v["job_seconds"] < 40 and any("exhausted" in n and "before the deadline" in n for n in v["notes"])
+    analyzed = v["wal_analyzed"]
+    stops = {e["rank"]: e["reason"] for e in first.log_events("worker-stop")}
+    assert set(stops.values()) == {"exhausted"} and sorted(stops) == [1, 2, 4]
+    seeds = tmp_path / "more"
+    seeds.mkdir()
+    (seeds / "new").write_bytes(b"Zq")
+    again = launch(first.state, *args, "--executor-option", f"seeds={json.dumps([b'xx'.hex()])}", "--resume",
+                   "--seeds", str(seeds))
+    assert again.returncode == 0, again.stderr + json.dumps(again.verdict.get("problems"))
+    assert again.verdict["epochs"] == 2 and again.verdict["wal_analyzed"] > analyzed
+    assert json.loads((first.state / "outcome.json").read_text())["status"] == "exhausted"
+
+
+def test_run_to_deadline_keeps_an_exhausted_campaign_up(tmp_path):
+    target = _target(tmp_path, "small", SMALL)
+    run = launch(tmp_path / "state", "--ranks", "3", "--warm-spares", "0", "--workers-per-master", "2",
+                 "--deadline", "5", "--target", target, "--run-to-deadline")
+    assert run.returncode == 0, run.stderr
+    assert json.loads((run.state / "outcome.json").read_text())["status"] == "deadline-reached"
+    state = tmp_path / "forged"
+    shutil.copytree(run.state, state, symlinks=True)
+    outcome = json.loads((state / "outcome.json").read_text())
+    (state / "outcome.json").write_text(json.dumps({**outcome, "status": "exhausted"}))
+    assert "outcome.json says exhausted, but the policy runs to the deadline" in judge(state)["problems"]

@@ -24,6 +24,10 @@ def _int(v: Any) -> bool:
     return type(v) is int and 0 <= v < 2**63
 
 
+def _bool(v: Any) -> bool:
+    return type(v) is bool
+
+
 def _float(v: Any) -> bool:
     return type(v) in (int, float) and v == v and abs(v) < 1e18
 
@@ -98,6 +102,9 @@ SCHEMAS: dict[str, dict[str, Callable[[Any], bool]]] = {
                "error": _opt_str},
     "FRONTIER": {"generation": _int, "master": _int, "items": _items, "coverage": _coverage},
     "STOP": {"generation": _int, "reason": _str},
+    "PROBE": {"generation": _int, "master": _int, "wave": _int},
+    "STATUS": {"generation": _int, "master": _int, "wave": _int, "idle": _bool, "sent": _int, "received": _int},
+    "EXHAUSTED": {"generation": _int, "master": _int},
 }
 
 

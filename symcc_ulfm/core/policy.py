@@ -65,6 +65,7 @@ class Policy(Canonical):
     ulfm: bool = True
     max_message_bytes: int = 4 * 1024 * 1024
     poison_deaths: int = 2  # worker deaths while executing an input before it is quarantined (core.poison)
+    stop_when_exhausted: bool = True  # end before the deadline once the search is exhausted (core.termination)
     timeouts: Timeouts = field(default_factory=Timeouts)
 
     def __post_init__(self):
@@ -99,6 +100,8 @@ class Policy(Canonical):
             raise PolicyError("ulfm", f"{self.ulfm!r}: expected true or false")
         _int_in("max_message_bytes", self.max_message_bytes, 4096, 256 * 1024 * 1024)
         _int_in("poison_deaths", self.poison_deaths, 1, 100)
+        if type(self.stop_when_exhausted) is not bool:
+            raise PolicyError("stop_when_exhausted", f"{self.stop_when_exhausted!r}: expected true or false")
         if not isinstance(self.timeouts, Timeouts):
             raise PolicyError("timeouts", "expected a timeouts object")
         self.timeouts.validate()
@@ -129,6 +132,7 @@ class Policy(Canonical):
             "ulfm": self.ulfm,
             "max_message_bytes": self.max_message_bytes,
             "poison_deaths": self.poison_deaths,
+            "stop_when_exhausted": self.stop_when_exhausted,
             "timeouts": asdict(self.timeouts),
         }
 

@@ -192,6 +192,7 @@ class _Judge(MembershipChecks, FindingChecks):
         """
         logged: dict[str, dict] = {}
         injected = []
+        dropped: set[str] = set()  # inputs a master gave up on (rejected results, refused leases)
         capabilities: dict[int, dict] = {}
         for path in sorted((self.root / "logs").glob("rank-*.jsonl")):
             for line in path.read_text().splitlines():
@@ -206,6 +207,8 @@ class _Judge(MembershipChecks, FindingChecks):
                     logged[event["work_hash"]] = event
                 elif event.get("event") == "inject":
                     injected.append(event)
+                elif event.get("event") in ("input-dropped", "lease-refused"):
+                    dropped.add(event.get("input_hash"))
                 elif event.get("event") == "capability":
                     capabilities[event["rank"]] = event["facts"]
         for work, event in logged.items():
@@ -226,6 +229,7 @@ class _Judge(MembershipChecks, FindingChecks):
             "logged_analyzed": len(logged),
             "logged_generated": sum(e["generated"] for e in logged.values()),
             "injected": injected,
+            "dropped": dropped,
         }
 
 
@@ -240,6 +244,27 @@ def check_capabilities(j: _Judge, policy: dict, capabilities: dict[int, dict]) -
     if lacking:
         j.fail(f"ranks {lacking} ran without working ULFM (mpiexec --with-ft ulfm missing?)")
 
+
+
+def check_exhausted(j: _Judge, policy: dict, records: dict, names: list[str], dropped: set[str], outcome: dict,
+                    final: dict) -> None:
+    """An early end is only right when nothing was left: every corpus object analyzed (a done
+    record), the input of a finding never expanded, or logged as dropped; no record in flight."""
+    if not policy.get("stop_when_exhausted", False):
+        j.fail("outcome.json says exhausted, but the policy runs to the deadline")
+        return
+    unsettled = sorted(w for w, r in records.items() if r["state"] != "done")
+    if unsettled:
+        j.fail(f"outcome.json says exhausted, but {len(unsettled)} WAL records are not done, e.g. {unsettled[0][:12]}")
+    analyzed = {r["input_hash"] for r in records.values() if r["state"] == "done"}
+    stopped = {f["sha256"] for r in records.values() if r["state"] == "done"
+               for f in r["manifest"].get("findings", []) if f["kind"] in ("crash", "hang", "oom")}
+    left = sorted(set(names) - analyzed - stopped - dropped)
+    if left:
+        j.fail(f"outcome.json says exhausted, but {len(left)} corpus objects were never analyzed, e.g. {left[0][:12]}")
+    deadline = final["epoch_started_at"] + max(0.0, policy["deadline_s"] - final["consumed_s"])
+    j.notes.append(f"the search was exhausted {max(0.0, deadline - outcome.get('ended_at', deadline)):.1f} s "
+                   "before the deadline")
 
 
 def parse_schedule(text: str) -> list[tuple[int, int, str]]:
@@ -305,10 +330,12 @@ def judge(state_dir: str | Path, minimum_hosts: int | None = None) -> dict[str, 
         j.notes.append(f"continued with {len(final['active'])} active endpoints, below the budget of {final['budget']}")
     outcome_path = root / "outcome.json"
     outcome = json.loads(outcome_path.read_text()) if outcome_path.exists() else {}
-    if outcome.get("status") != "deadline-reached":
-        j.fail(f"campaign outcome is {outcome.get('status')!r}, not 'deadline-reached'")
+    if outcome.get("status") not in ("deadline-reached", "exhausted"):
+        j.fail(f"campaign outcome is {outcome.get('status')!r}, not 'deadline-reached' or 'exhausted'")
     elif outcome.get("final_generation") != final["generation"] or outcome.get("policy_sha256") != policy_sha:
         j.fail("outcome.json names another final generation or policy than the membership files")
+    elif outcome["status"] == "exhausted":
+        check_exhausted(j, policy, wal["records"], corpus["names"], logs["dropped"], outcome, final)
     else:
         # an epoch ends at its start plus what is left of the deadline budget, never earlier
         deadline = final["epoch_started_at"] + max(0.0, policy["deadline_s"] - final["consumed_s"])

@@ -124,7 +124,7 @@ def recompute(state: Path) -> dict[str, Any]:
     outcome_path, endpoint_path = state / "outcome.json", state / "endpoint.json"
     outcome = json.loads(outcome_path.read_bytes()) if outcome_path.exists() else {}
     endpoint = json.loads(endpoint_path.read_bytes()) if endpoint_path.exists() else {}
-    if outcome.get("status") != "deadline-reached":
+    if outcome.get("status") not in ("deadline-reached", "exhausted"):
         problems.append(f"the campaign outcome is {outcome.get('status')!r}")
     summary = {
         "policy_sha256": _hex(policy_raw),

@@ -16,11 +16,12 @@ from pathlib import Path
 
 from mpi4py import MPI
 
+from ..core import envelope
 from ..core.canonical import canonical_json, sha256_hex
 from ..core.membership import initial_membership, resume
 from ..core.modes import modes_from_env
 from ..core.policy import Policy
-from ..errors import CapabilityError, CheckFailed, PolicyError, SymccUlfmError
+from ..errors import CapabilityError, CheckFailed, PolicyError, ProtocolError, SymccUlfmError
 from ..store.atomic import read_bytes, write_replace
 from ..store.runlog import last_event_time
 from .capability import compare, probe, require_ulfm
@@ -28,7 +29,16 @@ from .context import RankContext
 from .ft import ops_for
 from .master import MasterLoop
 from .recovery import recover
-from .transport import Backoff, FailureDetected, WaitTimeout, allgather_blobs, wait_request, warm_up
+from .transport import (
+    TAG_CONTROL,
+    Backoff,
+    FailureDetected,
+    Mailbox,
+    WaitTimeout,
+    allgather_blobs,
+    wait_request,
+    warm_up,
+)
 from .watchdog import bounded
 from .worker import WorkerLoop
 
@@ -54,6 +64,8 @@ def start(state_root: Path, comm: MPI.Comm) -> RankContext:
     world.Set_errhandler(MPI.ERRORS_RETURN)
     stable = world.Get_rank()
     ctx, early = _open(Path(state_root), world, stable)
+    if ctx is not None:
+        ctx.world_group = world.Get_group()
     # Every rank learns every rank's start-up problem, so they all fail closed together
     # instead of waiting for a rank that already gave up.
     with bounded("start-up problem exchange", DEFAULT_STARTUP_S, ctx.log if ctx else None):
@@ -198,15 +210,28 @@ def run_generation(ctx: RankContext) -> None:
 
 
 def wait_as_spare(ctx: RankContext) -> None:
-    """A warm spare waits on the global communicator until the deadline or a recovery.
+    """A warm spare waits on the global communicator until the deadline, a recovery, or the
+    coordinator's notice that the search is exhausted.
 
-    It joins the final agreement only after the deadline: an agreement left pending while the
-    others never enter it would be reported as incomplete by every rank at finalize.
+    It joins the final agreement only then: an agreement left pending while the others never
+    enter it would be reported as incomplete by every rank at finalize.
     """
     ctx.injector.maybe("idle", ctx.generation)
+    notices = Mailbox(ctx.global_comm, MPI.ANY_SOURCE, TAG_CONTROL, ctx.policy.max_message_bytes)
     backoff = Backoff()
-    while time.time() < ctx.deadline:
+    while time.time() < ctx.deadline and not ctx.exhausted:
         ctx.check_revocation()
+        try:
+            raw = notices.test("exhaustion notice")
+            notice = envelope.decode(raw, ctx.policy.max_message_bytes) if raw is not None else None
+        except ProtocolError as exc:
+            ctx.log.event("message-rejected", reason=str(exc))
+            continue
+        if notice is not None:
+            if notice["type"] == "EXHAUSTED" and notice["generation"] == ctx.generation:
+                ctx.exhausted = True
+            else:
+                ctx.log.event("message-rejected", reason=f"{notice['type']} on the control tag of a spare")
         backoff.idle()
 
 
@@ -256,7 +281,7 @@ def _run(ctx: RankContext, finalize: bool) -> dict:
         except FailureDetected as exc:
             ctx.log.event("failure-detected", where=exc.where, error_class=exc.error_class)
             recover(ctx, exc)
-    outcome = write_outcome(ctx, "deadline-reached")
+    outcome = write_outcome(ctx, "exhausted" if ctx.exhausted else "deadline-reached")
     ctx.log.event("campaign-end", status=outcome["status"], generation=ctx.generation)
     ctx.log.sync()
     if finalize:

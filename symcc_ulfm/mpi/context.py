@@ -41,6 +41,8 @@ class RankContext:
     final_comm: MPI.Comm | None = None
     revocation: Inbox | None = None
     peers: list[dict] = field(default_factory=list)  # per stable rank: host and pid (for fencing)
+    world_group: MPI.Group | None = None  # the initial world's group: stable rank = rank in it
+    exhausted: bool = False  # this rank learned that the search is exhausted (core.termination)
     opened_at: float = field(default_factory=time.time)  # before this process wrote any log line
     _executor: Executor | None = field(default=None, repr=False)
     _executor_sha: str | None = None
@@ -101,6 +103,10 @@ class RankContext:
         if self._executor_sha is None:
             self._executor_sha = read_identity(self.state.executor)[1]
         return self._executor_sha
+
+    def global_rank(self, stable: int) -> int:
+        """The transport rank of ``stable`` in the current global communicator (after shrinks)."""
+        return MPI.Group.Translate_ranks(self.world_group, [stable], self.global_comm.Get_group())[0]
 
     def post_revocation_sentinel(self) -> None:
         """One pending receive on the global communicator that only a failure or Revoke completes."""

@@ -36,6 +36,8 @@ class Frontier:
         self.hints: dict[str, dict | None] = {}
         self.totals = {"analyzed": 0, "generated": 0, "unique": 0, "novel": 0, "findings": 0}
         self.outgoing: list[tuple[int, bytes]] = []  # FRONTIER messages of replays, sent by the loop
+        self.items_sent = 0  # FRONTIER messages that carried inputs, sent and received (core.termination)
+        self.items_received = 0
 
     def prepare(self, committer: dict, quarantine: Callable[[list[dict]], set[str]]) -> None:
         """Replay committing records, reclaim lapsed leases (``quarantine`` settles the poison
@@ -140,11 +142,10 @@ class Frontier:
         for m in self.masters:
             if m == self.ctx.stable or (m not in forward and not new_coverage):
                 continue
-            out.append((m, envelope.encode(
-                "FRONTIER", limit, generation=self.ctx.generation, master=self.ctx.stable,
-                items=[{"input_hash": h, "priority": p, "hint": self.hints.get(h)} for h, p in forward.get(m, [])],
-                coverage=sorted(new_coverage),
-            )))
+            items = [{"input_hash": h, "priority": p, "hint": self.hints.get(h)} for h, p in forward.get(m, [])]
+            self.items_sent += bool(items)
+            out.append((m, envelope.encode("FRONTIER", limit, generation=self.ctx.generation, master=self.ctx.stable,
+                                           items=items, coverage=sorted(new_coverage))))
         return out
 
     def on_frontier(self, source: int, raw: bytes, generation: int, limit: int) -> None:
@@ -156,6 +157,7 @@ class Frontier:
             self.ctx.log.event("message-rejected", source=source, reason=str(exc))
             return
         self.sched.absorb(message["coverage"])
+        self.items_received += bool(message["items"])
         for item in message["items"]:
             self.hints[item["input_hash"]] = item["hint"]
             self.sched.offer(item["input_hash"], item["priority"])

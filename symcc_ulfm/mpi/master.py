@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from ..core import envelope, poison
 from ..core.envelope import Fence, check_fence
 from ..core.scheduler import PRIORITY_UNIQUE
+from ..core.termination import Status
 from ..errors import FenceError, IntegrityError, ProtocolError, StoreError
 from ..store.atomic import Barrier
 from ..store.querystore import QueryStore
@@ -39,6 +40,7 @@ from ..store.staging import read_running, staged_name
 from ..store.wal import AlreadyDone, GroupCommit, NeedsReplay
 from .context import RankContext
 from .frontier import Frontier
+from .termination import Exhaustion
 from .transport import TAG_DATA, TAG_FRONTIER, TAG_SENTINEL, Backoff, FailureDetected, Inbox, Mailbox, Outbox
 
 MAX_REJECTIONS = 3
@@ -125,6 +127,7 @@ class MasterLoop:
         sentinels = {w: Inbox(group, i + 1, TAG_SENTINEL, 16).post() for i, w in enumerate(self.workers)}
         peers = [m for m in self.masters if m != ctx.stable]
         frontier = {m: Mailbox(masters_comm, self.masters.index(m), TAG_FRONTIER, self.limit) for m in peers}
+        exhaustion = Exhaustion(ctx, self.masters, self.outbox)
         backoff = Backoff()
         stopping_since = None
         grace = ctx.policy.timeouts.shutdown_grace_s
@@ -150,6 +153,9 @@ class MasterLoop:
             if stopping_since is None and now >= ctx.deadline:
                 stopping_since = now
                 ctx.log.event("deadline", outstanding=self._held(), frontier=self.frontier.sched.pending)
+            elif stopping_since is None and exhaustion.poll(self._status(), now):
+                stopping_since, ctx.exhausted = now, True
+                ctx.log.event("exhausted", totals=self.frontier.totals, remaining_s=ctx.deadline - now)
             stopping = stopping_since is not None
             progressed = self._round(dispatch=not stopping, now=now) or heard
             if stopping and (not self._held() or now - stopping_since > grace):
@@ -164,8 +170,9 @@ class MasterLoop:
                 self.store.release(lost.fence.lease)
         ctx.log.event("master-stop", abandoned=self._held(), totals=self.frontier.totals, syncs=self.barrier.syncs,
                       frontier=self.frontier.sched.pending)
+        reason = "exhausted" if ctx.exhausted else "deadline"
         for i, w in enumerate(self.workers):
-            stop = envelope.encode("STOP", self.limit, generation=self.gen, reason="deadline")
+            stop = envelope.encode("STOP", self.limit, generation=self.gen, reason=reason)
             self.outbox.send(group, i + 1, TAG_DATA, stop, f"STOP to worker {w}")
         while self.outbox.busy:
             ctx.check_revocation()
@@ -173,6 +180,12 @@ class MasterLoop:
             backoff.idle()
         for inbox in [*data.values(), *sentinels.values(), *frontier.values()]:
             inbox.cancel()
+        exhaustion.cancel()
+
+    def _status(self) -> Status:
+        """Idle: nothing queued, leased, waiting to be committed or counted (core.termination)."""
+        idle = not (self.frontier.sched.pending or self._held() or self.waiting or self.pending or self.unaccounted)
+        return Status(idle, self.frontier.items_sent, self.frontier.items_received)
 
     def _receive(self, inbox: Inbox | Mailbox, source: int, where: str) -> bytes | None:
         try:

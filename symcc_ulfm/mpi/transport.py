@@ -26,6 +26,7 @@ TAG_SENTINEL = 12  # never sent: a master's per-worker failure sentinel
 TAG_REVOKE = 13  # never sent: every rank's revocation sentinel on the global communicator
 TAG_FRONTIER = 14  # FRONTIER between masters
 TAG_WARMUP = 15
+TAG_CONTROL = 16  # PROBE, STATUS, EXHAUSTED: deciding that the search is exhausted (mpi/termination.py)
 
 FAILURE_CLASSES = frozenset(
     c for c in (MPI.ERR_PROC_FAILED, getattr(MPI, "ERR_PROC_FAILED_PENDING", None), MPI.ERR_REVOKED, MPI.ERR_OTHER) if c

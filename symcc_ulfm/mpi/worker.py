@@ -61,6 +61,7 @@ class WorkerLoop:
                 if message["type"] == "STOP":
                     ctx.log.event("worker-stop", executed=self.executed, reason=message["reason"],
                                   unstarted=len(queue))
+                    ctx.exhausted = ctx.exhausted or message["reason"] == "exhausted"
                     stopped = True
                     break
                 queue.append(message)

@@ -1,0 +1,103 @@
+"""The masters' side of stopping an exhausted search (``core.termination`` decides).
+
+Every master polls :meth:`Exhaustion.poll` once per loop round with its current status. The
+coordinator (the first master of the layout) probes the others in waves while it is idle
+itself; the others answer each PROBE with their status. When the coordinator decides, it sends
+EXHAUSTED to every other master and to every warm spare (on the global communicator), and each
+of them stops as at the deadline; workers learn it from their master's STOP. All of it is
+ordinary point-to-point traffic on the control tag: a failure meanwhile is detected as any
+other, and the next generation decides again from scratch. A generation that a scheduled
+failure is still to end (``failure_schedule``) is not stopped early.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..core import envelope
+from ..core.termination import Status, Waves
+from ..errors import ProtocolError
+from .context import RankContext
+from .transport import TAG_CONTROL, Mailbox, Outbox
+
+WAVE_INTERVAL_S = 0.05
+
+
+class Exhaustion:
+    def __init__(self, ctx: RankContext, masters: tuple[int, ...], outbox: Outbox):
+        self.ctx = ctx
+        self.masters = masters
+        self.outbox = outbox
+        self.limit = ctx.policy.max_message_bytes
+        self.coordinator = masters[0]
+        self.me = ctx.stable
+        self.gen = ctx.generation
+        peers = [m for m in masters if m != self.me] if self.me == self.coordinator else [self.coordinator]
+        self.inboxes = {m: Mailbox(ctx.master_comm, masters.index(m), TAG_CONTROL, self.limit) for m in peers}
+        self.waves = Waves(masters) if self.me == self.coordinator else None
+        self.next_wave_at = 0.0
+        # a failure the schedule still asks for must happen: an injected campaign runs on until then
+        pending = any(event.generation >= self.gen for event in ctx.policy.failure_schedule)
+        self.enabled = ctx.policy.stop_when_exhausted and not pending
+
+    def _send(self, dest: int, kind: str, **fields) -> None:
+        payload = envelope.encode(kind, self.limit, generation=self.gen, master=self.me, **fields)
+        self.outbox.send(self.ctx.master_comm, self.masters.index(dest), TAG_CONTROL, payload, f"{kind} to {dest}")
+
+    def _messages(self):
+        for source, inbox in self.inboxes.items():
+            try:
+                raw = inbox.test(f"control from master {source}")
+                if raw is None:
+                    continue
+                message = envelope.decode(raw, self.limit)
+                if message.get("generation") != self.gen or message.get("master") != source:
+                    raise ProtocolError(f"{message['type']} of generation {message['generation']} from {source}")
+            except ProtocolError as exc:
+                self.ctx.log.event("message-rejected", source=source, reason=str(exc))
+                continue
+            yield source, message
+
+    def poll(self, status: Status, now: float) -> bool:
+        """Answer probes, run waves (coordinator); True once the search is known to be exhausted."""
+        if not self.enabled:
+            return False
+        for source, message in self._messages():
+            kind = message["type"]
+            if kind == "PROBE" and self.waves is None:
+                self._send(source, "STATUS", wave=message["wave"], idle=status.idle, sent=status.sent,
+                           received=status.received)
+            elif kind == "EXHAUSTED" and self.waves is None:
+                return True
+            elif kind == "STATUS" and self.waves is not None:
+                self.waves.reply(source, message["wave"],
+                                 Status(message["idle"], message["sent"], message["received"]))
+            else:
+                self.ctx.log.event("message-rejected", source=source, reason=f"{kind} is not for this master")
+        if self.waves is None:
+            return False
+        if self.waves.complete:
+            if self.waves.exhausted():
+                self._announce()
+                return True
+            self.waves.replies = {}
+            self.next_wave_at = now + WAVE_INTERVAL_S
+        if status.idle and not self.waves.replies and now >= self.next_wave_at:
+            wave = self.waves.start()
+            self.waves.reply(self.me, wave, status)
+            for master in self.masters[1:]:
+                self._send(master, "PROBE", wave=wave)
+            self.next_wave_at = now + WAVE_INTERVAL_S
+        return False
+
+    def _announce(self) -> None:
+        for master in self.masters[1:]:
+            self._send(master, "EXHAUSTED")
+        notice = envelope.encode("EXHAUSTED", self.limit, generation=self.gen, master=self.me)
+        for spare in self.ctx.membership.spares:
+            self.outbox.send(self.ctx.global_comm, self.ctx.global_rank(spare), TAG_CONTROL, notice, f"EXHAUSTED to {spare}")
+        self.ctx.log.event("search-exhausted", waves=self.waves.wave, at=time.time())
+
+    def cancel(self) -> None:
+        for inbox in self.inboxes.values():
+            inbox.cancel()
