@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ..errors import PolicyError
@@ -45,11 +46,15 @@ def engine(name: str, target: str | None = None, options: Mapping[str, Any] | No
     return executor_class(name)(target=target, options=dict(options or {}))
 
 
-def create(name: str, target: str | None = None, options: Mapping[str, Any] | None = None) -> Executor:
-    """The executor ``name`` for ``target`` as the runtime runs it: contained when it runs target code."""
+def create(name: str, target: str | None = None, options: Mapping[str, Any] | None = None,
+           scratch: Path | None = None) -> Executor:
+    """The executor ``name`` for ``target`` as the runtime runs it: contained when it runs target
+    code; ``scratch`` is a directory its executions may write into (default: the system's temp)."""
     if executor_class(name).in_process_target:
-        return Sandbox(name, target, options)
-    return engine(name, target, options)
+        return Sandbox(name, target, options, scratch=scratch)
+    executor = engine(name, target, options)
+    executor.scratch_dir = scratch
+    return executor
 
 
 __all__ = ["Executor", "RunResult", "DEFAULT_EXECUTOR", "names", "check_name", "create", "engine"]

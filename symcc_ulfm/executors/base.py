@@ -21,6 +21,7 @@ from __future__ import annotations
 import abc
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from .outcome import OK, Outcome
@@ -95,6 +96,7 @@ class Executor(abc.ABC):
     in_process_target: ClassVar[bool] = False  # runs target code in its own process: needs the sandbox
     batch_measure: ClassVar[bool] = False  # measure_many is one batch (its targets run in processes of their own)
     on_execution = staticmethod(_ignore)  # called with the input before each target execution, None after
+    scratch_dir: Path | None = None  # where executions may write files (the runtime's, under the state dir)
 
     @abc.abstractmethod
     def identity(self) -> dict[str, Any]:

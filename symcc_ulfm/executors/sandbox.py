@@ -29,6 +29,7 @@ import sys
 import time
 import weakref
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ..errors import ExecutorError, rebuild
@@ -60,9 +61,11 @@ class Sandbox(Executor):
     in_process_target = False
 
     def __init__(self, name: str, target: str | None, options: Mapping[str, Any] | None = None,
-                 startup_s: float = STARTUP_S):
+                 startup_s: float = STARTUP_S, scratch: Path | None = None):
         self.name = name
-        self._init = {"type": "init", "executor": name, "target": target, "options": dict(options or {})}
+        self.scratch_dir = scratch
+        self._init = {"type": "init", "executor": name, "target": target, "options": dict(options or {}),
+                      "scratch": None if scratch is None else str(scratch)}
         self.startup_s = startup_s
         self.deaths = 0  # children that died (and were replaced) while running target code
         self._proc: subprocess.Popen | None = None

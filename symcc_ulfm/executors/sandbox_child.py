@@ -25,6 +25,7 @@ import resource
 import signal
 import sys
 import time
+from pathlib import Path
 
 from .frames import encode_frame, read_frame, write_all
 
@@ -92,6 +93,8 @@ class Child:
 
         try:
             self.executor = engine(message["executor"], message["target"], message["options"])
+            if message.get("scratch"):
+                self.executor.scratch_dir = Path(message["scratch"])
             identity = self.executor.identity()
             seeds = self.executor.seeds()
         except Exception as exc:  # SymccUlfmError for bad input; anything else is a bug, reported as one

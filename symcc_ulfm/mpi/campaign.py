@@ -175,6 +175,7 @@ def start_generation(ctx: RankContext) -> str:
         if ctx.ops.agree(ctx.global_comm, ok, "generation agree") != 1:
             raise FailureDetected("generation agree: not every rank completed the re-split", 0)
     ctx.post_revocation_sentinel()
+    ctx.clear_failed_scratch()
     ctx.log.event(
         "generation-start", role=role, seconds=time.monotonic() - mark, layout_sha256=membership.layout.sha256,
         active=list(membership.active), spares=list(membership.spares), masters=list(membership.layout.masters),

@@ -15,6 +15,7 @@ from ..core.modes import FileModes
 from ..core.policy import Policy
 from ..errors import ProtocolError
 from ..executors import Executor, create
+from ..store.atomic import clear_dir, remove_dir
 from ..store.corpus import Corpus
 from ..store.identity import read_identity, require_same
 from ..store.paths import StateDir
@@ -83,8 +84,16 @@ class RankContext:
     def executor(self) -> Executor:
         """This rank's executor (a worker's; contained when it runs target code), kept across generations."""
         if self._executor is None:
-            self._executor = create(self.policy.executor, self.policy.target, self.policy.executor_options)
+            scratch = self.state.worker_scratch(self.stable)
+            clear_dir(scratch, self.state.modes.snapshot_dir)
+            self._executor = create(self.policy.executor, self.policy.target, self.policy.executor_options, scratch)
         return self._executor
+
+    def clear_failed_scratch(self) -> None:
+        """The lowest live rank removes what failed ranks' executions left in their scratch."""
+        if self.stable == min(self.membership.live):
+            for rank in self.membership.failed:
+                remove_dir(self.state.worker_scratch(rank))
 
     def check_executor(self) -> None:
         """Before the first execution: the executor must be the one the campaign was prepared with."""

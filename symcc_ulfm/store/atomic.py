@@ -13,6 +13,7 @@ import ctypes
 import errno
 import os
 import secrets
+import shutil
 import stat
 from pathlib import Path
 
@@ -49,6 +50,23 @@ def ensure_dir(path: Path, mode: int, barrier: Barrier | None = None) -> Path:
         return path
     except OSError as exc:
         raise StoreError(f"cannot create directory {path}: {exc.strerror or exc}") from exc
+
+
+def remove_dir(path: Path) -> None:
+    """Remove a directory tree (never through a symbolic link: ``shutil.rmtree`` walks it by
+    descriptors and refuses a link at the top); a missing one is fine."""
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise StoreError(f"cannot remove {path}: {exc.strerror or exc}") from exc
+
+
+def clear_dir(path: Path, mode: int) -> Path:
+    """An empty directory ``path`` with ``mode``: what was left in it before is removed."""
+    remove_dir(path)
+    return ensure_dir(path, mode)
 
 
 def fsync_dir(path: Path) -> None:

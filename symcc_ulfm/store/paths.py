@@ -15,6 +15,7 @@
     corpus/claims/<sha256>                        who first published it: a link to that committing record, or 'seed'
     staging/worker-<w>/<lease>@<sha256>           a worker's candidates awaiting commit
     staging/worker-<w>/running-<g>                the lease worker w was executing in generation g
+    scratch/worker-<w>/                           files worker w's executions write (removed when w fails)
     logs/rank-<stable>.jsonl                      structured per-rank logs
     endpoint.json                                 endpoint coverage re-measured over the final corpus
 """
@@ -65,6 +66,13 @@ class StateDir:
         return self.root / "staging"
 
     @property
+    def scratch(self) -> Path:
+        return self.root / "scratch"
+
+    def worker_scratch(self, worker: int) -> Path:
+        return self.scratch / f"worker-{worker}"
+
+    @property
     def logs(self) -> Path:
         return self.root / "logs"
 
@@ -81,7 +89,8 @@ class StateDir:
     def create(self) -> StateDir:
         """Create every top-level directory with the modes of the contract."""
         ensure_dir(self.root, self.modes.snapshot_dir)
-        for path in (self.membership, self.wal / "records", self.wal / "locks", self.query_store, self.staging, self.logs):
+        for path in (self.membership, self.wal / "records", self.wal / "locks", self.query_store, self.staging,
+                     self.scratch, self.logs):
             ensure_dir(path, self.modes.snapshot_dir)
         for path in (self.corpus / "objects", self.corpus / "claims"):
             ensure_dir(path, self.modes.corpus_dir)
