@@ -175,19 +175,26 @@ def containment(b: Bench) -> None:
         seed = resolve_target(name).seeds[0]
         rates: dict[str, list[float]] = {"in_process": [], "contained": []}
         costs: dict[str, list[float]] = {"in_process": [], "contained": []}
+        died: list[str] = []
         for rnd in range(1 if b.quick else 2):
             for contained in ((False, True) if rnd % 2 == 0 else (True, False)):
                 key = "contained" if contained else "in_process"
-                rates[key].append(h.sequential_rate(workload, seconds, contained=contained)["rate"])
+                seq = h.sequential_rate_apart(workload, seconds, contained)
+                if "died" in seq:  # the target killed the process that ran it: only in-process can that happen
+                    died.append(f"{key}: {seq['died']} after {seq['analyzed']} inputs in {seq['seconds']:.1f} s")
+                if seq["rate"]:
+                    rates[key].append(seq["rate"])
                 costs[key].append(h.execution_cost(workload, seed, seconds / 2, contained)["us_per_execution"])
-        row = {key: {"inputs_per_s": statistics.mean(rates[key]), "us_per_execution": statistics.mean(costs[key])}
-               for key in rates}
-        row["rate_ratio"] = row["in_process"]["inputs_per_s"] / row["contained"]["inputs_per_s"]
+        row = {key: {"inputs_per_s": statistics.mean(rates[key]) if rates[key] else None,
+                     "us_per_execution": statistics.mean(costs[key])} for key in rates}
+        row["died"] = died
+        inside, apart = row["in_process"]["inputs_per_s"], row["contained"]["inputs_per_s"]
+        row["rate_ratio"] = inside / apart if inside and apart else None
         row["execution_ratio"] = row["contained"]["us_per_execution"] / row["in_process"]["us_per_execution"]
         rows[name] = row
-        b.say(f"  {name}: {row['in_process']['inputs_per_s']:.1f} -> {row['contained']['inputs_per_s']:.1f} inputs/s "
-              f"(x{row['rate_ratio']:.2f}); one execution {row['in_process']['us_per_execution']:.0f} -> "
-              f"{row['contained']['us_per_execution']:.0f} us (x{row['execution_ratio']:.2f})")
+        b.say(f"  {name}: {_f(inside)} -> {_f(apart)} inputs/s (x{_f(row['rate_ratio'], '.2f')}); one execution "
+              f"{row['in_process']['us_per_execution']:.0f} -> {row['contained']['us_per_execution']:.0f} us "
+              f"(x{row['execution_ratio']:.2f})" + "".join(f"; {d}" for d in died))
     b.results["sections"]["containment"] = {
         "definition": "one process, no MPI: sequential_rate (run + measure of every distinct child) and the wall time "
                       "of one measure of the seed, the target in this process vs in the sandbox child; rounds alternate",
@@ -583,14 +590,16 @@ def table(results: dict[str, Any], command: str) -> str:
                      f"{_status(verdicts['6 efficiency >= 0.85'])}")
     if "containment" in s:
         rows = s["containment"]["targets"]
-        worst = max(max(r["rate_ratio"], 1.0) for r in rows.values())
-        ok = worst <= TARGETS["containment_ratio"]
+        ratios = [r["rate_ratio"] for r in rows.values() if r["rate_ratio"] is not None]
+        ok = bool(ratios) and max(ratios) <= TARGETS["containment_ratio"]
         verdicts["8 containment costs <= 1.3x per input"] = ok
         lines.append("8 containment (target in a sandbox child vs in the same process; inputs/s of one process, and the "
                      "wall time of one execution of the seed):")
-        lines += [f"    {name}: {r['in_process']['inputs_per_s']:.1f} -> {r['contained']['inputs_per_s']:.1f} inputs/s "
-                  f"(x{r['rate_ratio']:.2f} the time per input); one execution {r['in_process']['us_per_execution']:.0f} "
-                  f"-> {r['contained']['us_per_execution']:.0f} us (x{r['execution_ratio']:.2f})" for name, r in rows.items()]
+        lines += [f"    {name}: {_f(r['in_process']['inputs_per_s'])} -> {_f(r['contained']['inputs_per_s'])} inputs/s "
+                  f"(x{_f(r['rate_ratio'], '.2f')} the time per input); one execution "
+                  f"{r['in_process']['us_per_execution']:.0f} -> {r['contained']['us_per_execution']:.0f} us "
+                  f"(x{r['execution_ratio']:.2f})" + "".join(f"; {d}" for d in r.get("died", []))
+                  for name, r in rows.items()]
         lines.append(f"    target <= 1.3x per input: {_status(ok)}; the efficiency figures (6) are contained campaigns "
                      "against the in-process sequential limit")
     if "idle" in s:

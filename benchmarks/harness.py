@@ -113,9 +113,10 @@ class Frontier:
         return len(self.queue)
 
 
-def sequential_rate(workload: Workload, seconds: float, contained: bool = True) -> dict[str, Any]:
+def sequential_rate(workload: Workload, seconds: float, contained: bool = True, progress=None) -> dict[str, Any]:
     """Inputs analyzed per second by one process running the executor alone (no MPI, no store);
-    ``contained=False``: the target runs in this process, as before containment existed."""
+    ``contained=False``: the target runs in this process, as before containment existed.
+    ``progress(analyzed, seconds)`` is called after every input."""
     executor = workload.create(contained)
     try:
         frontier = Frontier(executor.seeds())
@@ -131,11 +132,32 @@ def sequential_rate(workload: Workload, seconds: float, contained: bool = True) 
             generated += out["generated"]
             for child, hint, _ in out["children"]:
                 frontier.offer(child, hint)
+            if progress is not None:
+                progress(analyzed, time.perf_counter() - started)
         elapsed = time.perf_counter() - started
     finally:
         executor.close()
     return {"analyzed": analyzed, "generated": generated, "seconds": round(elapsed, 4),
             "rate": analyzed / elapsed if elapsed > 0 else 0.0, "frontier_left": len(frontier)}
+
+
+def sequential_rate_apart(workload: Workload, seconds: float, contained: bool) -> dict[str, Any]:
+    """:func:`sequential_rate` in a process of its own: a target that kills the process running it
+    (in-process, nothing contains it) ends that process, and the rate up to its death is kept."""
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); from benchmarks import harness as h; "
+            "w = h.Workload(**json.loads(sys.argv[2])); "
+            "r = h.sequential_rate(w, float(sys.argv[3]), sys.argv[4] == '1', "
+            "lambda n, t: print(json.dumps({'analyzed': n, 'seconds': t}), flush=True)); "
+            "print(json.dumps({**r, 'final': True}), flush=True)")
+    done = subprocess.run([PYTHON, "-c", code, str(ROOT), json.dumps(workload.to_json()), str(seconds),
+                           "1" if contained else "0"], capture_output=True, text=True, timeout=seconds + 300)
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    last = rows[-1] if rows else {"analyzed": 0, "seconds": 0.0}
+    if last.get("final"):
+        return last
+    died = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
+    rate = last["analyzed"] / last["seconds"] if last["seconds"] else None
+    return {"analyzed": last["analyzed"], "seconds": round(last["seconds"], 4), "rate": rate, "died": died}
 
 
 def execution_cost(workload: Workload, data: bytes, seconds: float, contained: bool) -> dict[str, Any]:

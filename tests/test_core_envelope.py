@@ -41,6 +41,9 @@ VALID = {
     "RESULT": _result(),
     "FRONTIER": {"generation": 1, "master": 4, "items": [{"input_hash": H2, "priority": 2, "hint": None}], "coverage": [7, 9]},
     "STOP": {"generation": 3, "reason": "deadline"},
+    "PROBE": {"generation": 1, "master": 0, "wave": 3},
+    "STATUS": {"generation": 1, "master": 4, "wave": 3, "idle": True, "sent": 2, "received": 5},
+    "EXHAUSTED": {"generation": 1, "master": 0},
 }
 
 
@@ -180,6 +183,10 @@ MISTYPED = [
     ("FRONTIER", "items", [{"input_hash": H2, "priority": 1, "hint": 3}]),
     ("FRONTIER", "coverage", "1,2"),
     ("STOP", "reason", None),
+    ("PROBE", "wave", -1),
+    ("STATUS", "idle", 1),
+    ("STATUS", "sent", 1.5),
+    ("EXHAUSTED", "master", "0"),
 ]
 
 
