@@ -21,6 +21,7 @@ from typing import Any
 from ...errors import PolicyError
 from ...targets import DEFAULT_TARGET, TargetInfo, resolve_target
 from ..base import Executor, RunResult
+from . import i2s
 from . import path as P
 from .search import Child, GenerationalSearch, QueryCache, repair_query, signature
 from .shadow import symbolic_twin
@@ -41,6 +42,7 @@ DEFAULTS: dict[str, Any] = {
     "max_frames": 400,
     "max_path": 50000,
     "seeds": None,
+    "modules": None,
 }
 _POSITIVE = {k for k, v in DEFAULTS.items() if v is not None}
 _REPAIR_ROUNDS = 4
@@ -67,7 +69,28 @@ def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
             options["seeds"] = [bytes.fromhex(s).hex() for s in seeds]
         except (TypeError, ValueError):
             raise PolicyError("executor.options.seeds", "must be a non-empty list of hex strings") from None
+    if options["modules"] is not None:
+        modules = options["modules"]
+        if isinstance(modules, str) or not isinstance(modules, (list, tuple)) or not all(
+                isinstance(m, str) and m for m in modules):
+            raise PolicyError("executor.options.modules", "must be a list of module names")
+        options["modules"] = list(modules)
     return options
+
+
+def _module_files(names) -> set[str]:
+    """Source files of the modules named in the ``modules`` option (traced like the target's)."""
+    import importlib
+
+    files = set()
+    for name in names or ():
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            raise PolicyError("executor.options.modules", f"cannot import {name!r}: {exc}") from None
+        if getattr(module, "__file__", None):
+            files.add(module.__file__)
+    return files
 
 
 class ConcolicExecutor(Executor):
@@ -78,8 +101,9 @@ class ConcolicExecutor(Executor):
     ``exec_timeout_s`` (per target execution), ``max_children`` (candidates per run),
     ``run_timeout_s`` (whole ``run``), ``max_repairs`` (re-executions spent repairing divergent
     children per run), ``max_frames`` (recursion bound), ``max_path`` (recorded constraints per
-    run) and ``seeds`` (hex strings; for targets without shipped seeds the default seed is 16
-    zero bytes).
+    run), ``seeds`` (hex strings; for targets without shipped seeds the default seed is 16
+    zero bytes) and ``modules`` (names of the modules whose code the target runs, such as a
+    parser's own modules: they are traced for coverage and instrumented for the symbolic run).
     """
 
     name = "concolic"
@@ -87,8 +111,8 @@ class ConcolicExecutor(Executor):
     def __init__(self, target: str | None = None, options: Mapping[str, Any] | None = None):
         self.options = _options(dict(options or {}))
         self.info: TargetInfo = resolve_target(target if target is not None else DEFAULT_TARGET)
-        self._twin = symbolic_twin(self.info.function)
-        self._files = frozenset(self.info.files)
+        self._twin = symbolic_twin(self.info.function, self.options["modules"] or ())
+        self._files = frozenset(self.info.files) | _module_files(self.options["modules"])
         self._search = GenerationalSearch(
             query_timeout_ms=self.options["query_timeout_ms"],
             max_branches=self.options["max_branches_per_run"],
@@ -181,17 +205,20 @@ class ConcolicExecutor(Executor):
         extra = {"repair_runs": 0, "repaired": 0, "queries": 0, "solver_seconds": 0.0}
         budget = [self.options["max_repairs"]]
         candidates: list[bytes] = []
-        hints: list[dict[str, Any]] = []
+        hints: list[dict[str, Any] | None] = []
         for child in children:
             if child.optimistic and budget[0] > 0 and time.monotonic() < deadline:
                 child.data = self._repair(data, child, budget, extra)
             candidates.append(child.data)
             hints.append(hint_of(child))
+        proposals = i2s.propose(data, recorded.compares, self.options["max_children"])
+        candidates.extend(proposals)
+        hints.extend([None] * len(proposals))  # no predicted path: the child runs from bound 0
         notes.update(
             bound=bound, attempts=search.attempts, sat=search.sat, unsat=search.unsat, unknown=search.unknown,
             optimistic=search.optimistic, checksum=search.checksum, cache_hits=search.cache_hits,
             skipped_site_budget=search.skipped_budget, repair_runs=extra["repair_runs"],
-            repaired=extra["repaired"],
+            repaired=extra["repaired"], compares=len(recorded.compares), i2s=len(proposals),
         )
         return RunResult(
             candidates=candidates,

@@ -135,14 +135,21 @@ def _split_equality(cond: E.Node):
 
 
 def _patch(data: bytes, model: dict[int, int]) -> bytes:
+    """``data`` with the model's bytes; a model of the length first cuts or zero-pads the input."""
     child = bytearray(data)
+    size = model.get(E.LENGTH)
+    if size is not None:
+        child = child[:size] + bytes(max(0, size - len(child)))
     for index, value in model.items():
-        child[index] = value
+        if index != E.LENGTH:
+            child[index] = value
     return bytes(child)
 
 
 def _pins(data: bytes, indices) -> list[E.Node]:
-    return [E.make(E.EQ, (E.var(i, data[i]), E.const(data[i]))) for i in sorted(indices)]
+    return [E.make(E.EQ, (E.length(len(data)) if i == E.LENGTH else E.var(i, data[i]),
+                          E.const(len(data) if i == E.LENGTH else data[i])))
+            for i in sorted(indices)]
 
 
 @dataclass
@@ -154,7 +161,7 @@ class GenerationalSearch:
     cache: QueryCache = field(default_factory=QueryCache)
 
     def _ask(self, conv: Converter, constraints: list, stats: SearchStats):
-        answer = solve(conv, constraints, self.query_timeout_ms)
+        answer = solve(conv, constraints, self.query_timeout_ms, with_length=True)
         stats.add(answer)
         return answer
 
@@ -230,6 +237,8 @@ class GenerationalSearch:
                 stats.attempts += 1
                 negated[site] = negated.get(site, 0) + 1
                 model, optimistic = self._solve_branch(data, node, not taken, site, slicer, conv, stats)
+                if optimistic and model is not None and model.get(E.LENGTH, len(data)) != len(data):
+                    model = None  # repair keeps changed bytes by position: a resized child cannot be repaired
                 if model is not None:
                     child = _patch(data, model)
                     if child not in seen:
@@ -272,8 +281,9 @@ def repair_query(data: bytes, entries: list, expected: tuple, keep: dict[int, in
         taken = bool(node.val)
         if taken != want_taken:
             goal = node if want_taken else E.negate(node)
-            fixed = _pins(data, keep)
-            return [*slicer.slice(goal.vars | keep.keys()), *fixed, goal], index
+            context = slicer.slice(goal.vars | keep.keys())
+            lengths = {E.LENGTH} if any(E.LENGTH in n.vars for n in (*context, goal)) else set()
+            return [*context, *_pins(data, keep.keys() | lengths), goal], index
         slicer.add(node if taken else E.negate(node))
     return None
 

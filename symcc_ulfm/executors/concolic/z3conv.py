@@ -1,6 +1,7 @@
 """Lazy conversion of expression nodes to z3, and solving.
 
-Input byte ``i`` is the 8-bit variable ``b{i}``. An integer node of width ``w`` (see
+Input byte ``i`` is the 8-bit variable ``b{i}``; the input's length (:data:`.expr.LENGTH`) is the
+16-bit variable ``len``. An integer node of width ``w`` (see
 :func:`.expr.signed_width`) becomes a ``w``-bit vector holding its two's complement value. An
 operation sign-extends its operands to a common width ``W`` that holds the operands and the
 result, computes there and truncates to the result width: because the static interval of the
@@ -40,7 +41,10 @@ class Converter:
     def byte(self, index: int) -> z3.BitVecRef:
         bv = self._vars.get(index)
         if bv is None:
-            bv = self._vars[index] = z3.BitVec(f"b{index}", 8)
+            if index == E.LENGTH:
+                bv = self._vars[index] = z3.BitVec("len", E.MAX_LENGTH.bit_length())
+            else:
+                bv = self._vars[index] = z3.BitVec(f"b{index}", 8)
         return bv
 
     def __call__(self, root: E.Node) -> z3.ExprRef:
@@ -65,7 +69,7 @@ class Converter:
         if op == E.CONST:
             return z3.BitVecVal(node.val % (1 << w), w)
         if op == E.VAR:
-            return z3.ZeroExt(1, self.byte(node.param))
+            return z3.ZeroExt(1, self.byte(node.param))  # the length's width is also its bits + 1
         if op == E.NOT:
             return z3.Not(args[0])
         if op == E.BAND:
@@ -122,8 +126,14 @@ class Answer:
     seconds: float
 
 
-def solve(conv: Converter, constraints: list[E.Node], timeout_ms: int) -> Answer:
-    """Check the conjunction of boolean nodes; a model maps every byte index they mention."""
+def solve(conv: Converter, constraints: list[E.Node], timeout_ms: int, with_length: bool = False) -> Answer:
+    """Check the conjunction of boolean nodes; a model maps every byte index they mention.
+
+    When the length is among the variables, every byte the constraints mention must lie inside
+    the input (``len > i``): a child whose length cuts off a constrained byte would not exist.
+    The model holds the length (key :data:`.expr.LENGTH`) only ``with_length``: a caller that
+    patches bytes in place asks for constraints that keep the length instead.
+    """
     start = time.perf_counter()
     solver = z3.SolverFor("QF_BV")
     solver.set("timeout", int(timeout_ms))
@@ -131,10 +141,14 @@ def solve(conv: Converter, constraints: list[E.Node], timeout_ms: int) -> Answer
     for node in constraints:
         solver.add(conv(node))
         indices.update(node.vars)
+    if E.LENGTH in indices:
+        top = max((i for i in indices if i != E.LENGTH), default=-1)
+        solver.add(z3.UGT(conv.byte(E.LENGTH), top) if top >= 0 else z3.BoolVal(True))
     result = solver.check()
     if result == z3.sat:
         model = solver.model()
-        values = {i: model.eval(conv.byte(i), model_completion=True).as_long() for i in sorted(indices)}
+        values = {i: model.eval(conv.byte(i), model_completion=True).as_long() for i in sorted(indices)
+                  if with_length or i != E.LENGTH}
         return Answer(SAT, values, time.perf_counter() - start)
     status = UNSAT if result == z3.unsat else UNKNOWN
     return Answer(status, None, time.perf_counter() - start)
