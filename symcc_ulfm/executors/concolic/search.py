@@ -3,8 +3,9 @@
 For every branch from the input's *bound* on, the search asks for an input that follows the same
 path up to the branch and then goes the other way. Only the prefix constraints connected to the
 branch through shared input bytes are sent (independence slicing with union-find, transitively
-closed: anything less could break an untouched constraint); the model's bytes are patched into
-the parent. When that query is UNSAT or times out, the negated branch alone is solved
+closed: anything less could break an untouched constraint; children never get shorter, see
+:func:`.z3conv.solve`, so an untouched byte always still exists); the model's bytes are patched
+into the parent. When that query is UNSAT or times out, the negated branch alone is solved
 (*optimistic* solving, as in SAGE and QSYM): such a child may diverge, and the executor tries to
 repair it (see :func:`repair_query`).
 
@@ -12,6 +13,9 @@ Pruning, so that checksum and parsing loops do not explode:
 
 * a site is negated at most ``site_budget`` times per run: its first occurrences after the
   bound (later ones are reached by the children, whose bound lies further down the path);
+* at most ``growth_budget`` children per run are longer than their parent (a branch on the
+  input's length, such as a loop reading to the end, would otherwise fill the queue with
+  padded copies);
 * a process-wide query cache remembers (site, direction, condition, slice) -> model or UNSAT, so
   the same question is never sent to z3 twice; a cached model is re-patched into the new parent.
 
@@ -159,6 +163,7 @@ class GenerationalSearch:
     site_budget: int
     max_children: int
     cache: QueryCache = field(default_factory=QueryCache)
+    growth_budget: int = 2
 
     def _ask(self, conv: Converter, constraints: list, stats: SearchStats):
         answer = solve(conv, constraints, self.query_timeout_ms, with_length=True)
@@ -216,8 +221,10 @@ class GenerationalSearch:
     def expand(self, data: bytes, entries: list, bound: int, deadline: float) -> tuple[list[Child], SearchStats]:
         stats = SearchStats()
         conv = Converter()
+        conv.note_length(len(data))
         slicer = Slicer()
         negated: dict[int, int] = {}
+        grown = 0
         children: list[Child] = []
         seen = {data}
         prefix: list[tuple[int, bool]] = []
@@ -237,8 +244,11 @@ class GenerationalSearch:
                 stats.attempts += 1
                 negated[site] = negated.get(site, 0) + 1
                 model, optimistic = self._solve_branch(data, node, not taken, site, slicer, conv, stats)
-                if optimistic and model is not None and model.get(E.LENGTH, len(data)) != len(data):
-                    model = None  # repair keeps changed bytes by position: a resized child cannot be repaired
+                if model is not None and model.get(E.LENGTH, len(data)) != len(data):
+                    if optimistic or grown >= self.growth_budget:
+                        model = None  # repair works on same-length inputs; growth must not crowd out flips
+                    else:
+                        grown += 1
                 if model is not None:
                     child = _patch(data, model)
                     if child not in seen:

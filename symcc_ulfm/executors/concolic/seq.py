@@ -168,8 +168,8 @@ class SymSequence:
         if step != 1:
             return self._build([self._e[i] for i in range(start, stop, step)])
         length = None
-        if isinstance(self._len, E.Node):
-            if step == 1 and (key.start is None or key.start >= 0) and (key.stop is None or key.stop >= 0):
+        if isinstance(self._len, E.Node) and (key.stop is None or key.stop >= len(self._e)):
+            if (key.start is None or key.start >= 0) and (key.stop is None or key.stop >= 0):
                 length = slice_length(SymInt(self._len), start, key.stop)
             else:
                 P.pin(self._len)
@@ -183,9 +183,10 @@ class SymSequence:
         theirs = self._elems(other)
         if theirs is None:
             return NotImplemented
+        size = SymInt(self._len) == len(theirs) if isinstance(self._len, E.Node) else True
         if len(theirs) != len(self._e):
-            return False
-        return conjunction(a == b for a, b in zip(self._e, theirs, strict=True))
+            return size if isinstance(size, SymBool) else False
+        return conjunction([size, *(a == b for a, b in zip(self._e, theirs, strict=True))])
 
     def __ne__(self, other):
         same = self.__eq__(other)
@@ -293,9 +294,13 @@ class SymSequence:
             kind = type(self._plain()).__name__
             raise TypeError(f"{name} first arg must be {kind} or a tuple of {kind}, not {type(affix).__name__}")
         begin, stop, _ = slice(concrete(start), concrete(end)).indices(len(self._e))
+        if isinstance(self._len, E.Node) and (at_end or end is not None):
+            P.pin(self._len)
         if begin > len(self._e):
             return False
         if stop - begin < len(needle):
+            if isinstance(self._len, E.Node) and begin >= 0:
+                return SymInt(self._len) >= begin + len(needle)  # false now: a longer input may match
             return False
         return self._window(stop - len(needle) if at_end else begin, needle)
 

@@ -37,6 +37,11 @@ class Converter:
         self._cache: dict[int, z3.ExprRef] = {}
         self._keep: list[E.Node] = []
         self._vars: dict[int, z3.BitVecRef] = {}
+        self.length: int | None = None
+
+    def note_length(self, value: int) -> None:
+        """The current input's length, which :func:`solve` keeps or changes as little as it can."""
+        self.length = value
 
     def byte(self, index: int) -> z3.BitVecRef:
         bv = self._vars.get(index)
@@ -119,6 +124,17 @@ class Converter:
         return (a - remainder) / b  # exact division, so truncation equals floor
 
 
+NEAR_GROWTH = (8, 256)
+"""A longer child is first sought at most this many bytes longer than its parent, then this many."""
+
+
+def _check(terms: list, timeout_ms: int):
+    solver = z3.SolverFor("QF_BV")
+    solver.set("timeout", int(timeout_ms))
+    solver.add(*terms)
+    return solver, solver.check()
+
+
 @dataclass
 class Answer:
     status: str
@@ -129,22 +145,32 @@ class Answer:
 def solve(conv: Converter, constraints: list[E.Node], timeout_ms: int, with_length: bool = False) -> Answer:
     """Check the conjunction of boolean nodes; a model maps every byte index they mention.
 
-    When the length is among the variables, every byte the constraints mention must lie inside
-    the input (``len > i``): a child whose length cuts off a constrained byte would not exist.
+    When the length is among the variables (and the converter knows the current length, see
+    :meth:`Converter.note_length`), the child is at least as long as its parent and every byte
+    the constraints mention lies inside it.
     The model holds the length (key :data:`.expr.LENGTH`) only ``with_length``: a caller that
     patches bytes in place asks for constraints that keep the length instead.
     """
     start = time.perf_counter()
-    solver = z3.SolverFor("QF_BV")
-    solver.set("timeout", int(timeout_ms))
-    indices: set[int] = set()
-    for node in constraints:
-        solver.add(conv(node))
-        indices.update(node.vars)
-    if E.LENGTH in indices:
+    terms = [conv(node) for node in constraints]
+    indices: set[int] = set().union(*(node.vars for node in constraints)) if constraints else set()
+    if E.LENGTH in indices and conv.length is not None:
+        # Children only grow, and first by a few bytes (NEAR_GROWTH): a child that reads past the end
+        # should not get 64 KiB of padding when four bytes do, and a shorter one mostly repeats its
+        # parent's path up to an earlier error. (Fresh solvers: push/pop is much slower in z3.)
+        length = conv.byte(E.LENGTH)
+        terms.append(z3.UGE(length, conv.length))
         top = max((i for i in indices if i != E.LENGTH), default=-1)
-        solver.add(z3.UGT(conv.byte(E.LENGTH), top) if top >= 0 else z3.BoolVal(True))
-    result = solver.check()
+        if top >= 0:
+            terms.append(z3.UGT(length, top))
+        for growth in NEAR_GROWTH:
+            solver, result = _check([*terms, z3.ULE(length, conv.length + growth)], timeout_ms)
+            if result != z3.unsat:
+                break
+        else:
+            solver, result = _check(terms, timeout_ms)
+    else:
+        solver, result = _check(terms, timeout_ms)
     if result == z3.sat:
         model = solver.model()
         values = {i: model.eval(conv.byte(i), model_completion=True).as_long() for i in sorted(indices)
