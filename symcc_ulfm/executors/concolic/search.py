@@ -19,6 +19,10 @@ Pruning, so that checksum and parsing loops do not explode:
 * a process-wide query cache remembers (site, direction, condition, slice) -> model or UNSAT, so
   the same question is never sent to z3 twice; a cached model is re-patched into the new parent.
 
+Minimal change: a branch is first solved with every byte it does not read held at the parent's
+value (:meth:`GenerationalSearch._local`), so that a child differs from its parent only where
+it must.
+
 Checksum-aware strategy: an equality ``A == B`` whose two sides read disjoint bytes (a stored
 checksum or length against a value computed from other bytes) is first solved with ``A``'s
 bytes held at their values, ``B == value(A)``: a small query that stays sound however ``A`` was
@@ -139,11 +143,15 @@ def _split_equality(cond: E.Node):
 
 
 def _patch(data: bytes, model: dict[int, int]) -> bytes:
-    """``data`` with the model's bytes; a model of the length first cuts or zero-pads the input."""
+    """``data`` with the model's bytes; a model of the length first grows the input.
+
+    The new bytes repeat the last one: a number that ran to the end of the input gets more digits,
+    a name more letters (zero bytes would mostly end a text parser at once).
+    """
     child = bytearray(data)
     size = model.get(E.LENGTH)
-    if size is not None:
-        child = child[:size] + bytes(max(0, size - len(child)))
+    if size is not None and size > len(child):
+        child += bytes(child[-1:] or b"\x00") * (size - len(child))
     for index, value in model.items():
         if index != E.LENGTH:
             child[index] = value
@@ -191,6 +199,19 @@ class GenerationalSearch:
             return answer.model
         return None
 
+    def _local(self, data, goal, context, conv, stats):
+        """A model that changes only the goal's own bytes, the others held at the parent's values.
+
+        A prefix constraint over many bytes (an ASCII check over a whole decoded text) puts them all
+        in the query, and z3 would hand back arbitrary values for bytes nothing asks to change.
+        """
+        touched = set().union(*(n.vars for n in context)) if context else set()
+        held = touched - goal.vars - {E.LENGTH}
+        if not held:
+            return None
+        answer = self._ask(conv, [*context, *_pins(data, held), goal], stats)
+        return answer.model if answer.status == SAT else None
+
     def _solve_branch(self, data, cond, want_true, site, slicer, conv, stats):
         """Model for "same prefix, branch goes ``want_true``": (model, optimistic) or (None, False)."""
         goal = cond if want_true else E.negate(cond)
@@ -199,6 +220,9 @@ class GenerationalSearch:
         model = self._checksum(data, cond, want_true, slicer, conv, stats)
         if model is not None:
             return model, False  # not cached: it depends on this parent's value of the held side
+        model = self._local(data, goal, context, conv, stats)
+        if model is not None:
+            return model, False  # not cached either: the held bytes are this parent's
         found, model = self.cache.get(key)
         if found:
             stats.cache_hits += 1

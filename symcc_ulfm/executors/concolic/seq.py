@@ -328,7 +328,7 @@ class SymSequence:
                 break
             pieces.append(self[begin:pos])
             begin = pos + len(needle)
-        pieces.append(self._build(self._e[begin:]))
+        pieces.append(self[begin:])
         return pieces
 
     def _split_space(self, maxsplit: int) -> list:
@@ -393,7 +393,7 @@ class SymSequence:
         pos = self.find(sep)
         if pos < 0:
             return self, self._build([]), self._build([])
-        return self._build(self._e[:pos]), self._build(needle), self._build(self._e[pos + len(needle):])
+        return self._build(self._e[:pos]), self._build(needle), self[pos + len(needle):]
 
     def rpartition(self, sep):
         needle = self._needle(sep)
@@ -402,7 +402,7 @@ class SymSequence:
         pos = self.rfind(sep)
         if pos < 0:
             return self._build([]), self._build([]), self
-        return self._build(self._e[:pos]), self._build(needle), self._build(self._e[pos + len(needle):])
+        return self._build(self._e[:pos]), self._build(needle), self[pos + len(needle):]
 
     # -- stripping -----------------------------------------------------------------------------------
     def _strip_test(self, chars):
@@ -479,7 +479,7 @@ class SymSequence:
             else:
                 pos += 1
         if begin < n:
-            lines.append(self._build(self._e[begin:]))
+            lines.append(self[begin:])
         return lines
 
     def _line_breaks(self) -> tuple[tuple[int, int], ...]:

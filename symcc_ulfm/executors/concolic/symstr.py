@@ -256,7 +256,8 @@ def decode(data: SymBytes, encoding="utf-8", errors="strict"):
             out.append(e)
         else:
             run.append(e)
-    return SymStr._build(out[:-1])
+    same = all(concrete_value(e) < 0x80 for e in elems) and data._len is not None
+    return SymStr._build(out[:-1], SymInt(data._len) if same else None)
 
 
 def encode(text: SymStr, encoding="utf-8", errors="strict"):
@@ -358,6 +359,8 @@ def to_int(text, base=10):
             break
         value = value * base + digit
         pos += 1
+    if pos == n and pos > start and isinstance(text._len, E.Node) and SymInt(text._len) > n:
+        pass  # not taken: the digits ran to the end of the input, whose negation is a longer number
     valid = pos > start
     while pos < n and space(elems[pos]):
         pos += 1
