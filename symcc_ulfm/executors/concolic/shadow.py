@@ -5,7 +5,7 @@ and on the extra modules it was given (the parser's own modules):
 
 * the module globals get shims for ``int``, ``bytes``, ``str``, ``len``, ``ord``, ``chr``,
   ``memoryview`` and ``bytearray`` (globals shadow builtins, so every function and method of the
-  module sees them), and ``io.BytesIO`` / ``struct`` / ``re`` names are replaced by models;
+  module sees them), and ``io.BytesIO`` / ``io.StringIO`` / ``struct`` / ``re`` names are replaced by models;
 * every other imported module becomes a :class:`GuardedModule`, and every C function a pinning
   wrapper: symbolic arguments are concretised (pinned) before C code sees them, and the result of
   a C call that received symbolic data is marked opaque (:mod:`.i2s`);
@@ -132,6 +132,16 @@ class BytesIOShim(metaclass=_ShimMeta):
         return io.BytesIO(concrete_deep(initial_bytes))
 
 
+class StringIOShim(metaclass=_ShimMeta):
+    _real = io.StringIO
+    _extra = ()
+
+    def __new__(cls, initial_value="", newline="\n"):
+        if isinstance(initial_value, str) and newline in ("\n", ""):
+            return streams.SymStringIO(initial_value, newline)
+        return io.StringIO(concrete_deep(initial_value), newline)
+
+
 class MemoryviewShim(metaclass=_ShimMeta):
     _real = memoryview
     _extra = ()
@@ -241,6 +251,10 @@ def _replacement(name: str, value):
     """What a module global becomes during the symbolic run (None: left alone)."""
     if value is io.BytesIO:
         return BytesIOShim
+    if value is io.StringIO:
+        return StringIOShim
+    if value is io:
+        return GuardedModule(io, {"BytesIO": BytesIOShim, "StringIO": StringIOShim})
     if value is struct:
         return GuardedModule(struct, structs.MODELLED)
     if isinstance(value, types.ModuleType):

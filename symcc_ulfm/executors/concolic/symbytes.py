@@ -18,6 +18,7 @@ instruments, and a child that diverges because of such a gap is reported in
 from __future__ import annotations
 
 from . import expr as E
+from .i2s import opaque
 from .seq import SymSequence, concrete_value, conjunction, disjunction, in_ranges, is_symbolic, ite, negation
 from .symbolic import SymBool, SymInt, concrete
 
@@ -195,10 +196,10 @@ def _pinned_method(name: str):
     def pinned(self, *args, **kwargs):
         args = [concrete_deep(a) for a in args]
         kwargs = {k: concrete_deep(v) for k, v in kwargs.items()}
-        return method(self.concretize(), *args, **kwargs)
+        return opaque(method(self.concretize(), *args, **kwargs))
 
     pinned.__name__ = name
-    pinned.__doc__ = f"bytes.{name} on the concretised value (every symbolic byte is pinned)."
+    pinned.__doc__ = f"bytes.{name} on the concretised value (every symbolic byte is pinned; the result is opaque)."
     return pinned
 
 

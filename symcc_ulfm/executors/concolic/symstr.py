@@ -21,6 +21,7 @@ import sys
 import unicodedata
 
 from . import expr as E
+from .i2s import opaque
 from .seq import SymSequence, concrete_value, conjunction, disjunction, in_ranges, is_symbolic, ite, negation
 from .symbolic import SymBool, SymInt, concrete
 from .symbytes import ASCII_SPACE, SymBytes, ascii_lower, ascii_upper, concrete_deep
@@ -199,10 +200,10 @@ def _pinned_method(name: str):
     def pinned(self, *args, **kwargs):
         args = [concrete_deep(a) for a in args]
         kwargs = {k: concrete_deep(v) for k, v in kwargs.items()}
-        return method(self.concretize(), *args, **kwargs)
+        return opaque(method(self.concretize(), *args, **kwargs))
 
     pinned.__name__ = name
-    pinned.__doc__ = f"str.{name} on the concretised value (every symbolic character is pinned)."
+    pinned.__doc__ = f"str.{name} on the concretised value (every symbolic character is pinned; the result is opaque)."
     return pinned
 
 
