@@ -21,6 +21,7 @@ difference for symbolic values).
 from __future__ import annotations
 
 import builtins
+import functools
 import importlib
 import io
 import re
@@ -261,6 +262,9 @@ def _replacement(name: str, value):
         if value is re:
             return _regex_module()
         return GuardedModule(value) if name != "__builtins__" else None
+    if isinstance(value, functools._lru_cache_wrapper) and isinstance(getattr(value, "__wrapped__", None),
+                                                                       types.FunctionType):
+        return value.__wrapped__  # a cache would hash (pin) the symbolic key and answer from concrete runs
     if isinstance(value, re.Pattern):
         return _PatternProxy(value)
     if isinstance(value, types.BuiltinMethodType) and isinstance(getattr(value, "__self__", None), re.Pattern):
