@@ -146,7 +146,8 @@ def test_lookups_match_python(word, number):
         return [lookups.contains(key_text, TABLE), lookups.contains(key_text, frozenset(TABLE)),
                 lookups.not_contains(key_int, (7, 8)), lookups.contains(key_text, "xgetsetx"),
                 outcome(lambda: lookups.getitem(TABLE, key_text)), lookups.call_method(TABLE, "get", key_int, -1),
-                lookups.call_method(",", "join", [key_text, "z"])]
+                lookups.call_method(",", "join", [key_text, "z"]),
+                lookups.call_method(frozenset("gets"), "issuperset", key_text)]
     data = word.encode() + bytes([number])
 
     def symbolic():
@@ -264,3 +265,14 @@ def test_the_twin_computes_the_concrete_result_and_restores_the_modules():
     result, path = run(lambda: twin(SymBytes.from_input(seed)))
     assert plain(tuple(result)) == tuple(target(seed)) and path.branches > 10
     assert urllib.parse.urlsplit.__wrapped__.__code__ is original and "int" not in vars(urllib.parse)
+
+
+def test_rendered_text_pins_its_sources_only_when_read():
+    def message():
+        text = SymBytes.from_input(b"1.2").decode("ascii")
+        rendered = "bad %r" % text  # noqa: UP031 (the % operator is what is tested)
+        unread = P._active.pins
+        return rendered, unread, rendered == "bad '1.2'"
+    (text, unread, same), path = run(message)
+    assert text == "bad '1.2'" and isinstance(text, i2s.OpaqueStr) and same
+    assert unread == 0 and path.pins == 4, "three characters and the length, once compared"

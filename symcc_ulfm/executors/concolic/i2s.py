@@ -29,6 +29,8 @@ class _Opaque:
         raise NotImplementedError
 
     def _cmp(self, op, other):
+        for source in getattr(self, "_sources", ()):
+            source.concretize()
         mine = self._plain()
         theirs = other._plain() if isinstance(other, _Opaque) else other
         P.compare(mine, theirs)
@@ -53,6 +55,8 @@ class _Opaque:
         return self._cmp(operator.ge, other)
 
     def __hash__(self) -> int:
+        for source in getattr(self, "_sources", ()):
+            source.concretize()
         return hash(self._plain())
 
 
@@ -84,6 +88,19 @@ class OpaqueBytes(_Sequence, bytes):
 class OpaqueStr(_Sequence, str):
     def _plain(self) -> str:
         return str.__getitem__(self, slice(None))
+
+
+def rendered(text: str, *sources) -> OpaqueStr:
+    """Text rendered from symbolic values (``repr``, ``%``, ``format``) whose pins wait for its use.
+
+    Parsers format the input into error messages that are raised and never read; pinning the input
+    there would freeze it for the rest of the run (``ipaddress`` tries IPv4 and formats the text into
+    the error before it tries IPv6). The sources are pinned when the text is compared or hashed;
+    other reads of a message (its ``str`` methods) are not followed.
+    """
+    out = OpaqueStr(text)
+    out._sources = sources
+    return out
 
 
 def _keep(name: str):
@@ -175,4 +192,4 @@ def propose(data: bytes, compares: list, limit: int, per_needle: int = 4) -> lis
     return children
 
 
-__all__ = ["OpaqueBytes", "OpaqueInt", "OpaqueStr", "opaque", "propose"]
+__all__ = ["OpaqueBytes", "OpaqueInt", "OpaqueStr", "opaque", "propose", "rendered"]

@@ -8,7 +8,8 @@ symbolic key:
   keys that can equal it (exact: equal keys are the only way to be found), no branch recorded;
 * ``d[key]`` / ``d.get(key)`` record two branches, "found" and "the key is the one found", so
   that the search can ask both for a miss and for another key of the same table;
-* ``x in "abc"`` / ``x in b"..."`` / ``x in (a, b)`` become disjunctions of (window) equalities.
+* ``x in "abc"`` / ``x in b"..."`` / ``x in (a, b)`` become disjunctions of (window) equalities,
+  and ``charset.issuperset(text)`` the conjunction of its characters' memberships.
 
 Containers with more than :data:`MAX_KEYS` candidate keys, keys that could compare equal across
 types (floats), and anything else fall back to the plain operation, which hashes (pins) the key.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import KeysView
 
-from .seq import SymSequence, disjunction, negation
+from .seq import SymSequence, conjunction, disjunction, negation
 from .streams import symbolic_buffer, view_item
 from .symbolic import SymBool, SymInt
 from .symbytes import SymBytes, concrete_deep
@@ -141,7 +142,7 @@ def getitem(container, key):
 
 
 def call_method(obj, name: str, *args):
-    """``obj.name(*args)`` for the few methods whose receiver is a plain object: get, join, tobytes."""
+    """``obj.name(*args)`` for the few methods whose receiver is a plain object: get, join, issuperset, tobytes."""
     if name == "get" and isinstance(obj, dict) and args and is_symbolic(args[0]) and len(args) <= 2:
         found = _lookup(obj, args[0])
         if found is _MISSING:
@@ -153,6 +154,9 @@ def call_method(obj, name: str, *args):
         if any(isinstance(p, SymSequence) for p in parts):
             return _lift(obj).join(parts)
         return obj.join(parts)
+    elif name == "issuperset" and isinstance(obj, (set, frozenset)) and len(args) == 1 and isinstance(
+            args[0], SymSequence):
+        return conjunction(contains(item, obj) for item in args[0])
     elif name == "tobytes" and isinstance(obj, memoryview) and not args:
         source = symbolic_buffer(obj)
         if source is not None:
@@ -163,4 +167,4 @@ def call_method(obj, name: str, *args):
 HOOKS = {"__symcc_in__": contains, "__symcc_not_in__": not_contains, "__symcc_getitem__": getitem,
          "__symcc_method__": call_method}
 """Global names the rewritten code calls (see :mod:`.rewrite`)."""
-REWRITTEN_METHODS = frozenset({"get", "join", "tobytes"})
+REWRITTEN_METHODS = frozenset({"get", "join", "issuperset", "tobytes"})

@@ -18,7 +18,7 @@ instruments, and a child that diverges because of such a gap is reported in
 from __future__ import annotations
 
 from . import expr as E
-from .i2s import opaque
+from .i2s import opaque, rendered
 from .seq import SymSequence, concrete_value, conjunction, disjunction, in_ranges, is_symbolic, ite, negation
 from .symbolic import SymBool, SymInt, concrete
 
@@ -129,10 +129,15 @@ class SymBytes(SymSequence, bytes):
         return theirs
 
     def __str__(self) -> str:
-        return str(self.concretize())
+        return rendered(str(self._plain()), self)
 
     def __repr__(self) -> str:
-        return repr(self.concretize())
+        return rendered(repr(self._plain()), self)
+
+    def __rmod__(self, other):
+        if not isinstance(other, (bytes, bytearray)):
+            return NotImplemented
+        return opaque(other % self.concretize())
 
     def decode(self, encoding: str = "utf-8", errors: str = "strict"):
         from .symstr import decode
@@ -206,5 +211,5 @@ def _pinned_method(name: str):
 for _name in dir(bytes):
     if not _name.startswith("_") and _name not in _MODELLED and _name not in _CLASS_LEVEL:
         setattr(SymBytes, _name, _pinned_method(_name))
-for _name in ("__mod__", "__rmod__", "__lt__", "__le__", "__gt__", "__ge__", "__getnewargs__"):
+for _name in ("__mod__", "__lt__", "__le__", "__gt__", "__ge__", "__getnewargs__"):
     setattr(SymBytes, _name, _pinned_method(_name))

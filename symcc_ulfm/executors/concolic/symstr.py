@@ -21,7 +21,7 @@ import sys
 import unicodedata
 
 from . import expr as E
-from .i2s import opaque
+from .i2s import opaque, rendered
 from .seq import SymSequence, concrete_value, conjunction, disjunction, in_ranges, is_symbolic, ite, negation
 from .symbolic import SymBool, SymInt, concrete
 from .symbytes import ASCII_SPACE, SymBytes, ascii_lower, ascii_upper, concrete_deep
@@ -126,10 +126,15 @@ class SymStr(SymSequence, str):
         return self
 
     def __repr__(self) -> str:
-        return repr(self.concretize())
+        return rendered(repr(self._plain()), self)
 
     def __format__(self, spec: str) -> str:
-        return format(self.concretize(), spec)
+        return rendered(format(self._plain(), spec), self)
+
+    def __rmod__(self, other):
+        if not isinstance(other, str):
+            return NotImplemented
+        return rendered(other % self._plain(), self)
 
     def __int__(self) -> int:
         """Only reached from C code outside the instrumented modules: ``int(s)`` on the pinned text."""
@@ -210,7 +215,7 @@ def _pinned_method(name: str):
 for _name in dir(str):
     if not _name.startswith("_") and _name not in _MODELLED and _name not in _CLASS_LEVEL:
         setattr(SymStr, _name, _pinned_method(_name))
-for _name in ("__mod__", "__rmod__", "__lt__", "__le__", "__gt__", "__ge__", "__getnewargs__"):
+for _name in ("__mod__", "__lt__", "__le__", "__gt__", "__ge__", "__getnewargs__"):
     setattr(SymStr, _name, _pinned_method(_name))
 
 
