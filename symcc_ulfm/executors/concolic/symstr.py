@@ -35,9 +35,24 @@ _LINE_BREAKS = ((0x0A, 0x0D), (0x1C, 0x1E), (0x85, 0x85), (0x2028, 0x2029))
 _INT_DIGITS_LIMIT = 4300
 
 
+_SCOPES = (0x100, 0x10000, sys.maxunicode + 1)
+
+
+def code_point_ranges(test: str, below: int = sys.maxunicode + 1) -> tuple[tuple[int, int], ...]:
+    """Inclusive ranges of the code points ``c < below`` for which ``test`` holds on ``chr(c)``.
+
+    Computed for the smallest of Latin-1, the BMP or all of Unicode that covers ``below`` (a text
+    decoded from bytes rarely needs more than the first).
+    """
+    return _ranges(test, _scope(below))
+
+
+def _scope(below: int) -> int:
+    return next((s for s in _SCOPES if below <= s), _SCOPES[-1])
+
+
 @functools.cache
-def code_point_ranges(test: str) -> tuple[tuple[int, int], ...]:
-    """Inclusive ranges of the code points ``c`` for which ``test`` holds on ``chr(c)``."""
+def _ranges(test: str, scope: int) -> tuple[tuple[int, int], ...]:
     if test == "title":
         def holds(ch):
             return unicodedata.category(ch) == "Lt"
@@ -47,7 +62,7 @@ def code_point_ranges(test: str) -> tuple[tuple[int, int], ...]:
         def holds(ch):
             return method(ch)
     ranges, begin = [], None
-    for cp in range(sys.maxunicode + 1):
+    for cp in range(scope):
         if holds(chr(cp)):
             if begin is None:
                 begin = cp
@@ -55,7 +70,7 @@ def code_point_ranges(test: str) -> tuple[tuple[int, int], ...]:
             ranges.append((begin, cp - 1))
             begin = None
     if begin is not None:
-        ranges.append((begin, sys.maxunicode))
+        ranges.append((begin, scope - 1))
     return tuple(ranges)
 
 
@@ -64,7 +79,7 @@ def char_class(e, test: str):
     if not isinstance(e, SymInt):
         return getattr(str, test)(chr(e)) if test != "title" else unicodedata.category(chr(e)) == "Lt"
     lo, hi = e.node.lo, e.node.hi
-    near = [(max(a, lo), min(b, hi)) for a, b in code_point_ranges(test) if a <= hi and b >= lo]
+    near = [(max(a, lo), min(b, hi)) for a, b in code_point_ranges(test, hi + 1) if a <= hi and b >= lo]
     return in_ranges(e, near)
 
 
@@ -293,15 +308,16 @@ def encode(text: SymStr, encoding="utf-8", errors="strict"):
 
 # -- numbers ---------------------------------------------------------------------------------------
 @functools.cache
-def _zeros() -> tuple[int, ...]:
+def _zeros(below: int) -> tuple[int, ...]:
     """Code points of the decimal digit zero of every script (each run of ten digits starts at one)."""
-    return tuple(z for z, _ in code_point_ranges("isdecimal") for z in range(z, _ + 1, 10)
+    return tuple(z for first, last in code_point_ranges("isdecimal", below) for z in range(first, last + 1, 10)
                  if unicodedata.decimal(chr(z), -1) == 0)
 
 
 def _digit(e, base: int):
     """(is a digit of ``base``, its value) for code point ``e``."""
-    decimal = [(z, z + min(base, 10) - 1) for z in _zeros()]
+    top = e.node.hi + 1 if isinstance(e, SymInt) else e + 1
+    decimal = [(z, z + min(base, 10) - 1) for z in _zeros(_scope(top))]
     letters = []
     if base > 10:
         letters = [(0x61, 0x61 + base - 11), (0x41, 0x41 + base - 11)]
