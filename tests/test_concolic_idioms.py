@@ -147,7 +147,9 @@ def test_lookups_match_python(word, number):
                 lookups.not_contains(key_int, (7, 8)), lookups.contains(key_text, "xgetsetx"),
                 outcome(lambda: lookups.getitem(TABLE, key_text)), lookups.call_method(TABLE, "get", key_int, -1),
                 lookups.call_method(",", "join", [key_text, "z"]),
-                lookups.call_method(frozenset("gets"), "issuperset", key_text)]
+                lookups.call_method(frozenset("gets"), "issuperset", key_text),
+                outcome(lambda: lookups.contains(key_text[:1], "tes")), outcome(lambda: lookups.contains(key_int, b"\x03\x05")),
+                lookups.contains(key_text[:1], {"g": 1, "dd": 2})]
     data = word.encode() + bytes([number])
 
     def symbolic():
@@ -156,6 +158,11 @@ def test_lookups_match_python(word, number):
     result, path = run(symbolic)
     assert plain(result) == probe(word, number)
     assert path.pins == 0, "modelled lookups never hash (pin) the key"
+
+
+def test_lookups_raise_like_python_on_mixed_types():
+    result, _ = run(lambda: lookups.contains(SymBytes.from_input(b"g").decode("ascii"), b"g"))
+    assert result is TypeError
 
 
 def test_dict_lookup_offers_another_key_to_the_search():

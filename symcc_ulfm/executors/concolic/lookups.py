@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import KeysView
 
-from .seq import SymSequence, conjunction, disjunction, negation
+from .seq import SymSequence, conjunction, disjunction, in_ranges, negation
 from .streams import symbolic_buffer, view_item
 from .symbolic import SymBool, SymInt
 from .symbytes import SymBytes, concrete_deep
@@ -64,12 +64,54 @@ def _candidates(key, keys) -> list | None:
     return out
 
 
+def _unit(key):
+    """The code point / byte of a one-element symbolic key (a character or an int), else None."""
+    if isinstance(key, SymSequence):
+        return key._e[0] if len(key._e) == 1 else None
+    return key if isinstance(key, SymInt) else None
+
+
+def _points(found: list) -> list[int] | None:
+    """The code points / values of candidate keys that are all one character or small ints."""
+    points = []
+    for k in found:
+        if isinstance(k, (str, bytes)) and len(k) == 1:
+            points.append(ord(k))
+        elif type(k) is int:
+            points.append(k)
+        else:
+            return None
+    return points
+
+
+def _equal_any(key, found: list):
+    """``key == k`` for one of ``found``: code point ranges for characters, else one equality each."""
+    unit, points = _unit(key), _points(found)
+    if unit is None or points is None or (isinstance(key, SymInt) and any(isinstance(k, (str, bytes))
+                                                                        for k in found)):
+        return disjunction(key == k for k in found)
+    return in_ranges(unit, _ranges_of(points))
+
+
+def _ranges_of(points) -> list[tuple[int, int]]:
+    """Sorted inclusive ranges covering exactly the given code points."""
+    ranges: list[tuple[int, int]] = []
+    for point in sorted(set(points)):
+        if ranges and ranges[-1][1] + 1 == point:
+            ranges[-1] = (ranges[-1][0], point)
+        else:
+            ranges.append((point, point))
+    return ranges
+
+
 def _membership(key, keys, container):
     """``key in container`` as a condition over the candidate keys, or None (not modelled)."""
     found = _candidates(key, keys)
     if found is None:
         return None
-    cond = disjunction(key == k for k in found)
+    if isinstance(key, SymSequence):
+        found = [k for k in found if len(k) == len(key._e)]  # other lengths never compare equal
+    cond = _equal_any(key, found)
     if bool(_plain(cond) if not isinstance(cond, SymBool) else cond.node.val) != (_plain(key) in container):
         return None
     return cond
@@ -90,8 +132,11 @@ def contains(item, container):
     if isinstance(container, SymSequence) or not is_symbolic(item):
         return item in container
     if isinstance(container, (str, bytes)) and isinstance(item, (str, bytes, SymInt)):
-        if isinstance(item, SymInt) and not isinstance(container, bytes):
+        if isinstance(container, str) != isinstance(item, str):
             return concrete_deep(item) in container  # raises Python's TypeError
+        unit = _unit(item)
+        if unit is not None:  # one character (or byte value) in a plain string: its code point ranges
+            return in_ranges(unit, _ranges_of(container if isinstance(container, bytes) else map(ord, container)))
         return _lift(container).__contains__(item)
     if _hashed(container):
         cond = _membership(item, container.keys() if isinstance(container, dict) else container, container)

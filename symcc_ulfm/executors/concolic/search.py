@@ -16,6 +16,8 @@ Pruning, so that checksum and parsing loops do not explode:
 * at most ``growth_budget`` children per run are longer than their parent (a branch on the
   input's length, such as a loop reading to the end, would otherwise fill the queue with
   padded copies);
+* at most ``optimistic_budget`` optimistic children per run (each may cost the executor several
+  repair re-executions);
 * a process-wide query cache remembers (site, direction, condition, slice) -> model or UNSAT, so
   the same question is never sent to z3 twice; a cached model is re-patched into the new parent.
 
@@ -172,6 +174,7 @@ class GenerationalSearch:
     max_children: int
     cache: QueryCache = field(default_factory=QueryCache)
     growth_budget: int = 2
+    optimistic_budget: int = 4
 
     def _ask(self, conv: Converter, constraints: list, stats: SearchStats):
         answer = solve(conv, constraints, self.query_timeout_ms, with_length=True)
@@ -229,7 +232,7 @@ class GenerationalSearch:
         else:
             model = self._ask(conv, [*context, goal], stats).model
             self.cache.put(key, model)
-        if model is not None or not context:
+        if model is not None or not context or stats.optimistic >= self.optimistic_budget:
             return model, False
         loose = (site, want_true, goal.h)
         found, model = self.cache.get(loose)
