@@ -16,8 +16,8 @@ Pruning, so that checksum and parsing loops do not explode:
 * at most ``growth_budget`` children per run are longer than their parent (a branch on the
   input's length, such as a loop reading to the end, would otherwise fill the queue with
   padded copies);
-* at most ``optimistic_budget`` optimistic children per run (each may cost the executor several
-  repair re-executions);
+* at most one optimistic child per site and run (each may cost the executor several repair
+  re-executions, and a checksum loop would otherwise ask for one per iteration);
 * a process-wide query cache remembers (site, direction, condition, slice) -> model or UNSAT, so
   the same question is never sent to z3 twice; a cached model is re-patched into the new parent.
 
@@ -64,6 +64,7 @@ class SearchStats:
     cache_hits: int = 0
     skipped_budget: int = 0
     attempts: int = 0
+    optimistic_sites: set = field(default_factory=set)
 
     def add(self, answer) -> None:
         self.queries += 1
@@ -174,7 +175,6 @@ class GenerationalSearch:
     max_children: int
     cache: QueryCache = field(default_factory=QueryCache)
     growth_budget: int = 2
-    optimistic_budget: int = 4
 
     def _ask(self, conv: Converter, constraints: list, stats: SearchStats):
         answer = solve(conv, constraints, self.query_timeout_ms, with_length=True)
@@ -232,7 +232,7 @@ class GenerationalSearch:
         else:
             model = self._ask(conv, [*context, goal], stats).model
             self.cache.put(key, model)
-        if model is not None or not context or stats.optimistic >= self.optimistic_budget:
+        if model is not None or not context or site in stats.optimistic_sites:
             return model, False
         loose = (site, want_true, goal.h)
         found, model = self.cache.get(loose)
@@ -243,6 +243,7 @@ class GenerationalSearch:
             self.cache.put(loose, model)
         if model is not None:
             stats.optimistic += 1
+            stats.optimistic_sites.add(site)
         return model, model is not None
 
     def expand(self, data: bytes, entries: list, bound: int, deadline: float) -> tuple[list[Child], SearchStats]:
