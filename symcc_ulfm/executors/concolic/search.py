@@ -3,9 +3,8 @@
 For every branch from the input's *bound* on, the search asks for an input that follows the same
 path up to the branch and then goes the other way. Only the prefix constraints connected to the
 branch through shared input bytes are sent (independence slicing with union-find, transitively
-closed: anything less could break an untouched constraint; children never get shorter, see
-:func:`.z3conv.solve`, so an untouched byte always still exists); the model's bytes are patched
-into the parent. When that query is UNSAT or times out, the negated branch alone is solved
+closed: anything less could break an untouched constraint); the model's bytes are patched into
+the parent. When that query is UNSAT or times out, the negated branch alone is solved
 (*optimistic* solving, as in SAGE and QSYM): such a child may diverge, and the executor tries to
 repair it (see :func:`repair_query`).
 
@@ -13,9 +12,10 @@ Pruning, so that checksum and parsing loops do not explode:
 
 * a site is negated at most ``site_budget`` times per run: its first occurrences after the
   bound (later ones are reached by the children, whose bound lies further down the path);
-* at most ``growth_budget`` children per run are longer than their parent (a branch on the
-  input's length, such as a loop reading to the end, would otherwise fill the queue with
-  padded copies);
+* a branch on the input's length is first negated with the length held; at most
+  ``resize_budget`` per run are then solved with a free length (a loop reading to the end would
+  otherwise fill the queue with padded copies). Such a query takes every prefix constraint, not
+  a slice: a shorter child must keep every byte the path mentions;
 * at most one optimistic child per site and run (each may cost the executor several repair
   re-executions, and a checksum loop would otherwise ask for one per iteration);
 * a process-wide query cache remembers (site, direction, condition, slice) -> model or UNSAT, so
@@ -109,6 +109,9 @@ class Slicer:
             self._members[main].extend(self._members.pop(other))
         self._members[main].append(node)
 
+    def everything(self) -> list[E.Node]:
+        return [node for members in self._members.values() for node in members]
+
     def slice(self, indices) -> list[E.Node]:
         roots = {self._find(v) for v in indices if v in self._parent}
         out: list[E.Node] = []
@@ -146,15 +149,15 @@ def _split_equality(cond: E.Node):
 
 
 def _patch(data: bytes, model: dict[int, int]) -> bytes:
-    """``data`` with the model's bytes; a model of the length first grows the input.
+    """``data`` with the model's bytes; a model of the length first cuts or grows the input.
 
     The new bytes repeat the last one: a number that ran to the end of the input gets more digits,
     a name more letters (zero bytes would mostly end a text parser at once).
     """
     child = bytearray(data)
     size = model.get(E.LENGTH)
-    if size is not None and size > len(child):
-        child += bytes(child[-1:] or b"\x00") * (size - len(child))
+    if size is not None:
+        child = child[:size] + bytes(child[-1:] or b"\x00") * max(0, size - len(child))
     for index, value in model.items():
         if index != E.LENGTH:
             child[index] = value
@@ -174,7 +177,7 @@ class GenerationalSearch:
     site_budget: int
     max_children: int
     cache: QueryCache = field(default_factory=QueryCache)
-    growth_budget: int = 2
+    resize_budget: int = 3
 
     def _ask(self, conv: Converter, constraints: list, stats: SearchStats):
         answer = solve(conv, constraints, self.query_timeout_ms, with_length=True)
@@ -215,10 +218,19 @@ class GenerationalSearch:
         answer = self._ask(conv, [*context, *_pins(data, held), goal], stats)
         return answer.model if answer.status == SAT else None
 
-    def _solve_branch(self, data, cond, want_true, site, slicer, conv, stats):
-        """Model for "same prefix, branch goes ``want_true``": (model, optimistic) or (None, False)."""
+    def _solve_branch(self, data, cond, want_true, site, slicer, conv, stats, resize=False):
+        """Model for "same prefix, branch goes ``want_true``": (model, optimistic) or (None, False).
+
+        A branch that reads the input's length is first solved with the length held; ``resize``
+        frees it, against every prefix constraint (and never optimistically).
+        """
         goal = cond if want_true else E.negate(cond)
-        context = slicer.slice(goal.vars)
+        if resize:
+            context = slicer.everything()
+        else:
+            context = slicer.slice(goal.vars)
+            if E.LENGTH in goal.vars:
+                context = [*context, *_pins(data, {E.LENGTH})]
         key = (site, want_true, goal.h, hash(frozenset(n.h for n in context)))
         model = self._checksum(data, cond, want_true, slicer, conv, stats)
         if model is not None:
@@ -232,14 +244,15 @@ class GenerationalSearch:
         else:
             model = self._ask(conv, [*context, goal], stats).model
             self.cache.put(key, model)
-        if model is not None or not context or site in stats.optimistic_sites:
+        if model is not None or not context or resize or site in stats.optimistic_sites:
             return model, False
-        loose = (site, want_true, goal.h)
+        alone = [goal, *_pins(data, {E.LENGTH})] if E.LENGTH in goal.vars else [goal]
+        loose = (site, want_true, goal.h, len(alone))
         found, model = self.cache.get(loose)
         if found:
             stats.cache_hits += 1
         else:
-            model = self._ask(conv, [goal], stats).model
+            model = self._ask(conv, alone, stats).model
             self.cache.put(loose, model)
         if model is not None:
             stats.optimistic += 1
@@ -252,7 +265,7 @@ class GenerationalSearch:
         conv.note_length(len(data))
         slicer = Slicer()
         negated: dict[int, int] = {}
-        grown = 0
+        resized = 0
         children: list[Child] = []
         seen = {data}
         prefix: list[tuple[int, bool]] = []
@@ -272,11 +285,10 @@ class GenerationalSearch:
                 stats.attempts += 1
                 negated[site] = negated.get(site, 0) + 1
                 model, optimistic = self._solve_branch(data, node, not taken, site, slicer, conv, stats)
-                if model is not None and model.get(E.LENGTH, len(data)) != len(data):
-                    if optimistic or grown >= self.growth_budget:
-                        model = None  # repair works on same-length inputs; growth must not crowd out flips
-                    else:
-                        grown += 1
+                if model is None and E.LENGTH in node.vars and resized < self.resize_budget:
+                    resized += 1
+                    model, optimistic = self._solve_branch(data, node, not taken, site, slicer, conv, stats,
+                                                           resize=True)
                 if model is not None:
                     child = _patch(data, model)
                     if child not in seen:

@@ -168,7 +168,7 @@ class SymSequence:
         if step != 1:
             return self._build([self._e[i] for i in range(start, stop, step)])
         length = None
-        if isinstance(self._len, E.Node) and (key.stop is None or key.stop >= len(self._e)):
+        if isinstance(self._len, E.Node):
             if (key.start is None or key.start >= 0) and (key.stop is None or key.stop >= 0):
                 length = slice_length(SymInt(self._len), start, key.stop)
             else:

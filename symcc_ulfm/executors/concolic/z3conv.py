@@ -124,8 +124,8 @@ class Converter:
         return (a - remainder) / b  # exact division, so truncation equals floor
 
 
-NEAR_GROWTH = (8, 256)
-"""A longer child is first sought at most this many bytes longer than its parent, then this many."""
+NEAR = (8, 256)
+"""A resized child is first sought at most this many bytes from its parent's length, then this many."""
 
 
 def _check(terms: list, timeout_ms: int):
@@ -146,8 +146,8 @@ def solve(conv: Converter, constraints: list[E.Node], timeout_ms: int, with_leng
     """Check the conjunction of boolean nodes; a model maps every byte index they mention.
 
     When the length is among the variables (and the converter knows the current length, see
-    :meth:`Converter.note_length`), the child is at least as long as its parent and every byte
-    the constraints mention lies inside it.
+    :meth:`Converter.note_length`), the length stays near the current one and every byte the
+    constraints mention lies inside it.
     The model holds the length (key :data:`.expr.LENGTH`) only ``with_length``: a caller that
     patches bytes in place asks for constraints that keep the length instead.
     """
@@ -155,16 +155,16 @@ def solve(conv: Converter, constraints: list[E.Node], timeout_ms: int, with_leng
     terms = [conv(node) for node in constraints]
     indices: set[int] = set().union(*(node.vars for node in constraints)) if constraints else set()
     if E.LENGTH in indices and conv.length is not None:
-        # Children only grow, and first by a few bytes (NEAR_GROWTH): a child that reads past the end
-        # should not get 64 KiB of padding when four bytes do, and a shorter one mostly repeats its
-        # parent's path up to an earlier error. (Fresh solvers: push/pop is much slower in z3.)
+        # A resized child is first sought within a few bytes of its parent's length (NEAR): a child
+        # that reads past the end should not get 64 KiB of padding when four bytes do.
+        # (Fresh solvers: push/pop is much slower in z3.) No mentioned byte may be cut off.
         length = conv.byte(E.LENGTH)
-        terms.append(z3.UGE(length, conv.length))
         top = max((i for i in indices if i != E.LENGTH), default=-1)
         if top >= 0:
             terms.append(z3.UGT(length, top))
-        for growth in NEAR_GROWTH:
-            solver, result = _check([*terms, z3.ULE(length, conv.length + growth)], timeout_ms)
+        for near in NEAR:
+            bounds = [z3.ULE(length, conv.length + near), z3.UGE(length, max(0, conv.length - near))]
+            solver, result = _check([*terms, *bounds], timeout_ms)
             if result != z3.unsat:
                 break
         else:
