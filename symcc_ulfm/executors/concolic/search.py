@@ -247,7 +247,7 @@ class GenerationalSearch:
         if model is not None or not context or resize or site in stats.optimistic_sites:
             return model, False
         alone = [goal, *_pins(data, {E.LENGTH})] if E.LENGTH in goal.vars else [goal]
-        loose = (site, want_true, goal.h, len(alone))
+        loose = (site, want_true, tuple(n.h for n in alone))
         found, model = self.cache.get(loose)
         if found:
             stats.cache_hits += 1
@@ -285,6 +285,8 @@ class GenerationalSearch:
                 stats.attempts += 1
                 negated[site] = negated.get(site, 0) + 1
                 model, optimistic = self._solve_branch(data, node, not taken, site, slicer, conv, stats)
+                if optimistic and model is not None and model.get(E.LENGTH, len(data)) != len(data):
+                    model = None  # repair keeps changed bytes by position: a resized child cannot be repaired
                 if model is None and E.LENGTH in node.vars and resized < self.resize_budget:
                     resized += 1
                     model, optimistic = self._solve_branch(data, node, not taken, site, slicer, conv, stats,

@@ -21,13 +21,12 @@ from . import expr as E
 SAT, UNSAT, UNKNOWN = "sat", "unsat", "unknown"
 
 
-def _ext(value: z3.BitVecRef, to_width: int) -> z3.BitVecRef:
-    grow = to_width - value.size()
-    return z3.SignExt(grow, value) if grow > 0 else value
+def _ext(value: z3.BitVecRef, have: int, to_width: int) -> z3.BitVecRef:
+    return z3.SignExt(to_width - have, value) if to_width > have else value
 
 
-def _fit(value: z3.BitVecRef, width: int) -> z3.BitVecRef:
-    return z3.Extract(width - 1, 0, value) if value.size() > width else value
+def _fit(value: z3.BitVecRef, have: int, width: int) -> z3.BitVecRef:
+    return z3.Extract(width - 1, 0, value) if have > width else value
 
 
 class Converter:
@@ -54,6 +53,9 @@ class Converter:
 
     def __call__(self, root: E.Node) -> z3.ExprRef:
         cache = self._cache
+        hit = cache.get(id(root))
+        if hit is not None:
+            return hit
         stack = [root]
         while stack:
             node = stack[-1]
@@ -81,18 +83,19 @@ class Converter:
             return z3.And(args[0], args[1])
         if op == E.BOR:
             return z3.Or(args[0], args[1])
+        sizes = [a.width for a in node.args]  # every integer node's term has exactly its node's width
         if op == E.ITE:
-            width = max(w, args[1].size(), args[2].size())
-            return _fit(z3.If(args[0], _ext(args[1], width), _ext(args[2], width)), w)
+            width = max(w, sizes[1], sizes[2])
+            return _fit(z3.If(args[0], _ext(args[1], sizes[1], width), _ext(args[2], sizes[2], width)), width, w)
         if op in (E.EQ, E.LT, E.LE):
-            width = max(a.size() for a in args)
-            a, b = (_ext(x, width) for x in args)
+            width = max(sizes)
+            a, b = (_ext(x, have, width) for x, have in zip(args, sizes, strict=True))
             return a == b if op == E.EQ else a < b if op == E.LT else a <= b
-        width = max([w] + [a.size() for a in args])
+        width = max([w, *sizes])
         if op in (E.FDIV, E.MOD):
             width += 1
-        xs = [_ext(a, width) for a in args]
-        return _fit(self._arith(op, xs, node.param, width), w)
+        xs = [_ext(a, have, width) for a, have in zip(args, sizes, strict=True)]
+        return _fit(self._arith(op, xs, node.param, width), width, w)
 
     @staticmethod
     def _arith(op: int, xs: list, param, width: int) -> z3.BitVecRef:
@@ -131,7 +134,9 @@ NEAR = (8, 256)
 def _check(terms: list, timeout_ms: int):
     solver = z3.SolverFor("QF_BV")
     solver.set("timeout", int(timeout_ms))
-    solver.add(*terms)
+    context, handle = solver.ctx.ref(), solver.solver
+    for term in terms:  # the terms are boolean already: skip z3py's per-argument coercion in add()
+        z3.Z3_solver_assert(context, handle, term.as_ast())
     return solver, solver.check()
 
 
