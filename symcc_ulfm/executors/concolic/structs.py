@@ -39,11 +39,10 @@ def layout(fmt: str) -> tuple[str, tuple[tuple[str, int, int], ...], int]:
             fields.append((code, start, n))
             done += f"{n}{code}"
             continue
-        for _ in range(n):
-            start = struct.calcsize(prefix + done + "0" + code)
-            if code != "x":
-                fields.append((code, start, struct.calcsize(prefix + code)))
-            done += code
+        start, size = struct.calcsize(prefix + done + "0" + code), struct.calcsize(prefix + code)
+        if code != "x":  # repeated items are contiguous: the first one carries any alignment
+            fields.extend((code, start + k * size, size) for k in range(n))
+        done += f"{n}{code}"
     little = order == "<" or (order in "@=" and sys.byteorder == "little")
     return ("little" if little else "big"), tuple(fields), total
 
@@ -85,7 +84,7 @@ def unpack(fmt, buffer):
     fmt = concrete_deep(fmt)
     if not _symbolic(buffer):
         return struct.unpack(fmt, concrete_deep(buffer))
-    size = layout(_text(fmt))[2]
+    size = struct.calcsize(fmt)  # before the layout: a huge count must fail on the length first
     if not (length_of(buffer) == size):
         raise struct.error(f"unpack requires a buffer of {size} bytes")
     return _fields(_text(fmt), buffer, 0)
@@ -95,7 +94,7 @@ def unpack_from(fmt, buffer, offset=0):
     fmt, offset = concrete_deep(fmt), concrete(offset)
     if not _symbolic(buffer):
         return struct.unpack_from(fmt, concrete_deep(buffer), offset)
-    size = layout(_text(fmt))[2]
+    size = struct.calcsize(fmt)
     start = offset + len(buffer) if offset < 0 else offset
     if offset < 0 and start < 0:
         return struct.unpack_from(fmt, buffer.concretize(), offset)
@@ -108,7 +107,7 @@ def iter_unpack(fmt, buffer):
     fmt = concrete_deep(fmt)
     if not _symbolic(buffer):
         return struct.iter_unpack(fmt, concrete_deep(buffer))
-    size = layout(_text(fmt))[2]
+    size = struct.calcsize(fmt)
     if size == 0 or len(buffer) % size:
         return struct.iter_unpack(fmt, buffer.concretize())  # raises Python's exact error
     return iter([_fields(_text(fmt), buffer, k) for k in range(0, len(buffer), size)])
