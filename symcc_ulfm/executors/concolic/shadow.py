@@ -20,7 +20,6 @@ difference for symbolic values).
 
 from __future__ import annotations
 
-import builtins
 import functools
 import importlib
 import io
@@ -241,13 +240,6 @@ BUILTIN_SHIMS = {"int": IntShim, "bytes": BytesShim, "str": StrShim, "len": _len
                  "memoryview": MemoryviewShim, "bytearray": _pinning(bytearray)}
 
 
-def shim_builtins() -> dict:
-    """A builtins table with the shims (for code run with its own ``__builtins__``)."""
-    table = dict(vars(builtins))
-    table.update(BUILTIN_SHIMS)
-    return table
-
-
 def _replacement(name: str, value):
     """What a module global becomes during the symbolic run (None: left alone)."""
     if value is io.BytesIO:
@@ -351,4 +343,4 @@ def symbolic_twin(function, modules=()):
     return twin
 
 
-__all__ = ["BytesShim", "GuardedModule", "IntShim", "Overlay", "StrShim", "shim_builtins", "symbolic_twin"]
+__all__ = ["BytesShim", "GuardedModule", "IntShim", "Overlay", "StrShim", "symbolic_twin"]
