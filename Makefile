@@ -105,3 +105,11 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 .PHONY: bench
 bench: setup $(BENCH_STAMP)
 	$(BIN)/python benchmarks/bench_runtime.py $(if $(filter 1,$(BENCH_QUICK)),--quick) $(BENCH_ARGS)
+
+# -- bench-engine: the concolic engine (now and before issue 16), atheris and CrossHair on stdlib
+# parsers, one coverage.py measurer (benchmarks/bench_engine.py; ~25 min with 60 s windows on 2 cores).
+ENGINE_SECONDS ?= 60
+ENGINE_JOBS ?= 2
+.PHONY: bench-engine
+bench-engine: setup $(BENCH_STAMP)
+	$(BIN)/python -m benchmarks.bench_engine --seconds $(ENGINE_SECONDS) --jobs $(ENGINE_JOBS) $(ENGINE_ARGS)

@@ -103,11 +103,14 @@ def test_children_follow_the_predicted_path_and_divergence_is_noted():
     executor = ConcolicExecutor("magic32")
     seed = executor.seeds()[0]
     first = executor.run(seed)
-    assert len(first.candidates) == 1 and first.candidates[0].startswith(b"M32!")
-    second = executor.run(first.candidates[0], first.hints[0])
+    assert len(first.candidates) == 2
+    short, magic = first.candidates
+    assert len(short) < 12, "len(data) < 12 is a branch on the input's length"
+    assert magic.startswith(b"M32!") and len(magic) == len(seed)
+    second = executor.run(magic, first.hints[1])
     assert second.notes["diverged"] is False
     assert executor.info.function(second.candidates[0]) == executor.info.deep
-    assert "diverged" not in executor.run(first.candidates[0]).notes  # no hint, no prediction
+    assert "diverged" not in executor.run(magic).notes  # no hint, no prediction
     assert "diverged" not in executor.run(b"unrelated input!", {"bound": "x"}).notes  # malformed hint ignored
 
 

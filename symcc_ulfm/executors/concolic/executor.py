@@ -24,6 +24,7 @@ from typing import Any
 from ...errors import PolicyError
 from ...targets import DEFAULT_TARGET, TargetInfo, resolve_target
 from ..base import Executor, Finding, Measurement, RunResult
+from . import i2s
 from . import path as P
 from .classify import Expected, classify, parse_expected
 from .search import Child, GenerationalSearch, QueryCache, repair_query, signature
@@ -47,6 +48,7 @@ DEFAULTS: dict[str, Any] = {
     "memory_mb": 2048,
     "seeds": None,
     "expected_exceptions": None,
+    "modules": None,
 }
 _POSITIVE = {k for k, v in DEFAULTS.items() if v is not None}
 _REPAIR_ROUNDS = 4
@@ -75,7 +77,28 @@ def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
             raise PolicyError("executor.options.seeds", "must be a non-empty list of hex strings") from None
     if options["expected_exceptions"] is not None:
         options["expected_exceptions"] = list(parse_expected(options["expected_exceptions"]))
+    if options["modules"] is not None:
+        modules = options["modules"]
+        if isinstance(modules, str) or not isinstance(modules, (list, tuple)) or not all(
+                isinstance(m, str) and m for m in modules):
+            raise PolicyError("executor.options.modules", "must be a list of module names")
+        options["modules"] = list(modules)
     return options
+
+
+def _module_files(names) -> set[str]:
+    """Source files of the modules named in the ``modules`` option (traced like the target's)."""
+    import importlib
+
+    files = set()
+    for name in names or ():
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            raise PolicyError("executor.options.modules", f"cannot import {name!r}: {exc}") from None
+        if getattr(module, "__file__", None):
+            files.add(module.__file__)
+    return files
 
 
 class ConcolicExecutor(Executor):
@@ -88,8 +111,10 @@ class ConcolicExecutor(Executor):
     children per run), ``max_frames`` (recursion bound), ``max_path`` (recorded constraints per
     run), ``memory_mb`` (address-space limit of the process the target runs in, see
     :mod:`..sandbox`), ``seeds`` (hex strings; for targets without shipped seeds the default seed
-    is 16 zero bytes) and ``expected_exceptions`` (see :mod:`.classify`; default: the built-in
-    target's documented rejections, none for other targets: every uncaught exception is a finding).
+    is 16 zero bytes), ``expected_exceptions`` (see :mod:`.classify`; default: the built-in
+    target's documented rejections, none for other targets: every uncaught exception is a
+    finding) and ``modules`` (names of the modules whose code the target runs, such as a
+    parser's own modules: they are traced for coverage and instrumented for the symbolic run).
     """
 
     name = "concolic"
@@ -98,8 +123,8 @@ class ConcolicExecutor(Executor):
     def __init__(self, target: str | None = None, options: Mapping[str, Any] | None = None):
         self.options = _options(dict(options or {}))
         self.info: TargetInfo = resolve_target(target if target is not None else DEFAULT_TARGET)
-        self._twin = symbolic_twin(self.info.function)
-        self._files = frozenset(self.info.files)
+        self._twin = symbolic_twin(self.info.function, self.options["modules"] or ())
+        self._files = frozenset(self.info.files) | _module_files(self.options["modules"])
         self._search = GenerationalSearch(
             query_timeout_ms=self.options["query_timeout_ms"],
             max_branches=self.options["max_branches_per_run"],
@@ -218,17 +243,20 @@ class ConcolicExecutor(Executor):
         extra = {"repair_runs": 0, "repaired": 0, "queries": 0, "solver_seconds": 0.0}
         budget = [self.options["max_repairs"]]
         candidates: list[bytes] = []
-        hints: list[dict[str, Any]] = []
+        hints: list[dict[str, Any] | None] = []
         for child in children:
             if child.optimistic and budget[0] > 0 and time.monotonic() < deadline:
                 child.data = self._repair(data, child, budget, extra)
             candidates.append(child.data)
             hints.append(hint_of(child))
+        proposals = i2s.propose(data, recorded.compares, self.options["max_children"])
+        candidates.extend(proposals)
+        hints.extend([None] * len(proposals))  # no predicted path: the child runs from bound 0
         notes.update(
             bound=bound, attempts=search.attempts, sat=search.sat, unsat=search.unsat, unknown=search.unknown,
             optimistic=search.optimistic, checksum=search.checksum, cache_hits=search.cache_hits,
             skipped_site_budget=search.skipped_budget, repair_runs=extra["repair_runs"],
-            repaired=extra["repaired"],
+            repaired=extra["repaired"], compares=len(recorded.compares), i2s=len(proposals),
         )
         return RunResult(
             candidates=candidates,

@@ -24,6 +24,10 @@ OP_NAMES = ("const", "var", "add", "sub", "mul", "and", "or", "xor", "shl", "shr
             "neg", "invert", "ite", "eq", "lt", "le", "not", "band", "bor")
 BOOL_OPS = frozenset({EQ, LT, LE, NOT, BAND, BOR})
 MAX_WIDTH = 256
+LENGTH = -1
+"""The variable id of the input's length (byte variables are ids 0, 1, ...)."""
+MAX_LENGTH = (1 << 16) - 1
+"""Largest input length the solver may choose for a child."""
 _NO_VARS: frozenset[int] = frozenset()
 
 
@@ -90,6 +94,17 @@ def var(index: int, value: int) -> Node:
         node = _table[key] = Node(VAR, (), index, value, 0, 255, hash(key), frozenset((index,)))
     elif node.val != value:
         raise RuntimeError(f"input byte {index} redefined within one run (expr.reset() starts a run)")
+    return node
+
+
+def length(value: int) -> Node:
+    """The input's length, whose concrete value in this run is ``value`` (a variable like a byte)."""
+    key = (VAR, LENGTH)
+    node = _table.get(key)
+    if node is None:
+        node = _table[key] = Node(VAR, (), LENGTH, value, 0, MAX_LENGTH, hash(key), frozenset((LENGTH,)))
+    elif node.val != value:
+        raise RuntimeError("input length redefined within one run (expr.reset() starts a run)")
     return node
 
 
@@ -283,7 +298,7 @@ def evaluate(root: Node, data: bytes):
             stack.pop()
             continue
         if node.op == VAR:
-            memo[id(node)] = data[node.param]
+            memo[id(node)] = len(data) if node.param == LENGTH else data[node.param]
             stack.pop()
             continue
         pending = [a for a in node.args if id(a) not in memo]

@@ -6,6 +6,10 @@ basename, qualified name, line and bytecode offset) hashed with SHA-256, so the 
 the same id in every process. A *pin* records ``expr == concrete value`` where the engine had to
 give up symbolic tracking (index, hash, C code): the solver must then keep that value, which
 keeps every generated input honest about what the engine could not model.
+
+A *comparison* ``(site, left, right)`` is kept apart from the path: two concrete operands of a
+comparison that involved an opaque value (the result of unmodelled code run on input, see
+:mod:`.i2s`), the material of input-to-state proposals.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from . import expr as E
 BRANCH, PIN = 0, 1
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _CHECK_EVERY = 256
+MAX_COMPARES = 1024
 
 
 class ExecTimeout(BaseException):
@@ -69,6 +74,7 @@ class Path:
     deadline: float
     max_entries: int
     entries: list[tuple[int, E.Node, int]] = field(default_factory=list)
+    compares: list[tuple[int, object, object]] = field(default_factory=list)
     branches: int = 0
     pins: int = 0
     truncated: bool = False
@@ -118,3 +124,10 @@ def pin(node: E.Node):
             path.entries.append((PIN, fixed, 0))
             path.pins += 1
     return node.val
+
+
+def compare(left, right) -> None:
+    """Record the concrete operands of a comparison involving an opaque value (first MAX_COMPARES)."""
+    path = _active
+    if path is not None and len(path.compares) < MAX_COMPARES:
+        path.compares.append((site_of(sys._getframe(1)), left, right))

@@ -12,8 +12,18 @@ Pruning, so that checksum and parsing loops do not explode:
 
 * a site is negated at most ``site_budget`` times per run: its first occurrences after the
   bound (later ones are reached by the children, whose bound lies further down the path);
+* a branch on the input's length is first negated with the length held; at most
+  ``resize_budget`` per run are then solved with a free length (a loop reading to the end would
+  otherwise fill the queue with padded copies). Such a query takes every prefix constraint, not
+  a slice: a shorter child must keep every byte the path mentions;
+* at most one optimistic child per site and run (each may cost the executor several repair
+  re-executions, and a checksum loop would otherwise ask for one per iteration);
 * a process-wide query cache remembers (site, direction, condition, slice) -> model or UNSAT, so
   the same question is never sent to z3 twice; a cached model is re-patched into the new parent.
+
+Minimal change: a branch is first solved with every byte it does not read held at the parent's
+value (:meth:`GenerationalSearch._local`), so that a child differs from its parent only where
+it must.
 
 Checksum-aware strategy: an equality ``A == B`` whose two sides read disjoint bytes (a stored
 checksum or length against a value computed from other bytes) is first solved with ``A``'s
@@ -54,6 +64,7 @@ class SearchStats:
     cache_hits: int = 0
     skipped_budget: int = 0
     attempts: int = 0
+    optimistic_sites: set = field(default_factory=set)
 
     def add(self, answer) -> None:
         self.queries += 1
@@ -98,6 +109,9 @@ class Slicer:
             self._members[main].extend(self._members.pop(other))
         self._members[main].append(node)
 
+    def everything(self) -> list[E.Node]:
+        return [node for members in self._members.values() for node in members]
+
     def slice(self, indices) -> list[E.Node]:
         roots = {self._find(v) for v in indices if v in self._parent}
         out: list[E.Node] = []
@@ -135,14 +149,25 @@ def _split_equality(cond: E.Node):
 
 
 def _patch(data: bytes, model: dict[int, int]) -> bytes:
+    """``data`` with the model's bytes; a model of the length first cuts or grows the input.
+
+    The new bytes repeat the last one: a number that ran to the end of the input gets more digits,
+    a name more letters (zero bytes would mostly end a text parser at once).
+    """
     child = bytearray(data)
+    size = model.get(E.LENGTH)
+    if size is not None:
+        child = child[:size] + bytes(child[-1:] or b"\x00") * max(0, size - len(child))
     for index, value in model.items():
-        child[index] = value
+        if index != E.LENGTH:
+            child[index] = value
     return bytes(child)
 
 
 def _pins(data: bytes, indices) -> list[E.Node]:
-    return [E.make(E.EQ, (E.var(i, data[i]), E.const(data[i]))) for i in sorted(indices)]
+    return [E.make(E.EQ, (E.length(len(data)) if i == E.LENGTH else E.var(i, data[i]),
+                          E.const(len(data) if i == E.LENGTH else data[i])))
+            for i in sorted(indices)]
 
 
 @dataclass
@@ -152,9 +177,10 @@ class GenerationalSearch:
     site_budget: int
     max_children: int
     cache: QueryCache = field(default_factory=QueryCache)
+    resize_budget: int = 3
 
     def _ask(self, conv: Converter, constraints: list, stats: SearchStats):
-        answer = solve(conv, constraints, self.query_timeout_ms)
+        answer = solve(conv, constraints, self.query_timeout_ms, with_length=True)
         stats.add(answer)
         return answer
 
@@ -179,38 +205,67 @@ class GenerationalSearch:
             return answer.model
         return None
 
-    def _solve_branch(self, data, cond, want_true, site, slicer, conv, stats):
-        """Model for "same prefix, branch goes ``want_true``": (model, optimistic) or (None, False)."""
+    def _local(self, data, goal, context, conv, stats):
+        """A model that changes only the goal's own bytes, the others held at the parent's values.
+
+        A prefix constraint over many bytes (an ASCII check over a whole decoded text) puts them all
+        in the query, and z3 would hand back arbitrary values for bytes nothing asks to change.
+        """
+        touched = set().union(*(n.vars for n in context)) if context else set()
+        held = touched - goal.vars - {E.LENGTH}
+        if not held:
+            return None
+        answer = self._ask(conv, [*context, *_pins(data, held), goal], stats)
+        return answer.model if answer.status == SAT else None
+
+    def _solve_branch(self, data, cond, want_true, site, slicer, conv, stats, resize=False):
+        """Model for "same prefix, branch goes ``want_true``": (model, optimistic) or (None, False).
+
+        A branch that reads the input's length is first solved with the length held; ``resize``
+        frees it, against every prefix constraint (and never optimistically).
+        """
         goal = cond if want_true else E.negate(cond)
-        context = slicer.slice(goal.vars)
+        if resize:
+            context = slicer.everything()
+        else:
+            context = slicer.slice(goal.vars)
+            if E.LENGTH in goal.vars:
+                context = [*context, *_pins(data, {E.LENGTH})]
         key = (site, want_true, goal.h, hash(frozenset(n.h for n in context)))
         model = self._checksum(data, cond, want_true, slicer, conv, stats)
         if model is not None:
             return model, False  # not cached: it depends on this parent's value of the held side
+        model = self._local(data, goal, context, conv, stats)
+        if model is not None:
+            return model, False  # not cached either: the held bytes are this parent's
         found, model = self.cache.get(key)
         if found:
             stats.cache_hits += 1
         else:
             model = self._ask(conv, [*context, goal], stats).model
             self.cache.put(key, model)
-        if model is not None or not context:
+        if model is not None or not context or resize or site in stats.optimistic_sites:
             return model, False
-        loose = (site, want_true, goal.h)
+        alone = [goal, *_pins(data, {E.LENGTH})] if E.LENGTH in goal.vars else [goal]
+        loose = (site, want_true, tuple(n.h for n in alone))
         found, model = self.cache.get(loose)
         if found:
             stats.cache_hits += 1
         else:
-            model = self._ask(conv, [goal], stats).model
+            model = self._ask(conv, alone, stats).model
             self.cache.put(loose, model)
         if model is not None:
             stats.optimistic += 1
+            stats.optimistic_sites.add(site)
         return model, model is not None
 
     def expand(self, data: bytes, entries: list, bound: int, deadline: float) -> tuple[list[Child], SearchStats]:
         stats = SearchStats()
         conv = Converter()
+        conv.note_length(len(data))
         slicer = Slicer()
         negated: dict[int, int] = {}
+        resized = 0
         children: list[Child] = []
         seen = {data}
         prefix: list[tuple[int, bool]] = []
@@ -230,6 +285,12 @@ class GenerationalSearch:
                 stats.attempts += 1
                 negated[site] = negated.get(site, 0) + 1
                 model, optimistic = self._solve_branch(data, node, not taken, site, slicer, conv, stats)
+                if optimistic and model is not None and model.get(E.LENGTH, len(data)) != len(data):
+                    model = None  # repair keeps changed bytes by position: a resized child cannot be repaired
+                if model is None and E.LENGTH in node.vars and resized < self.resize_budget:
+                    resized += 1
+                    model, optimistic = self._solve_branch(data, node, not taken, site, slicer, conv, stats,
+                                                           resize=True)
                 if model is not None:
                     child = _patch(data, model)
                     if child not in seen:
@@ -272,8 +333,9 @@ def repair_query(data: bytes, entries: list, expected: tuple, keep: dict[int, in
         taken = bool(node.val)
         if taken != want_taken:
             goal = node if want_taken else E.negate(node)
-            fixed = _pins(data, keep)
-            return [*slicer.slice(goal.vars | keep.keys()), *fixed, goal], index
+            context = slicer.slice(goal.vars | keep.keys())
+            lengths = {E.LENGTH} if any(E.LENGTH in n.vars for n in (*context, goal)) else set()
+            return [*context, *_pins(data, keep.keys() | lengths), goal], index
         slicer.add(node if taken else E.negate(node))
     return None
 

@@ -1,23 +1,39 @@
-"""The symbolic twin of a target: the same code objects with builtins that understand symbols.
+"""The symbolic twin of a target: its modules, instrumented and with builtins that understand symbols.
 
-``int.from_bytes`` and ``bytes(...)`` are C code: given a symbolic input they could only return
-concrete values. For the symbolic run the engine therefore clones the target's module-level
-functions onto a copy of the module globals whose ``__builtins__`` replace ``int``, ``bytes``,
-``bytearray``, ``memoryview`` and ``ord`` with shims, and whose imported modules and C functions
-are wrapped so that symbolic arguments are pinned before C code sees them. The code objects are
-the originals, so branch sites and coverage locations are identical in both runs; ``isinstance``
-checks against the shims answer as the real types would. Functions defined elsewhere run
-unchanged (they still receive symbolic values; C calls there concretise via ``__index__`` /
-``__bytes__``).
+For a symbolic run the twin (:func:`symbolic_twin`) enters an *overlay* on the target's module
+and on the extra modules it was given (the parser's own modules):
+
+* the module globals get shims for ``int``, ``bytes``, ``str``, ``len``, ``ord``, ``chr``,
+  ``memoryview`` and ``bytearray`` (globals shadow builtins, so every function and method of the
+  module sees them), and ``io.BytesIO`` / ``io.StringIO`` / ``struct`` / ``re`` names are replaced by models;
+* every other imported module becomes a :class:`GuardedModule`, and every C function a pinning
+  wrapper: symbolic arguments are concretised (pinned) before C code sees them, and the result of
+  a C call that received symbolic data is marked opaque (:mod:`.i2s`);
+* the functions' code is swapped for the instrumented code of :mod:`.rewrite`, and C callables
+  bound as default arguments (``_m=PATTERN.match``) are replaced like globals.
+
+Everything is put back when the run ends. The code objects are recompiled from the same source
+with the same line numbers, so coverage locations are the same in both runs; ``isinstance``
+checks against the shims answer as the real types would (``type(x) is str`` does not: a known
+difference for symbolic values).
 """
 
 from __future__ import annotations
 
-import builtins
+import functools
+import importlib
+import io
+import re
+import struct
+import sys
 import types
 
+from . import i2s, streams, structs
+from .rewrite import CodeSwap
+from .seq import SymSequence, length_of
 from .symbolic import SymBool, SymInt
 from .symbytes import SymBytes, concrete_deep
+from .symstr import SymStr, chr_of, fromhex, ord_of, to_int
 
 _C_CALLABLES = (types.BuiltinFunctionType, types.BuiltinMethodType)
 
@@ -42,14 +58,7 @@ class _ShimMeta(type):
 
 
 def _from_elements(elems: list, byteorder: str, signed: bool):
-    ordered = elems if byteorder == "big" else list(reversed(elems))
-    value = 0
-    for e in ordered:
-        value = (value << 8) | e
-    if signed and ordered:
-        bits = 8 * len(ordered)
-        value = value - ((value >> (bits - 1)) << bits)
-    return value
+    return structs._integer(list(elems), byteorder, signed)
 
 
 class IntShim(metaclass=_ShimMeta):
@@ -57,18 +66,22 @@ class IntShim(metaclass=_ShimMeta):
     _extra = (SymInt, SymBool)
 
     def __new__(cls, value=0, *args, **kwargs):
-        if isinstance(value, SymInt) and not args and not kwargs:
-            return value
-        if isinstance(value, SymBool) and not args and not kwargs:
-            return value.as_int()
-        return int(concrete_deep(value), *args, **kwargs)
+        if not kwargs and len(args) <= 1:
+            if isinstance(value, SymInt) and not args:
+                return value
+            if isinstance(value, SymBool) and not args:
+                return value.as_int()
+            if isinstance(value, SymSequence):
+                return to_int(value, *args) if args else to_int(value)
+        return int(concrete_deep(value), *(concrete_deep(a) for a in args), **kwargs)
 
     @staticmethod
     def from_bytes(data, byteorder="big", *, signed=False):
         if byteorder not in ("big", "little"):
             raise ValueError("byteorder must be either 'little' or 'big'")
-        if isinstance(data, SymBytes):
-            return _from_elements(list(data), byteorder, signed)
+        source = streams.symbolic_buffer(data)
+        if source is not None:
+            return _from_elements(source._e, byteorder, signed)
         if isinstance(data, (list, tuple)) and any(isinstance(e, (SymInt, SymBool)) for e in data):
             return _from_elements(list(SymBytes.from_elements(data)), byteorder, signed)
         return int.from_bytes(data, byteorder, signed=signed)
@@ -79,83 +92,255 @@ class BytesShim(metaclass=_ShimMeta):
     _extra = ()
 
     def __new__(cls, source=b"", *args, **kwargs):
-        if isinstance(source, SymBytes) and not args and not kwargs:
-            return source
-        if isinstance(source, (list, tuple)) and not args and not kwargs:
-            return SymBytes.from_elements(source)
-        return bytes(concrete_deep(source), *args, **kwargs)
+        if not args and not kwargs:
+            symbolic = streams.symbolic_buffer(source)
+            if symbolic is not None:
+                return symbolic
+            if isinstance(source, (list, tuple)):
+                return SymBytes.from_elements(source)
+        if isinstance(source, SymStr) and args and not kwargs:
+            return source.encode(*args)
+        return bytes(concrete_deep(source), *(concrete_deep(a) for a in args), **kwargs)
+
+    @staticmethod
+    def fromhex(text):
+        if isinstance(text, SymStr):
+            return fromhex(text)
+        return bytes.fromhex(text)
 
 
-def _ord(char):
-    if isinstance(char, SymBytes):
-        if len(char) != 1:
-            raise TypeError(f"ord() expected a character, but string of length {len(char)} found")
-        return char[0]
-    return ord(char)
+class StrShim(metaclass=_ShimMeta):
+    _real = str
+    _extra = ()
+
+    def __new__(cls, value="", *args, **kwargs):
+        if isinstance(value, SymStr) and not args and not kwargs:
+            return value
+        if isinstance(value, SymBytes) and args:
+            return value.decode(*args, **kwargs)
+        return str(concrete_deep(value), *args, **kwargs)
+
+
+class BytesIOShim(metaclass=_ShimMeta):
+    _real = io.BytesIO
+    _extra = ()
+
+    def __new__(cls, initial_bytes=b""):
+        source = streams.symbolic_buffer(initial_bytes)
+        if source is not None:
+            return streams.SymBytesIO(source)
+        return io.BytesIO(concrete_deep(initial_bytes))
+
+
+class StringIOShim(metaclass=_ShimMeta):
+    _real = io.StringIO
+    _extra = ()
+
+    def __new__(cls, initial_value="", newline="\n"):
+        if isinstance(initial_value, str) and newline in ("\n", ""):
+            return streams.SymStringIO(initial_value, newline)
+        return io.StringIO(concrete_deep(initial_value), newline)
+
+
+class MemoryviewShim(metaclass=_ShimMeta):
+    _real = memoryview
+    _extra = ()
+
+    def __new__(cls, obj):
+        return streams.view_of(obj)
+
+
+def _len(obj):
+    return length_of(obj)
+
+
+def _chr(code):
+    return chr_of(code) if isinstance(code, (SymInt, SymBool)) else chr(code)
 
 
 def _pinning(function):
-    """Wrap a C callable so that symbolic arguments are pinned before it runs."""
+    """Wrap a C callable: symbolic arguments are pinned first, and its result is marked opaque."""
 
     def call(*args, **kwargs):
-        return function(*(concrete_deep(a) for a in args), **{k: concrete_deep(v) for k, v in kwargs.items()})
+        plain_args = [concrete_deep(a) for a in args]
+        plain_kwargs = {k: concrete_deep(v) for k, v in kwargs.items()}
+        result = function(*plain_args, **plain_kwargs)
+        tainted = any(a is not p for a, p in zip(args, plain_args, strict=True)) or any(
+            kwargs[k] is not v for k, v in plain_kwargs.items())
+        return i2s.opaque(result) if tainted else result
 
     call.__name__ = getattr(function, "__name__", "c_function")
     call.__wrapped__ = function
     return call
 
 
+class _PatternProxy:
+    """A compiled regex whose matching methods pin the part of a symbolic subject they examined."""
+
+    def __init__(self, pattern: re.Pattern):
+        self._pattern = pattern
+
+    def __getattr__(self, name):
+        return getattr(self._pattern, name)
+
+    def _anchored(self, name, string, pos=0, endpos=sys.maxsize):
+        method = getattr(self._pattern, name)
+        if not isinstance(string, SymSequence):
+            return method(string, pos, endpos)
+        begin, end, _ = slice(pos, endpos).indices(len(string._e))
+        found = method(string._plain(), begin, end)
+        last = min(found.end() + 1, end) if found is not None else end
+        for e in string._e[begin:last]:
+            concrete_deep(e)
+        return found
+
+    def match(self, string, pos=0, endpos=sys.maxsize):
+        return self._anchored("match", string, pos, endpos)
+
+    def fullmatch(self, string, pos=0, endpos=sys.maxsize):
+        return self._anchored("fullmatch", string, pos, endpos)
+
+    def search(self, string, pos=0, endpos=sys.maxsize):
+        return self._anchored("search", string, pos, endpos)
+
+
+for _name in ("findall", "finditer", "split", "sub", "subn"):
+    setattr(_PatternProxy, _name, lambda self, *args, _name=_name, **kwargs: getattr(self._pattern, _name)(
+        *(concrete_deep(a) for a in args), **{k: concrete_deep(v) for k, v in kwargs.items()}))
+
+
+def _regex_module() -> GuardedModule:
+    """``re`` whose functions pin what they examine (the subject is pinned whole, except for matching)."""
+    def compiled(pattern, flags=0):
+        return _PatternProxy(re.compile(concrete_deep(pattern), flags))
+
+    overrides = {"compile": compiled}
+    for name in ("match", "fullmatch", "search"):
+        overrides[name] = lambda pattern, string, flags=0, _name=name: getattr(compiled(pattern, flags), _name)(string)
+    for name in ("findall", "finditer", "split", "sub", "subn"):
+        overrides[name] = _pinning(getattr(re, name))
+    return GuardedModule(re, overrides)
+
+
 class GuardedModule(types.ModuleType):
     """A view of an imported module whose C callables pin symbolic arguments."""
 
-    def __init__(self, module: types.ModuleType):
+    def __init__(self, module: types.ModuleType, overrides: dict | None = None):
         super().__init__(module.__name__, module.__doc__)
         object.__setattr__(self, "_module", module)
+        for name, value in (overrides or {}).items():
+            object.__setattr__(self, name, value)
 
     def __getattr__(self, name):
         value = getattr(object.__getattribute__(self, "_module"), name)
         return _pinning(value) if isinstance(value, _C_CALLABLES) else value
 
 
-def shim_builtins() -> dict:
-    table = dict(vars(builtins))
-    table.update(
-        int=IntShim,
-        bytes=BytesShim,
-        bytearray=_pinning(bytearray),
-        memoryview=_pinning(memoryview),
-        ord=_ord,
-    )
-    return table
+BUILTIN_SHIMS = {"int": IntShim, "bytes": BytesShim, "str": StrShim, "len": _len, "ord": ord_of, "chr": _chr,
+                 "memoryview": MemoryviewShim, "bytearray": _pinning(bytearray)}
 
 
-def _clone(function: types.FunctionType, namespace: dict) -> types.FunctionType:
-    twin = types.FunctionType(function.__code__, namespace, function.__name__, function.__defaults__,
-                              function.__closure__)
-    twin.__kwdefaults__ = function.__kwdefaults__
-    twin.__qualname__ = function.__qualname__
-    twin.__dict__.update(function.__dict__)
+def _replacement(name: str, value):
+    """What a module global becomes during the symbolic run (None: left alone)."""
+    if value is io.BytesIO:
+        return BytesIOShim
+    if value is io.StringIO:
+        return StringIOShim
+    if value is io:
+        return GuardedModule(io, {"BytesIO": BytesIOShim, "StringIO": StringIOShim})
+    if value is struct:
+        return GuardedModule(struct, structs.MODELLED)
+    if isinstance(value, types.ModuleType):
+        if value is re:
+            return _regex_module()
+        return GuardedModule(value) if name != "__builtins__" else None
+    if isinstance(value, functools._lru_cache_wrapper) and isinstance(getattr(value, "__wrapped__", None),
+                                                                       types.FunctionType):
+        return value.__wrapped__  # a cache would hash (pin) the symbolic key and answer from concrete runs
+    if isinstance(value, re.Pattern):
+        return _PatternProxy(value)
+    if isinstance(value, types.BuiltinMethodType) and isinstance(getattr(value, "__self__", None), re.Pattern):
+        return getattr(_PatternProxy(value.__self__), value.__name__)
+    if getattr(value, "__module__", None) in ("struct", "_struct") and getattr(value, "__name__", "") in structs.MODELLED:
+        return structs.MODELLED[value.__name__]
+    if isinstance(value, _C_CALLABLES):
+        return _pinning(value)
+    return None
+
+
+class Overlay:
+    """Shims in some globals dicts and instrumented code in their modules, for one symbolic run."""
+
+    def __init__(self, namespaces: list[dict], modules: list[types.ModuleType]):
+        self.namespaces = namespaces
+        self.swap = CodeSwap(modules)
+        self._saved: list[tuple[dict, dict, list[str]]] = []
+        self._defaults: list[tuple[types.FunctionType, tuple]] = []
+
+    def enter(self) -> None:
+        for namespace in self.namespaces:
+            saved, added = {}, []
+            for name, value in list(namespace.items()):
+                new = _replacement(name, value)
+                if new is not None:
+                    saved[name] = value
+                    namespace[name] = new
+            for name, shim in BUILTIN_SHIMS.items():
+                if name not in namespace:
+                    namespace[name] = shim
+                    added.append(name)
+            self._saved.append((namespace, saved, added))
+        for function, _, _ in self.swap.pairs:
+            defaults = function.__defaults__
+            if defaults and any(_replacement("", d) is not None for d in defaults):
+                self._defaults.append((function, defaults))
+                function.__defaults__ = tuple(_replacement("", d) or d for d in defaults)
+        self.swap.enter()
+
+    def leave(self) -> None:
+        self.swap.leave()
+        while self._defaults:
+            function, defaults = self._defaults.pop()
+            function.__defaults__ = defaults
+        while self._saved:
+            namespace, saved, added = self._saved.pop()
+            namespace.update(saved)
+            for name in added:
+                namespace.pop(name, None)
+        streams.clear_views()
+
+
+def _module_of(function) -> types.ModuleType | None:
+    module = sys.modules.get(getattr(function, "__module__", None) or "")
+    if module is not None and getattr(function, "__globals__", None) is vars(module):
+        return module
+    return None
+
+
+def symbolic_twin(function, modules=()):
+    """The callable for symbolic runs: ``function`` under the overlay of its module and ``modules``.
+
+    ``modules`` are module names (or module objects) whose code the target runs: the parser's own
+    modules, instrumented like the target's.
+    """
+    if not isinstance(function, types.FunctionType):
+        return function
+    extra = [importlib.import_module(m) if isinstance(m, str) else m for m in modules]
+    own = _module_of(function)
+    instrumented = ([own] if own is not None else []) + [m for m in extra if m is not own]
+    namespaces = [function.__globals__] + [vars(m) for m in instrumented if vars(m) is not function.__globals__]
+    overlay = Overlay(namespaces, instrumented)
+
+    def twin(data):
+        overlay.enter()
+        try:
+            return function(data)
+        finally:
+            overlay.leave()
+
+    twin.__wrapped__ = function
+    twin.overlay = overlay
     return twin
 
 
-def symbolic_twin(function):
-    """The function to call in symbolic runs (``function`` itself if it cannot be cloned)."""
-    if not isinstance(function, types.FunctionType):
-        return function
-    original = function.__globals__
-    namespace = dict(original)
-    namespace["__builtins__"] = shim_builtins()
-    for name, value in original.items():
-        if isinstance(value, types.FunctionType) and value.__globals__ is original:
-            namespace[name] = _clone(value, namespace)
-        elif isinstance(value, types.ModuleType) and name != "__builtins__":
-            namespace[name] = GuardedModule(value)
-        elif isinstance(value, _C_CALLABLES):
-            namespace[name] = _pinning(value)
-    same = namespace.get(function.__name__)
-    if isinstance(same, types.FunctionType) and same.__code__ is function.__code__:
-        return same
-    return _clone(function, namespace)
-
-
-__all__ = ["IntShim", "BytesShim", "GuardedModule", "symbolic_twin", "shim_builtins"]
+__all__ = ["BytesShim", "GuardedModule", "IntShim", "Overlay", "StrShim", "symbolic_twin"]

@@ -1,26 +1,36 @@
 """The symbolic input: a ``bytes`` subclass whose elements are symbolic ints.
 
 It *is* a bytes object holding the concrete input, so the target sees real data and C code that
-takes a buffer keeps working. The Python-level protocol is modelled symbolically: indexing,
-slicing (symbolic bounds are pinned), iteration, ``len``, ``==``/``!=``, ``in``, ``startswith``,
-``endswith``, ``find``/``index``/``rfind``/``rindex`` and ``split`` with a separator (scans that
-record one branch per position, as a C loop would), ``+`` and ``*``. Every other bytes method
-(``decode``, ``hex``, ``lower``, ...) pins all symbolic elements and runs on the concrete value.
+takes a buffer keeps working. The Python-level protocol is modelled symbolically (see
+:mod:`.seq` for what bytes share with str): indexing (reading past the end is a branch on the
+input's length), slicing, iteration, ``==``, ``in``, the scans (``find``, ``index``, ``count``,
+``split``, ``partition``, ``strip`` ...), ``+``/``*``/``join``, ``decode`` (ascii, latin-1, utf-8;
+see :mod:`.symstr`), ``hex``, ``lower``/``upper`` and the ``is...`` tests. Every other bytes method
+pins all symbolic elements and runs on the concrete value.
 
-Known gap: C code that reads the buffer directly where the engine cannot intercept the call
-(``b"".join([x])``, or ``memoryview(x)`` outside the target's module) sees the concrete bytes
-without a pin. :mod:`.shadow` closes the common doors (``bytes``, ``bytearray``, ``memoryview``,
-C functions of imported modules) for the target's own module; a child that diverges because of
-such a gap is reported in ``notes["diverged"]`` when it is run.
+Known gap: C code that reads the buffer directly where the engine cannot intercept the call (a
+C method of another object, such as ``re`` pattern methods captured before the run) sees the
+concrete bytes without a pin; :mod:`.shadow` closes the common doors for the modules it
+instruments, and a child that diverges because of such a gap is reported in
+``notes["diverged"]`` when it is run.
 """
 
 from __future__ import annotations
 
 from . import expr as E
-from .symbolic import SymBool, SymInt, concrete, wrap
+from .i2s import opaque, rendered
+from .seq import SymSequence, concrete_value, conjunction, disjunction, in_ranges, is_symbolic, ite, negation
+from .symbolic import SymBool, SymInt, concrete
 
-_MODELLED = {"find", "index", "rfind", "rindex", "startswith", "endswith", "split"}
+_MODELLED = {"find", "index", "rfind", "rindex", "count", "startswith", "endswith", "split", "rsplit",
+             "partition", "rpartition", "strip", "lstrip", "rstrip", "removeprefix", "removesuffix", "replace",
+             "splitlines", "join", "decode", "hex", "lower", "upper", "isdigit", "isalpha", "isalnum",
+             "isspace", "isupper", "islower", "isascii"}
 _CLASS_LEVEL = {"fromhex", "maketrans"}
+ASCII_SPACE = ((9, 13), (32, 32))
+ASCII_DIGIT = ((0x30, 0x39),)
+ASCII_UPPER = ((0x41, 0x5A),)
+ASCII_LOWER = ((0x61, 0x7A),)
 
 
 def _elems_of(value) -> list | None:
@@ -31,63 +41,44 @@ def _elems_of(value) -> list | None:
     return None
 
 
-def _is_symbolic(elems) -> bool:
-    return any(type(e) is SymInt for e in elems)
-
-
-def _conjunction(parts) -> bool | SymBool:
-    """``all(parts)`` without asking for the truth of symbolic parts (no branch recorded)."""
-    nodes = []
-    for part in parts:
-        if isinstance(part, SymBool):
-            nodes.append(part.node)
-        elif not part:
-            return False
-    if not nodes:
-        return True
-    result = nodes[0]
-    for node in nodes[1:]:
-        result = E.make(E.BAND, (result, node))
-    return wrap(result)
-
-
-def _disjunction(parts) -> bool | SymBool:
-    nodes = []
-    for part in parts:
-        if isinstance(part, SymBool):
-            nodes.append(part.node)
-        elif part:
-            return True
-    if not nodes:
-        return False
-    result = nodes[0]
-    for node in nodes[1:]:
-        result = E.make(E.BOR, (result, node))
-    return wrap(result)
-
-
 def concrete_deep(value):
-    """Concretise symbolic ints/bools/bytes, also inside lists, tuples and dicts (one level)."""
-    if isinstance(value, SymBytes):
+    """Concretise symbolic values, also inside lists, tuples and dicts (one level)."""
+    if isinstance(value, SymSequence):
         return value.concretize()
     if isinstance(value, (list, tuple)):
-        return type(value)(concrete_deep(v) if isinstance(v, (SymBytes, SymInt, SymBool)) else v for v in value)
+        return type(value)(concrete_deep(v) if isinstance(v, (SymSequence, SymInt, SymBool)) else v for v in value)
     if isinstance(value, dict):
         return {k: concrete_deep(v) for k, v in value.items()}
     return concrete(value)
 
 
-class SymBytes(bytes):
+def hex_digit(nibble):
+    """The ASCII code of a lowercase hex digit for a value 0..15."""
+    return ite(nibble < 10, nibble + 0x30, nibble + 0x57)
+
+
+def ascii_lower(e):
+    return ite(in_ranges(e, ASCII_UPPER), e + 0x20, e)
+
+
+def ascii_upper(e):
+    return ite(in_ranges(e, ASCII_LOWER), e - 0x20, e)
+
+
+class SymBytes(SymSequence, bytes):
     """Input bytes carrying expressions; see the module docstring for what is modelled."""
 
-    def __new__(cls, data: bytes, elems: list):
+    _whitespace = ASCII_SPACE
+
+    def __new__(cls, data: bytes, elems: list, length: E.Node | None = None):
         self = super().__new__(cls, data)
         self._e = elems
+        self._len = length
         return self
 
     @classmethod
     def from_input(cls, data: bytes) -> SymBytes:
-        return cls(data, [SymInt(E.var(i, b)) for i, b in enumerate(data)])
+        return cls(data, [SymInt(E.var(i, b)) for i, b in enumerate(data)], E.length(len(data)))
 
     @classmethod
     def from_elements(cls, elems) -> bytes:
@@ -96,180 +87,112 @@ class SymBytes(bytes):
         for e in elems:
             if isinstance(e, (SymInt, SymBool)) and not (0 <= e <= 255):
                 raise ValueError("bytes must be in range(0, 256)")
-        return cls._make(bytes(concrete_value(e) for e in elems), elems)
+        return cls._build([e.as_int() if isinstance(e, SymBool) else e for e in elems])
 
     @classmethod
-    def _make(cls, data: bytes, elems: list) -> bytes:
-        return cls(data, elems) if _is_symbolic(elems) else data
+    def _build(cls, elems: list, length=None) -> bytes:
+        node = length.node if isinstance(length, SymInt) else None
+        data = bytes(concrete_value(e) for e in elems)
+        return cls(data, elems, node) if node is not None or is_symbolic(elems) else data
 
-    def concretize(self) -> bytes:
-        for e in self._e:
-            if type(e) is SymInt:
-                concrete(e)
+    @classmethod
+    def _elems(cls, value) -> list | None:
+        return _elems_of(value)
+
+    def _unit(self, e):
+        return e
+
+    def _plain(self) -> bytes:
         return bytes.__getitem__(self, slice(None))
+
+    def _line_breaks(self):
+        return ((10, 10), (13, 13))
 
     def __bytes__(self) -> bytes:
         return self.concretize()
 
-    def __getitem__(self, key):
-        if isinstance(key, slice):
-            start, stop, step = key.indices(len(self))
-            if step == 1:
-                cut = slice(start, stop)
-                return self._make(bytes.__getitem__(self, cut), self._e[cut])
-            picked = range(start, stop, step)
-            whole = bytes.__getitem__(self, slice(None))
-            return self._make(bytes(whole[i] for i in picked), [self._e[i] for i in picked])
-        try:
-            return self._e[key]
-        except IndexError:
-            raise IndexError("index out of range") from None
-
-    def __iter__(self):
-        return iter(self._e)
-
-    def __hash__(self) -> int:
-        return hash(self.concretize())
-
-    def __eq__(self, other):
-        theirs = _elems_of(other)
-        if theirs is None:
-            return NotImplemented
-        if len(theirs) != len(self._e):
-            return False
-        return _conjunction(a == b for a, b in zip(self._e, theirs, strict=True))
-
-    def __ne__(self, other):
-        same = self.__eq__(other)
-        if same is NotImplemented:
-            return same
-        return _not(same)
-
     def __contains__(self, item):
-        theirs = _elems_of(item)
-        if theirs is None:
-            if not isinstance(item, (int, SymInt, SymBool)):
-                raise TypeError(f"a bytes-like object is required, not '{type(item).__name__}'")
-            return _disjunction(e == item for e in self._e)
-        if not theirs:
-            return True
-        return _disjunction(self._window(p, theirs) for p in range(len(self._e) - len(theirs) + 1))
-
-    def __add__(self, other):
-        theirs = _elems_of(other)
-        if theirs is None:
-            return NotImplemented
-        return self._make(bytes.__add__(bytes.__getitem__(self, slice(None)), bytes(other)), self._e + theirs)
-
-    def __radd__(self, other):
-        theirs = _elems_of(other)
-        if theirs is None:
-            return NotImplemented
-        return self._make(bytes(other) + bytes.__getitem__(self, slice(None)), theirs + self._e)
-
-    def __mul__(self, count):
-        count = concrete(count)
-        return self._make(bytes.__getitem__(self, slice(None)) * count, self._e * count)
-
-    __rmul__ = __mul__
-
-    def __str__(self) -> str:
-        return str(self.concretize())
-
-    def __repr__(self) -> str:
-        return repr(self.concretize())
-
-    def _window(self, pos: int, sub: list):
-        return _conjunction(self._e[pos + k] == sub[k] for k in range(len(sub)))
+        if isinstance(item, (int, SymInt, SymBool)):
+            if not (0 <= item <= 255):
+                raise ValueError("byte must be in range(0, 256)")
+            return disjunction(e == item for e in self._e)
+        if _elems_of(item) is None:
+            raise TypeError(f"a bytes-like object is required, not '{type(item).__name__}'")
+        return super().__contains__(item)
 
     def _needle(self, sub) -> list:
+        if isinstance(sub, (int, SymInt)):
+            return [sub]
         theirs = _elems_of(sub)
         if theirs is None:
-            if isinstance(sub, (int, SymInt)):
-                return [sub]
             raise TypeError(f"argument should be integer or bytes-like object, not '{type(sub).__name__}'")
         return theirs
 
-    def _scan(self, sub, start, end, reverse: bool) -> int:
-        needle = self._needle(sub)
-        start, end = concrete(start), concrete(end)
-        if not needle:
-            method = bytes.rfind if reverse else bytes.find
-            return method(self.concretize(), b"", start, end)
-        begin, stop, _ = slice(start, end).indices(len(self))
-        positions = range(begin, stop - len(needle) + 1)
-        for pos in reversed(positions) if reverse else positions:
-            if self._window(pos, needle):
-                return pos
-        return -1
+    def __str__(self) -> str:
+        return rendered(str(self._plain()), self)
 
-    def find(self, sub, start=None, end=None) -> int:
-        return self._scan(sub, start, end, reverse=False)
+    def __repr__(self) -> str:
+        return rendered(repr(self._plain()), self)
 
-    def rfind(self, sub, start=None, end=None) -> int:
-        return self._scan(sub, start, end, reverse=True)
+    def __rmod__(self, other):
+        if not isinstance(other, (bytes, bytearray)):
+            return NotImplemented
+        return opaque(other % self.concretize())
 
-    def index(self, sub, start=None, end=None) -> int:
-        pos = self._scan(sub, start, end, reverse=False)
-        if pos < 0:
-            raise ValueError("subsection not found")
-        return pos
+    def decode(self, encoding: str = "utf-8", errors: str = "strict"):
+        from .symstr import decode
 
-    def rindex(self, sub, start=None, end=None) -> int:
-        pos = self._scan(sub, start, end, reverse=True)
-        if pos < 0:
-            raise ValueError("subsection not found")
-        return pos
+        return decode(self, encoding, errors)
 
-    def _affix(self, affix, start, end, at_end: bool):
-        if isinstance(affix, tuple):
-            return _disjunction(self._affix(one, start, end, at_end) for one in affix)
-        needle = _elems_of(affix)
-        if needle is None:
-            name = "endswith" if at_end else "startswith"
-            raise TypeError(f"{name} first arg must be bytes or a tuple of bytes, not {type(affix).__name__}")
-        begin, stop, _ = slice(concrete(start), concrete(end)).indices(len(self))
-        if stop - begin < len(needle):
+    def hex(self, *args):
+        if args:
+            return bytes.hex(self.concretize(), *(concrete_deep(a) for a in args))
+        from .symstr import SymStr
+
+        digits: list = []
+        for e in self._e:
+            digits.extend((hex_digit(e >> 4), hex_digit(e & 0xF)))
+        return SymStr._build(digits)
+
+    def lower(self):
+        return self._build([ascii_lower(e) for e in self._e])
+
+    def upper(self):
+        return self._build([ascii_upper(e) for e in self._e])
+
+    def _all(self, ranges):
+        if not self._e:
             return False
-        return self._window(stop - len(needle) if at_end else begin, needle)
+        return conjunction(in_ranges(e, ranges) for e in self._e)
 
-    def startswith(self, prefix, start=None, end=None):
-        return self._affix(prefix, start, end, at_end=False)
+    def isdigit(self):
+        return self._all(ASCII_DIGIT)
 
-    def endswith(self, suffix, start=None, end=None):
-        return self._affix(suffix, start, end, at_end=True)
+    def isalpha(self):
+        return self._all(ASCII_UPPER + ASCII_LOWER)
 
-    def split(self, sep=None, maxsplit=-1):
-        if sep is None:
-            return self.concretize().split(None, concrete(maxsplit))
-        needle = self._needle(sep)
-        if not needle:
-            raise ValueError("empty separator")
-        maxsplit = concrete(maxsplit)
-        pieces, begin = [], 0
-        while maxsplit < 0 or len(pieces) < maxsplit:
-            pos = self.find(sep, begin)
-            if pos < 0:
-                break
-            pieces.append(self[begin:pos])
-            begin = pos + len(needle)
-        pieces.append(self[begin:])
-        return pieces
+    def isalnum(self):
+        return self._all(ASCII_DIGIT + ASCII_UPPER + ASCII_LOWER)
 
+    def isspace(self):
+        return self._all(ASCII_SPACE)
 
-def _not(value):
-    if isinstance(value, SymBool):
-        return wrap(E.negate(value.node))
-    return not value
+    def isascii(self):
+        return conjunction(e < 0x80 for e in self._e)
 
+    def _cased(self, own, other):
+        """bytes.isupper/islower: no character of the other case, at least one of its own."""
+        if not self._e:
+            return False
+        none_other = conjunction(negation(in_ranges(e, other)) for e in self._e)
+        some_own = disjunction(in_ranges(e, own) for e in self._e)
+        return conjunction((none_other, some_own))
 
-def concrete_value(e) -> int:
-    """The concrete value of an element without recording anything (used to build the concrete twin)."""
-    if isinstance(e, SymInt):
-        return e.node.val
-    if isinstance(e, SymBool):
-        return int(e.node.val)
-    return e
+    def isupper(self):
+        return self._cased(ASCII_UPPER, ASCII_LOWER)
+
+    def islower(self):
+        return self._cased(ASCII_LOWER, ASCII_UPPER)
 
 
 def _pinned_method(name: str):
@@ -278,15 +201,15 @@ def _pinned_method(name: str):
     def pinned(self, *args, **kwargs):
         args = [concrete_deep(a) for a in args]
         kwargs = {k: concrete_deep(v) for k, v in kwargs.items()}
-        return method(self.concretize(), *args, **kwargs)
+        return opaque(method(self.concretize(), *args, **kwargs))
 
     pinned.__name__ = name
-    pinned.__doc__ = f"bytes.{name} on the concretised value (every symbolic byte is pinned)."
+    pinned.__doc__ = f"bytes.{name} on the concretised value (every symbolic byte is pinned; the result is opaque)."
     return pinned
 
 
 for _name in dir(bytes):
     if not _name.startswith("_") and _name not in _MODELLED and _name not in _CLASS_LEVEL:
         setattr(SymBytes, _name, _pinned_method(_name))
-for _name in ("__mod__", "__rmod__", "__lt__", "__le__", "__gt__", "__ge__", "__getnewargs__"):
+for _name in ("__mod__", "__lt__", "__le__", "__gt__", "__ge__", "__getnewargs__"):
     setattr(SymBytes, _name, _pinned_method(_name))

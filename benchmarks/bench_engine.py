@@ -1,0 +1,276 @@
+"""Engine benchmark (``make bench-engine``): branch coverage of real stdlib parsers, four tools, one measurer.
+
+For every parser of :mod:`benchmarks.engine_parsers` and every tool, one subprocess searches for
+the same window on one core and leaves a corpus directory:
+
+* ``engine``: this engine now (``explore``, one process, the parser's modules instrumented);
+* ``engine-before``: the engine as it was before issue 16 (the package of the base commit,
+  extracted with ``git archive`` and put first on ``PYTHONPATH``), given the same coverage
+  feedback (the parser's files) through its executor's traced-file set;
+* ``atheris``: libFuzzer on the parser with every loaded Python function instrumented;
+* ``crosshair``: ``crosshair cover --coverage_type=path`` on the adapter; its examples are the corpus.
+
+Then ONE measurer replays every corpus (plus the parser's seed, so every tool starts from the
+same baseline) in a fresh process under ``coverage.py`` with branch coverage restricted to the
+parser's own module files, and the table shows covered/total branches per tool per parser. A tool
+that cannot run shows its error in the table.
+
+    python -m benchmarks.bench_engine --seconds 60 --jobs 2 --out /tmp/bench-engine
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import concurrent.futures
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+TOOLS = ("engine", "engine-before", "atheris", "crosshair")
+BASE_COMMIT = "6096f1d"
+REPLAY_TIMEOUT_S = 5
+
+
+def _write(corpus: Path, data: bytes) -> None:
+    (corpus / hashlib.sha256(data).hexdigest()).write_bytes(data)
+
+
+def _module_files(parser: str) -> list[str]:
+    import importlib
+
+    from benchmarks import engine_parsers
+
+    return sorted({importlib.import_module(m).__file__ for m in engine_parsers.MODULES[parser]})
+
+
+# -- the tools (each runs in its own subprocess: `python -m benchmarks.bench_engine _tool ...`) ------
+def _run_engine(parser: str, corpus: Path, seconds: float, before: bool) -> dict:
+    from benchmarks import engine_parsers
+    from symcc_ulfm.executors.concolic import ConcolicExecutor
+    from symcc_ulfm.explore import explore
+
+    spec = f"{HERE / 'engine_parsers.py'}:t_{parser}"
+    seed = engine_parsers.SEEDS[parser]
+    options = {"seeds": [seed.hex()]}
+    if before:
+        executor = ConcolicExecutor(spec, options)
+        executor._files = frozenset(executor._files) | frozenset(_module_files(parser))
+    else:
+        executor = ConcolicExecutor(spec, {**options, "modules": engine_parsers.MODULES[parser]})
+    stats = explore(executor, seconds, corpus)
+    import symcc_ulfm
+
+    return {"package": os.path.dirname(symcc_ulfm.__file__),
+            **{k: stats[k] for k in ("runs", "executions", "generated", "unique", "novel", "solver_queries")}}
+
+
+def _run_atheris(parser: str, corpus: Path, seconds: float) -> dict:
+    import atheris
+
+    from benchmarks import engine_parsers
+
+    function = getattr(engine_parsers, f"t_{parser}")
+    atheris.instrument_all()
+
+    def one(data: bytes) -> None:
+        try:
+            function(data)
+        except Exception:
+            pass
+
+    _write(corpus, engine_parsers.SEEDS[parser])
+    atheris.Setup([sys.argv[0], str(corpus), f"-max_total_time={int(seconds)}", "-timeout=5",
+                   "-rss_limit_mb=4096", "-print_final_stats=1"], one)
+    atheris.Fuzz()
+    return {}
+
+
+def _run_crosshair(parser: str, corpus: Path, seconds: float) -> dict:
+    command = [sys.executable, "-m", "crosshair", "cover", f"engine_parsers.t_{parser}",
+               "--example_output_format=arg_dictionary", "--coverage_type=path",
+               f"--per_condition_timeout={seconds * 0.9:.0f}"]
+    env = dict(os.environ, PYTHONPATH=str(HERE))
+    done = subprocess.run(command, cwd=HERE, env=env, capture_output=True, text=True, timeout=seconds + 120)
+    examples = 0
+    for line in done.stdout.splitlines():
+        try:
+            value = ast.literal_eval(line.strip())
+        except (ValueError, SyntaxError):
+            continue
+        if isinstance(value, dict) and isinstance(value.get("data"), bytes):
+            _write(corpus, value["data"])
+            examples += 1
+    if not examples and done.returncode:
+        raise RuntimeError(f"crosshair exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}")
+    return {"examples": examples}
+
+
+def _tool_main(tool: str, parser: str, corpus: str, seconds: str) -> None:
+    corpus_dir = Path(corpus)
+    corpus_dir.mkdir(parents=True, exist_ok=True)
+    if tool in ("engine", "engine-before"):
+        stats = _run_engine(parser, corpus_dir, float(seconds), tool == "engine-before")
+    elif tool == "atheris":
+        stats = _run_atheris(parser, corpus_dir, float(seconds))
+    else:
+        stats = _run_crosshair(parser, corpus_dir, float(seconds))
+    print(json.dumps(stats))
+
+
+# -- the measurer (one code path for every corpus) ---------------------------------------------------
+def _alarm(_signum, _frame):
+    raise TimeoutError("replay timeout")
+
+
+def _measure_main(parser: str, corpus: str, out: str) -> None:
+    import coverage
+
+    from benchmarks import engine_parsers
+
+    function = getattr(engine_parsers, f"t_{parser}")
+    files = _module_files(parser)
+    inputs = [engine_parsers.SEEDS[parser]]
+    inputs += [p.read_bytes() for p in sorted(Path(corpus).iterdir()) if p.is_file() and not p.name.startswith(".")]
+    signal.signal(signal.SIGALRM, _alarm)
+    cov = coverage.Coverage(branch=True, include=files, data_file=None)
+    cov.start()
+    for data in inputs:
+        signal.alarm(REPLAY_TIMEOUT_S)
+        try:
+            function(data)
+        except BaseException:  # a parser may raise anything on a bad input
+            pass
+        finally:
+            signal.alarm(0)
+    cov.stop()
+    with tempfile.NamedTemporaryFile(suffix=".json") as report:
+        cov.json_report(outfile=report.name)
+        totals = json.loads(Path(report.name).read_text())["totals"]
+    Path(out).write_text(json.dumps({"inputs": len(inputs), "covered_branches": totals["covered_branches"],
+                                     "num_branches": totals["num_branches"]}))
+
+
+# -- orchestration -----------------------------------------------------------------------------------------
+def _extract_base(commit: str, into: Path) -> Path:
+    into.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "symcc_ulfm"], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def _env(pythonpath: list[Path]) -> dict:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in pythonpath), PYTHONHASHSEED="0")
+
+
+def _stats(stdout: str) -> dict:
+    """The JSON line a tool printed last (atheris exits from inside libFuzzer and prints none)."""
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return {}
+
+
+def _cell(tool: str, parser: str, seconds: float, out: Path, base: Path) -> dict:
+    corpus = out / "corpus" / tool / parser
+    corpus.mkdir(parents=True, exist_ok=True)
+    path = [base, ROOT] if tool == "engine-before" else [ROOT]
+    command = ["nice", "-n", "10", sys.executable, "-m", "benchmarks.bench_engine", "_tool", tool, parser,
+               str(corpus), str(seconds)]
+    start = time.monotonic()
+    try:
+        # cwd is the corpus (``-m`` puts the cwd first on sys.path: the base package must win there)
+        done = subprocess.run(command, cwd=corpus, env=_env(path), capture_output=True, text=True,
+                              timeout=seconds + 180)
+        error = None
+        if done.returncode:
+            tail = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:]
+            error = f"exit {done.returncode}: {tail[0] if tail else ''}"[:160]
+        stats = _stats(done.stdout)
+    except subprocess.TimeoutExpired:
+        error, stats = "did not finish in the window + 180 s", {}
+    return {"tool": tool, "parser": parser, "seconds": round(time.monotonic() - start, 1), "error": error,
+            "stats": stats, "corpus": str(corpus), "corpus_size": sum(1 for _ in corpus.iterdir())}
+
+
+def _measure(cell: dict, out: Path) -> dict:
+    result = out / "measure" / f"{cell['tool']}-{cell['parser']}.json"
+    result.parent.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "benchmarks.bench_engine", "_measure", cell["parser"], cell["corpus"],
+               str(result)]
+    done = subprocess.run(command, cwd=ROOT, env=_env([ROOT]), capture_output=True, text=True, timeout=3600)
+    if done.returncode:
+        return {**cell, "measure_error": done.stderr.strip().splitlines()[-1:]}
+    return {**cell, **json.loads(result.read_text())}
+
+
+def table(cells: list[dict], parsers: list[str], tools: list[str]) -> str:
+    rows = {(c["parser"], c["tool"]): c for c in cells}
+    lines = ["| parser | branches | " + " | ".join(tools) + " |", "|---|---|" + "---|" * len(tools)]
+    for parser in parsers:
+        total = next((rows[(parser, t)]["num_branches"] for t in tools if "num_branches" in rows.get((parser, t), {})),
+                     "?")
+        marks = []
+        best = max((rows[(parser, t)].get("covered_branches", -1) for t in tools if not rows[(parser, t)]["error"]),
+                   default=-1)
+        for tool in tools:
+            cell = rows[(parser, tool)]
+            if cell["error"]:
+                marks.append(f"error: {cell['error']}")
+            elif "covered_branches" not in cell:
+                marks.append(f"measure error: {cell.get('measure_error')}")
+            else:
+                text = f"{cell['covered_branches']} ({cell['corpus_size']} inputs)"
+                marks.append(f"**{text}**" if cell["covered_branches"] == best else text)
+        lines.append(f"| {parser} | {total} | " + " | ".join(marks) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["_tool"]:
+        _tool_main(*argv[1:5])
+        return 0
+    if argv[:1] == ["_measure"]:
+        _measure_main(*argv[1:4])
+        return 0
+    from benchmarks import engine_parsers
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--jobs", type=int, default=2, help="cells run at once (one core each)")
+    parser.add_argument("--parsers", nargs="*", default=engine_parsers.PARSERS)
+    parser.add_argument("--tools", nargs="*", default=list(TOOLS))
+    parser.add_argument("--base", default=BASE_COMMIT, help="commit of the engine before issue 16")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    out = Path(args.out or tempfile.mkdtemp(prefix="bench-engine-"))
+    out.mkdir(parents=True, exist_ok=True)
+    base = _extract_base(args.base, out / "before")
+    jobs = [(tool, p) for p in args.parsers for tool in args.tools]
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        cells = list(pool.map(lambda job: _cell(job[0], job[1], args.seconds, out, base), jobs))
+        measured = list(pool.map(lambda cell: _measure(cell, out), cells))
+    (out / "results.json").write_text(json.dumps(measured, indent=1))
+    text = table(measured, args.parsers, args.tools)
+    (out / "table.md").write_text(text + "\n")
+    print(text)
+    print(f"\nresults: {out / 'results.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

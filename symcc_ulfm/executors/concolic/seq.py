@@ -1,0 +1,486 @@
+"""What symbolic ``bytes`` and ``str`` share: a sequence of symbolic code units.
+
+:class:`SymSequence` is a mixin for :class:`.symbytes.SymBytes` and :class:`.symstr.SymStr`. Both
+are subclasses of the real type holding the concrete value (so C code that reads the buffer
+sees real data), plus ``_e``, one element per code unit (a byte or a code point: an ``int`` or a
+:class:`.symbolic.SymInt`), and ``_len``, the expression of their length when it depends on the
+input's length (see :func:`length_of`), else None.
+
+The scanning methods (``find``, ``in``, ``split``, ``strip`` ...) record one branch per position
+they examine, as the C loop they stand for would. The concrete result is always computed by the
+same rule as Python's; a subclass supplies the unit type (an ``int`` for bytes, a one-character
+string for str), the whitespace and character-class predicates, and how a result is built.
+"""
+
+from __future__ import annotations
+
+from . import expr as E
+from . import path as P
+from .symbolic import SymBool, SymInt, concrete, wrap
+
+
+def concrete_value(e) -> int:
+    """The concrete value of an element without recording anything."""
+    if isinstance(e, SymInt):
+        return e.node.val
+    if isinstance(e, SymBool):
+        return int(e.node.val)
+    return e
+
+
+def is_symbolic(elems) -> bool:
+    return any(type(e) is SymInt for e in elems)
+
+
+def conjunction(parts) -> bool | SymBool:
+    """``all(parts)`` without asking for the truth of symbolic parts (no branch recorded)."""
+    nodes = []
+    for part in parts:
+        if isinstance(part, SymBool):
+            nodes.append(part.node)
+        elif not part:
+            return False
+    if not nodes:
+        return True
+    result = nodes[0]
+    for node in nodes[1:]:
+        result = E.make(E.BAND, (result, node))
+    return wrap(result)
+
+
+def disjunction(parts) -> bool | SymBool:
+    """``any(parts)`` without asking for the truth of symbolic parts."""
+    nodes = []
+    for part in parts:
+        if isinstance(part, SymBool):
+            nodes.append(part.node)
+        elif part:
+            return True
+    if not nodes:
+        return False
+    result = nodes[0]
+    for node in nodes[1:]:
+        result = E.make(E.BOR, (result, node))
+    return wrap(result)
+
+
+def negation(value):
+    if isinstance(value, SymBool):
+        return wrap(E.negate(value.node))
+    return not value
+
+
+def ite(cond, then, other):
+    """``then if cond else other`` as a value, without recording a branch."""
+    if not isinstance(cond, SymBool):
+        return then if cond else other
+    a, b = E.lift(_node(then)), E.lift(_node(other))
+    return wrap(E.make(E.ITE, (cond.node, a, b)))
+
+
+def _node(value):
+    if isinstance(value, SymInt):
+        return value.node
+    if isinstance(value, SymBool):
+        return value.as_int().node
+    return value
+
+
+def in_ranges(e, ranges) -> bool | SymBool:
+    """``e`` lies in one of the inclusive ``(low, high)`` ranges, as one condition."""
+    return disjunction(_between(e, low, high) for low, high in ranges)
+
+
+def _between(e, low: int, high: int):
+    if low == high:
+        return e == low
+    return conjunction((low <= e, e <= high))
+
+
+def length_of(obj):
+    """``len(obj)``: a SymInt when the length depends on the input's length, else an int."""
+    node = getattr(obj, "_len", None) if isinstance(obj, SymSequence) else None
+    return SymInt(node) if isinstance(node, E.Node) else len(obj)
+
+
+def slice_length(total, start: int, stop: int | None):
+    """Length of ``x[start:stop]`` (start >= 0, stop None or >= 0) when ``len(x)`` is ``total``."""
+    end = total if stop is None else ite(total <= stop, total, stop)
+    return ite(end <= start, 0, end - start)
+
+
+class SymSequence:
+    """Mixin: the modelled protocol of a symbolic bytes/str (see the module docstring)."""
+
+    _e: list
+    _len: E.Node | None = None
+    _whitespace: tuple[tuple[int, int], ...] = ()
+
+    # -- supplied by the subclass ----------------------------------------------------------------
+    @classmethod
+    def _build(cls, elems: list, length=None):
+        raise NotImplementedError
+
+    def _unit(self, e):
+        raise NotImplementedError
+
+    @classmethod
+    def _elems(cls, value) -> list | None:
+        raise NotImplementedError
+
+    def _plain(self):
+        raise NotImplementedError
+
+    # -- pins --------------------------------------------------------------------------------------
+    def concretize(self):
+        for e in self._e:
+            if type(e) is SymInt:
+                concrete(e)
+        if isinstance(self._len, E.Node):
+            P.pin(self._len)
+        return self._plain()
+
+    def __hash__(self) -> int:
+        return hash(self.concretize())
+
+    # -- indexing ------------------------------------------------------------------------------------
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return self._slice(key)
+        key = concrete(key) if not isinstance(key, int) else key
+        if isinstance(self._len, E.Node):
+            if key < 0:
+                P.pin(self._len)
+            elif key >= len(self._e) and not (SymInt(self._len) > key):
+                raise IndexError("index out of range")  # a branch: its negation is a longer input
+        try:
+            return self._unit(self._e[key])
+        except IndexError:
+            raise IndexError("index out of range") from None
+        except TypeError:
+            raise TypeError(f"indices must be integers or slices, not {type(key).__name__}") from None
+
+    def _slice(self, key: slice):
+        raw = (key.start, key.stop, key.step)
+        if any(isinstance(x, (SymInt, SymBool)) for x in raw):
+            key = slice(*(concrete(x) for x in raw))
+        start, stop, step = key.indices(len(self._e))
+        if step != 1:
+            return self._build([self._e[i] for i in range(start, stop, step)])
+        length = None
+        if isinstance(self._len, E.Node):
+            if (key.start is None or key.start >= 0) and (key.stop is None or key.stop >= 0):
+                length = slice_length(SymInt(self._len), start, key.stop)
+            else:
+                P.pin(self._len)
+        return self._build(self._e[start:stop], length)
+
+    def __iter__(self):
+        return (self._unit(e) for e in self._e)
+
+    # -- comparison ----------------------------------------------------------------------------------
+    def __eq__(self, other):
+        theirs = self._elems(other)
+        if theirs is None:
+            return NotImplemented
+        size = SymInt(self._len) == len(theirs) if isinstance(self._len, E.Node) else True
+        if len(theirs) != len(self._e):
+            return size if isinstance(size, SymBool) else False
+        return conjunction([size, *(a == b for a, b in zip(self._e, theirs, strict=True))])
+
+    def __ne__(self, other):
+        same = self.__eq__(other)
+        return same if same is NotImplemented else negation(same)
+
+    def _window(self, pos: int, sub: list):
+        return conjunction(self._e[pos + k] == sub[k] for k in range(len(sub)))
+
+    def _needle(self, sub) -> list:
+        theirs = self._elems(sub)
+        if theirs is None:
+            raise TypeError(f"must be {type(self._plain()).__name__}-like, not {type(sub).__name__}")
+        return theirs
+
+    def __contains__(self, item):
+        theirs = self._needle(item)
+        if not theirs:
+            return True
+        return disjunction(self._window(p, theirs) for p in range(len(self._e) - len(theirs) + 1))
+
+    # -- building ----------------------------------------------------------------------------------
+    def __add__(self, other):
+        theirs = self._elems(other)
+        if theirs is None:
+            return NotImplemented
+        return self._build(self._e + theirs)
+
+    def __radd__(self, other):
+        theirs = self._elems(other)
+        if theirs is None:
+            return NotImplemented
+        return self._build(theirs + self._e)
+
+    def __mul__(self, count):
+        if not isinstance(count, (int, SymInt, SymBool)):
+            return NotImplemented
+        return self._build(self._e * concrete(count))
+
+    __rmul__ = __mul__
+
+    def join(self, parts):
+        parts = list(parts)
+        elems: list = []
+        for k, part in enumerate(parts):
+            theirs = self._elems(part)
+            if theirs is None:
+                raise TypeError(f"sequence item {k}: expected a {type(self._plain()).__name__}-like object, "
+                                f"{type(part).__name__} found")
+            if k:
+                elems.extend(self._e)
+            elems.extend(theirs)
+        return self._build(elems)
+
+    # -- searching -----------------------------------------------------------------------------------
+    def _scan(self, sub, start, end, reverse: bool) -> int:
+        needle = self._needle(sub)
+        begin, stop, _ = slice(concrete(start), concrete(end)).indices(len(self._e))
+        if not needle:
+            method = type(self._plain()).rfind if reverse else type(self._plain()).find
+            return method(self._plain(), self._plain()[:0], concrete(start), concrete(end))
+        positions = range(begin, stop - len(needle) + 1)
+        for pos in reversed(positions) if reverse else positions:
+            if self._window(pos, needle):
+                return pos
+        return -1
+
+    def find(self, sub, start=None, end=None) -> int:
+        return self._scan(sub, start, end, reverse=False)
+
+    def rfind(self, sub, start=None, end=None) -> int:
+        return self._scan(sub, start, end, reverse=True)
+
+    def index(self, sub, start=None, end=None) -> int:
+        pos = self._scan(sub, start, end, reverse=False)
+        if pos < 0:
+            raise ValueError("substring not found")
+        return pos
+
+    def rindex(self, sub, start=None, end=None) -> int:
+        pos = self._scan(sub, start, end, reverse=True)
+        if pos < 0:
+            raise ValueError("substring not found")
+        return pos
+
+    def count(self, sub, start=None, end=None) -> int:
+        needle = self._needle(sub)
+        if not needle:
+            return type(self._plain()).count(self._plain(), self._plain()[:0], concrete(start), concrete(end))
+        begin, stop, _ = slice(concrete(start), concrete(end)).indices(len(self._e))
+        total, pos = 0, begin
+        while pos <= stop - len(needle):
+            if self._window(pos, needle):
+                total += 1
+                pos += len(needle)
+            else:
+                pos += 1
+        return total
+
+    def _affix(self, affix, start, end, at_end: bool):
+        if isinstance(affix, tuple):
+            return disjunction(self._affix(one, start, end, at_end) for one in affix)
+        needle = self._elems(affix)
+        if needle is None:
+            name = "endswith" if at_end else "startswith"
+            kind = type(self._plain()).__name__
+            raise TypeError(f"{name} first arg must be {kind} or a tuple of {kind}, not {type(affix).__name__}")
+        begin, stop, _ = slice(concrete(start), concrete(end)).indices(len(self._e))
+        if isinstance(self._len, E.Node) and (at_end or end is not None):
+            P.pin(self._len)
+        if begin > len(self._e):
+            return False
+        if stop - begin < len(needle):
+            if isinstance(self._len, E.Node) and begin >= 0:
+                return SymInt(self._len) >= begin + len(needle)  # false now: a longer input may match
+            return False
+        return self._window(stop - len(needle) if at_end else begin, needle)
+
+    def startswith(self, prefix, start=None, end=None):
+        return self._affix(prefix, start, end, at_end=False)
+
+    def endswith(self, suffix, start=None, end=None):
+        return self._affix(suffix, start, end, at_end=True)
+
+    # -- splitting -----------------------------------------------------------------------------------
+    def _space(self, e):
+        return in_ranges(e, self._whitespace)
+
+    def split(self, sep=None, maxsplit=-1):
+        maxsplit = concrete(maxsplit)
+        if sep is None:
+            return self._split_space(maxsplit)
+        needle = self._needle(sep)
+        if not needle:
+            raise ValueError("empty separator")
+        pieces, begin = [], 0
+        while maxsplit < 0 or len(pieces) < maxsplit:
+            pos = self.find(sep, begin)
+            if pos < 0:
+                break
+            pieces.append(self[begin:pos])
+            begin = pos + len(needle)
+        pieces.append(self[begin:])
+        return pieces
+
+    def _split_space(self, maxsplit: int) -> list:
+        pieces, pos, n = [], 0, len(self._e)
+        while True:
+            while pos < n and self._space(self._e[pos]):
+                pos += 1
+            if pos == n:
+                return pieces
+            if 0 <= maxsplit <= len(pieces):
+                end = n
+                while end > pos and self._space(self._e[end - 1]):
+                    end -= 1
+                pieces.append(self._build(self._e[pos:end]))
+                return pieces
+            begin = pos
+            while pos < n and not self._space(self._e[pos]):
+                pos += 1
+            pieces.append(self._build(self._e[begin:pos]))
+
+    def rsplit(self, sep=None, maxsplit=-1):
+        maxsplit = concrete(maxsplit)
+        if maxsplit < 0:
+            return self.split(sep)
+        if sep is None:
+            return self._rsplit_space(maxsplit)
+        needle = self._needle(sep)
+        if not needle:
+            raise ValueError("empty separator")
+        pieces, end = [], len(self._e)
+        while len(pieces) < maxsplit:
+            pos = self.rfind(sep, 0, end)
+            if pos < 0:
+                break
+            pieces.append(self._build(self._e[pos + len(needle):end]))
+            end = pos
+        pieces.append(self._build(self._e[:end]))
+        return pieces[::-1]
+
+    def _rsplit_space(self, maxsplit: int) -> list:
+        pieces, pos = [], len(self._e)
+        while True:
+            while pos > 0 and self._space(self._e[pos - 1]):
+                pos -= 1
+            if pos == 0:
+                return pieces[::-1]
+            if len(pieces) >= maxsplit:
+                begin = 0
+                while begin < pos and self._space(self._e[begin]):
+                    begin += 1
+                pieces.append(self._build(self._e[begin:pos]))
+                return pieces[::-1]
+            end = pos
+            while pos > 0 and not self._space(self._e[pos - 1]):
+                pos -= 1
+            pieces.append(self._build(self._e[pos:end]))
+
+    def partition(self, sep):
+        needle = self._needle(sep)
+        if not needle:
+            raise ValueError("empty separator")
+        pos = self.find(sep)
+        if pos < 0:
+            return self, self._build([]), self._build([])
+        return self._build(self._e[:pos]), self._build(needle), self[pos + len(needle):]
+
+    def rpartition(self, sep):
+        needle = self._needle(sep)
+        if not needle:
+            raise ValueError("empty separator")
+        pos = self.rfind(sep)
+        if pos < 0:
+            return self._build([]), self._build([]), self
+        return self._build(self._e[:pos]), self._build(needle), self[pos + len(needle):]
+
+    # -- stripping -----------------------------------------------------------------------------------
+    def _strip_test(self, chars):
+        if chars is None:
+            return self._space
+        theirs = self._needle(chars)
+        return lambda e: disjunction(e == c for c in theirs)
+
+    def _stripped(self, chars, left: bool, right: bool):
+        test = self._strip_test(chars)
+        begin, end = 0, len(self._e)
+        if left:
+            while begin < end and test(self._e[begin]):
+                begin += 1
+        if right:
+            while end > begin and test(self._e[end - 1]):
+                end -= 1
+        return self._build(self._e[begin:end])
+
+    def strip(self, chars=None):
+        return self._stripped(chars, True, True)
+
+    def lstrip(self, chars=None):
+        return self._stripped(chars, True, False)
+
+    def rstrip(self, chars=None):
+        return self._stripped(chars, False, True)
+
+    def removeprefix(self, prefix):
+        needle = self._needle(prefix)
+        return self._build(self._e[len(needle):]) if needle and self.startswith(prefix) else self
+
+    def removesuffix(self, suffix):
+        needle = self._needle(suffix)
+        return self._build(self._e[:-len(needle)]) if needle and self.endswith(suffix) else self
+
+    def replace(self, old, new, count=-1):
+        old_e, new_e = self._needle(old), self._needle(new)
+        count = concrete(count)
+        if not old_e:
+            slots = len(self._e) + 1
+            limit = slots if count < 0 else min(count, slots)
+            out: list = []
+            for i in range(slots):
+                if i < limit:
+                    out.extend(new_e)
+                if i < len(self._e):
+                    out.append(self._e[i])
+            return self._build(out)
+        out, pos, done, n = [], 0, 0, len(self._e)
+        while pos <= n - len(old_e) and (count < 0 or done < count):
+            if self._window(pos, old_e):
+                out.extend(new_e)
+                pos += len(old_e)
+                done += 1
+            else:
+                out.append(self._e[pos])
+                pos += 1
+        out.extend(self._e[pos:])
+        return self._build(out)
+
+    def splitlines(self, keepends=False):
+        keepends = bool(concrete(keepends))
+        breaks = self._line_breaks()
+        lines, begin, pos, n = [], 0, 0, len(self._e)
+        while pos < n:
+            e = self._e[pos]
+            if in_ranges(e, breaks):
+                end = pos + 1
+                if e == 0x0D and end < n and self._e[end] == 0x0A:
+                    end += 1
+                lines.append(self._build(self._e[begin:end if keepends else pos]))
+                begin = pos = end
+            else:
+                pos += 1
+        if begin < n:
+            lines.append(self[begin:])
+        return lines
+
+    def _line_breaks(self) -> tuple[tuple[int, int], ...]:
+        raise NotImplementedError
