@@ -236,7 +236,7 @@ def _deep(name):
 ])
 def test_idiom_targets_reach_their_deepest_branch(name, seed, tmp_path):
     executor = ConcolicExecutor(f"{FIXTURE}:{name}")
-    stats = explore(executor, 60, tmp_path, [seed], stop_when=_deep(name))
+    stats = explore(executor, 60, tmp_path, [seed], stop_returned="deep")
     assert stats["stopped_early"], stats
 
 
