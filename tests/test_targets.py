@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import plistlib
 import time
+import zlib
 
 import pytest
 
@@ -11,8 +13,14 @@ from symcc_ulfm.executors import create
 from symcc_ulfm.executors.concolic import path as P
 from symcc_ulfm.executors.concolic.shadow import symbolic_twin
 from symcc_ulfm.executors.concolic.symbytes import SymBytes
-from symcc_ulfm.targets import DEFAULT_TARGET, list_targets, names, resolve_target
+from symcc_ulfm.targets import DEFAULT_TARGET, bundle, list_targets, names, resolve_target
 from symcc_ulfm.targets.pnglike import SIGNATURE, chunk, crc32
+
+
+def bundle_of(version: int, sections: list[tuple[int, bytes]], check: bool = False) -> bytes:
+    body = bundle.MAGIC + bytes([version]) + b"".join(bundle._section(k, p) for k, p in sections)
+    return body + bundle._section(bundle.S_CHECK, zlib.adler32(body).to_bytes(4, "big")) if check else body
+
 
 # One hand-made input per target that reaches its deepest branch (checks the markers).
 DEEP_INPUTS = {
@@ -22,6 +30,8 @@ DEEP_INPUTS = {
     "tokenizer": b"((5348/(3+1)))",
     "pnglike": SIGNATURE + chunk(b"IHDR", bytes([0, 0, 0, 1, 0, 0, 0, 1, 16, 6, 0, 0, 0]))
     + chunk(b"tEXt", b"Debug\x00x") + chunk(b"IEND", b""),
+    "bundle": bundle_of(2, [(bundle.S_META, plistlib.dumps({"name": "p", "debug": True})),
+                            (bundle.S_CONFIG, b'[package]\nname = "p"\n')], check=True),
 }
 
 
@@ -33,6 +43,12 @@ BUG_INPUTS = {
     "varint": [(bytes([1, 1, 100]), "exception", "IndexError at varint.py:parse:")],
     "tokenizer": [(b"(7%(3-3))", "exception", "ZeroDivisionError at tokenizer.py:Parser.term:"),
                   (b"(" * 500 + b"1" + b")" * 500, "exception", "RecursionError at tokenizer.py:")],
+    "bundle": [(bundle_of(1, [(bundle.S_META, plistlib.dumps({"name": "p", "build": 0}))]), "exception",
+                "ZeroDivisionError at bundle.py:parse:"),
+               (bundle_of(2, [(bundle.S_REF, b"\x00")]), "exception", "IndexError at bundle.py:parse:"),
+               (bundle_of(1, [(bundle.S_META, plistlib.dumps({"name": "p"})),
+                              (bundle.S_CONFIG, b'[package]\nname = "p"\n[limits]\nshards = 0\n')]), "exception",
+                "ZeroDivisionError at bundle.py:parse:")],
     "pnglike": [(SIGNATURE + chunk(b"IHDR", bytes([0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0]))
                  + chunk(b"tEXt", b"Dump\x00\x7f\xff\xff\xff") + chunk(b"IEND", b""), "oom", "MemoryError at pnglike.py:")],
 }
@@ -40,7 +56,7 @@ BUG_INPUTS = {
 
 def test_registry_lists_every_target_with_seeds_expectations_and_bugs():
     listed = list_targets()
-    assert [t["name"] for t in listed] == names() == ["tlv", "pnglike", "tokenizer", "varint", "magic32"]
+    assert [t["name"] for t in listed] == names() == ["tlv", "pnglike", "tokenizer", "varint", "magic32", "bundle"]
     for item in listed:
         assert item["description"] and item["seed_lengths"] and all(n > 0 for n in item["seed_lengths"])
         assert item["entry"].startswith("symcc_ulfm.targets.")

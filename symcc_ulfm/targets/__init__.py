@@ -30,7 +30,7 @@ from types import ModuleType
 from ..errors import TargetError
 
 DEFAULT_TARGET = "tlv"
-_BUILTIN = ("tlv", "pnglike", "tokenizer", "varint", "magic32")
+_BUILTIN = ("tlv", "pnglike", "tokenizer", "varint", "magic32", "bundle")
 _FORMS = "a built-in name ({}), module:function or path/file.py:function".format(", ".join(_BUILTIN))
 
 
@@ -52,6 +52,7 @@ class TargetInfo:
     builtin: bool
     expected: tuple[str, ...] = ()
     bugs: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()  # other modules whose code the target runs and that are traced with it
 
     @property
     def source_sha256(self) -> str:
@@ -71,7 +72,8 @@ def _builtin(name: str) -> TargetInfo:
     module = importlib.import_module(f"{__name__}.{name}")
     path = os.path.abspath(module.__file__)
     return TargetInfo(name, module.parse, module.DESCRIPTION, tuple(module.SEEDS), module.DEEP, path,
-                      (module.parse.__code__.co_filename,), True, tuple(module.EXPECTED), tuple(module.BUGS))
+                      (module.parse.__code__.co_filename,), True, tuple(module.EXPECTED), tuple(module.BUGS),
+                      tuple(getattr(module, "MODULES", ())))
 
 
 def list_targets() -> list[dict]:

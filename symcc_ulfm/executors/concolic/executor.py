@@ -114,7 +114,8 @@ class ConcolicExecutor(Executor):
     is 16 zero bytes), ``expected_exceptions`` (see :mod:`.classify`; default: the built-in
     target's documented rejections, none for other targets: every uncaught exception is a
     finding) and ``modules`` (names of the modules whose code the target runs, such as a
-    parser's own modules: they are traced for coverage and instrumented for the symbolic run).
+    parser's own modules: they are traced for coverage and instrumented for the symbolic run;
+    default: the built-in target's ``MODULES``).
     """
 
     name = "concolic"
@@ -123,8 +124,9 @@ class ConcolicExecutor(Executor):
     def __init__(self, target: str | None = None, options: Mapping[str, Any] | None = None):
         self.options = _options(dict(options or {}))
         self.info: TargetInfo = resolve_target(target if target is not None else DEFAULT_TARGET)
-        self._twin = symbolic_twin(self.info.function, self.options["modules"] or ())
-        self._files = frozenset(self.info.files) | _module_files(self.options["modules"])
+        modules = self.info.modules if self.options["modules"] is None else self.options["modules"]
+        self._twin = symbolic_twin(self.info.function, modules)
+        self._files = frozenset(self.info.files) | _module_files(modules)
         self._search = GenerationalSearch(
             query_timeout_ms=self.options["query_timeout_ms"],
             max_branches=self.options["max_branches_per_run"],
