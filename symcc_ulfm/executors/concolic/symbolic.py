@@ -14,6 +14,7 @@ than :data:`.expr.MAX_WIDTH` bits.
 from __future__ import annotations
 
 import operator
+from typing import ClassVar
 
 from . import expr as E
 from . import path as P
@@ -109,6 +110,8 @@ def _binary_pair(op: int):
 
 
 class SymInt:
+    bytes_type: ClassVar[type]  # SymBytes, set by :mod:`.symbytes` (built on this module) when it is imported
+
     """An int whose value depends on input bytes."""
 
     __slots__ = ("node",)
@@ -221,8 +224,6 @@ class SymInt:
 
     def to_bytes(self, length: int = 1, byteorder: str = "big", *, signed: bool = False):
         """Modelled when every possible value fits; otherwise concretised (Python would raise)."""
-        from .symbytes import SymBytes
-
         length = concrete(length)
         low, high = (-(1 << (8 * length - 1)), 1 << (8 * length - 1)) if signed else (0, 1 << (8 * length))
         if not (low <= self.node.lo and self.node.hi < high):
@@ -230,7 +231,7 @@ class SymInt:
         digits = [(self >> (8 * k)) & 0xFF for k in range(length)]
         if byteorder == "big":
             digits.reverse()
-        return SymBytes.from_elements(digits)
+        return SymInt.bytes_type.from_elements(digits)
 
 
 for _name, _op in (("add", E.ADD), ("sub", E.SUB), ("mul", E.MUL), ("and", E.AND), ("or", E.OR),

@@ -17,6 +17,9 @@ instruments, and a child that diverges because of such a gap is reported in
 
 from __future__ import annotations
 
+from types import ModuleType
+from typing import ClassVar
+
 from . import expr as E
 from .i2s import opaque, rendered
 from .seq import SymSequence, concrete_value, conjunction, disjunction, in_ranges, is_symbolic, ite, negation
@@ -66,6 +69,8 @@ def ascii_upper(e):
 
 
 class SymBytes(SymSequence, bytes):
+    text: ClassVar[ModuleType]  # :mod:`.symstr` (built on this module), set when it is imported
+
     """Input bytes carrying expressions; see the module docstring for what is modelled."""
 
     _whitespace = ASCII_SPACE
@@ -140,19 +145,15 @@ class SymBytes(SymSequence, bytes):
         return opaque(other % self.concretize())
 
     def decode(self, encoding: str = "utf-8", errors: str = "strict"):
-        from .symstr import decode
-
-        return decode(self, encoding, errors)
+        return self.text.decode(self, encoding, errors)
 
     def hex(self, *args):
         if args:
             return bytes.hex(self.concretize(), *(concrete_deep(a) for a in args))
-        from .symstr import SymStr
-
         digits: list = []
         for e in self._e:
             digits.extend((hex_digit(e >> 4), hex_digit(e & 0xF)))
-        return SymStr._build(digits)
+        return self.text.SymStr._build(digits)
 
     def lower(self):
         return self._build([ascii_lower(e) for e in self._e])
@@ -213,3 +214,6 @@ for _name in dir(bytes):
         setattr(SymBytes, _name, _pinned_method(_name))
 for _name in ("__mod__", "__lt__", "__le__", "__gt__", "__ge__", "__getnewargs__"):
     setattr(SymBytes, _name, _pinned_method(_name))
+
+
+SymInt.bytes_type = SymBytes

@@ -446,3 +446,6 @@ def ord_of(char):
 
 
 __all__ = ["SymStr", "char_class", "chr_of", "decode", "encode", "fromhex", "ord_of", "to_int"]
+
+
+SymBytes.text = sys.modules[__name__]
