@@ -18,6 +18,7 @@ from mpi4py import MPI
 
 from ..core import envelope
 from ..core.canonical import canonical_json, sha256_hex
+from ..core.limits import MAX_POLICY_BYTES
 from ..core.membership import initial_membership, resume
 from ..core.modes import modes_from_env
 from ..core.policy import Policy
@@ -49,7 +50,7 @@ _BLOB_WIDTH = 8192
 
 def load_policy(state_root: Path) -> tuple[Policy, str]:
     """The policy file must be canonical: its bytes are what the ranks' SHA-256 is taken over."""
-    raw = read_bytes(Path(state_root) / "policy.json", limit=1 << 20)
+    raw = read_bytes(Path(state_root) / "policy.json", limit=MAX_POLICY_BYTES)
     try:
         policy = Policy.from_json(json.loads(raw))
     except ValueError as exc:
