@@ -22,6 +22,8 @@ from ..errors import UnsafeFile
 
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 _LIMIT = 64 << 20  # any one file this verifier reads (the runtime writes none larger)
+# formats whose 'generated' is the worker's own count; from symcc-ulfm-wal/5 on it is the objects staged
+_WORKER_COUNTED = ("symcc-ulfm-wal/1", "symcc-ulfm-wal/2", "symcc-ulfm-wal/3", "symcc-ulfm-wal/4")
 
 
 def _canonical_bytes(value: Any) -> bytes:
@@ -139,6 +141,9 @@ def recompute(state: Path) -> dict[str, Any]:
             continue
         analyzed += 1
         generated += record["manifest"]["generated"]
+        distinct = len({obj["sha256"] for obj in record["manifest"]["objects"]})
+        if record["format"] not in _WORKER_COUNTED and record["manifest"]["generated"] != distinct:
+            problems.append(f"wal/records/{path.name}: generated is not the number of its objects")
         found |= {(f["kind"], f["signature"], f["sha256"]) for f in record["manifest"].get("findings", [])}
         claimed = set(record["done"]["claimed"])
         for obj in record["manifest"]["objects"]:

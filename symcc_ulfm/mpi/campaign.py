@@ -24,7 +24,10 @@ from ..core.modes import modes_from_env
 from ..core.policy import Policy
 from ..errors import CapabilityError, CheckFailed, PolicyError, ProtocolError, SymccUlfmError
 from ..store.atomic import read_bytes, write_replace
+from ..store.heartbeat import Heartbeat, heartbeat_path, last_heartbeat
+from ..store.joblock import RanksLock
 from ..store.runlog import last_event_time
+from ..store.trust import check_layout
 from .capability import compare, probe, require_ulfm
 from .context import RankContext
 from .ft import ops_for
@@ -130,22 +133,34 @@ def start(state_root: Path, comm: MPI.Comm) -> RankContext:
 
 
 def _open(state_root: Path, world: MPI.Comm, stable: int) -> tuple[RankContext | None, SymccUlfmError | None]:
+    """This rank's context, holding its share of ``ranks.lock`` (``store.joblock``) before it
+    writes anything, in a state directory whose layout holds no link or special file."""
+    lock = None
     try:
         modes = modes_from_env(os.environ)
+        lock = RanksLock(state_root, modes.snapshot, DEFAULT_STARTUP_S)
+        check_layout(state_root)
         policy, _ = load_policy(state_root)
-        return RankContext.open(state_root, modes, policy, stable, world, ops_for(policy.ulfm)), None
+        ctx = RankContext.open(state_root, modes, policy, stable, world, ops_for(policy.ulfm))
+        ctx.ranks_lock = lock
+        return ctx, None
     except SymccUlfmError as exc:
+        if lock is not None:
+            lock.release()
         return None, exc
 
 
 def open_next_epoch(ctx: RankContext, hosts: tuple[str, ...], job_started: float) -> None:
     """A new job on an existing state directory: commit a resume receipt (``core.membership``).
 
-    The budget the lost job used runs from its epoch's start to its last logged activity (log
-    lines of this job, all written after ``job_started``, do not count).
+    The budget the lost job used runs from its epoch's start to its last sign of life: its last
+    log line or heartbeat (``store.heartbeat``), whichever is later; lines of this job, all
+    written after ``job_started``, do not count, and its heartbeats start after this.
     """
     previous = ctx.snapshots.current()
-    last = last_event_time(ctx.state.logs, before=job_started) or previous.epoch_started_at
+    signs = [t for t in (last_event_time(ctx.state.logs, before=job_started),
+                         last_heartbeat(ctx.state.logs, before=job_started)) if t is not None]
+    last = max(signs, default=previous.epoch_started_at)
     used = previous.consumed_s + max(0.0, last - previous.epoch_started_at)
     consumed = min(ctx.policy.deadline_s, used)
     nxt, receipt = resume(previous, time.time(), consumed, hosts)
@@ -227,13 +242,13 @@ def wait_as_spare(ctx: RankContext) -> None:
             raw = notices.test("exhaustion notice")
             notice = envelope.decode(raw, ctx.policy.max_message_bytes) if raw is not None else None
         except ProtocolError as exc:
-            ctx.log.event("message-rejected", reason=str(exc))
+            ctx.log.limited("message-rejected", None, reason=str(exc))
             continue
         if notice is not None:
             if notice["type"] == "EXHAUSTED" and notice["generation"] == ctx.generation:
                 ctx.exhausted = True
             else:
-                ctx.log.event("message-rejected", reason=f"{notice['type']} on the control tag of a spare")
+                ctx.log.limited("message-rejected", None, reason=f"{notice['type']} on the control tag of a spare")
         backoff.idle()
 
 
@@ -261,10 +276,26 @@ def run_campaign(state_root: str | Path, comm: MPI.Comm | None = None, finalize:
     engines keep MPI alive and leave it False.
     """
     ctx = start(Path(state_root), comm or MPI.COMM_WORLD)
+    heartbeat = Heartbeat(heartbeat_path(ctx.state.logs, ctx.stable), ctx.state.modes.snapshot).start()
     try:
         return _run(ctx, finalize)
+    except BaseException as exc:
+        _record(ctx, exc)
+        raise
     finally:
+        heartbeat.stop()
         ctx.close_executor()
+        ctx.ranks_lock.release()  # after the last write of this rank to the state
+
+
+def _record(ctx: RankContext, exc: BaseException) -> None:
+    """Log why this rank ends abnormally, as far as the log can still be written."""
+    try:
+        ctx.log.event("rank-error", error=f"{type(exc).__name__}: {exc}"[:2000],
+                      exit_code=getattr(exc, "exit_code", 70))
+        ctx.log.sync()
+    except SymccUlfmError:
+        pass  # the log is what failed (a full disk): the job output still carries the reason
 
 
 def _run(ctx: RankContext, finalize: bool) -> dict:

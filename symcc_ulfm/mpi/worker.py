@@ -21,6 +21,7 @@ from collections import deque
 
 from ..core import envelope
 from ..core.finding import MAX_PER_RESULT
+from ..core.limits import MAX_OBJECT_BYTES
 from ..errors import IntegrityError, ProtocolError, SymccUlfmError
 from ..store.atomic import Barrier
 from ..store.staging import WorkerStaging
@@ -99,13 +100,13 @@ class WorkerLoop:
                     return None
                 message = envelope.decode(raw, self.limit)
             except ProtocolError as exc:
-                ctx.log.event("message-rejected", source=self.master, reason=str(exc))
+                ctx.log.limited("message-rejected", self.master, source=self.master, reason=str(exc))
                 continue
             if message["type"] == "STOP" or (
                 message["type"] == "WORK" and message["generation"] == self.gen and message["worker"] == ctx.stable
             ):
                 return message
-            ctx.log.event("message-rejected", source=self.master,
+            ctx.log.limited("message-rejected", self.master, source=self.master,
                           reason=f"{message['type']} of generation {message['generation']} is not my work")
 
     def _execute(self, work: dict) -> bytes:
@@ -161,6 +162,9 @@ class WorkerLoop:
         hints = result.hints or [None] * len(result.candidates)
         staged: dict[str, tuple[bytes, dict | None]] = {}
         for child, hint in zip(result.candidates, hints, strict=True):
+            if len(child) > MAX_OBJECT_BYTES:  # no reader of the corpus would take it
+                self.ctx.log.limited("candidate-dropped", "size", length=len(child), limit=MAX_OBJECT_BYTES)
+                continue
             sha256, _ = self.staging.stage(lease, child)
             staged.setdefault(sha256, (child, hint))
         # coverage runs stop well before the master's lease timeout would fence this worker

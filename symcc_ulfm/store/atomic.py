@@ -33,24 +33,35 @@ def ensure_dir(path: Path, mode: int, barrier: Barrier | None = None) -> Path:
 
     Inside a set-group-ID directory (a state directory shared by several Unix users through a
     group) the new directory keeps the set-group-ID bit, so everything below it stays in the
-    shared group.
+    shared group. A symbolic link where ``path`` belongs is refused (UnsafeFile), never followed.
     """
     path = Path(path)
     try:
-        if not path.is_dir():
+        if not _is_dir(path):
             parent = path.parent
             if parent != path and not parent.is_dir():
                 ensure_dir(parent, mode, barrier)
             try:
                 os.mkdir(path, mode)
-                os.chmod(path, mode | (os.stat(parent).st_mode & stat.S_ISGID))
+                os.chmod(path, mode | (os.stat(parent).st_mode & stat.S_ISGID), follow_symlinks=False)
                 _settle(path, barrier)
             except FileExistsError:
-                if not path.is_dir():
+                if not _is_dir(path):
                     raise
         return path
     except OSError as exc:
         raise StoreError(f"cannot create directory {path}: {exc.strerror or exc}") from exc
+
+
+def _is_dir(path: Path) -> bool:
+    """Whether ``path`` is a directory; a symbolic link in its place is refused, never followed."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(mode):
+        raise UnsafeFile(f"{path} is a symbolic link where a directory belongs; refusing to follow it")
+    return stat.S_ISDIR(mode)
 
 
 def remove_dir(path: Path) -> None:
