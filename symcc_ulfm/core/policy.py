@@ -13,6 +13,7 @@ from typing import Any
 from ..errors import PolicyError
 from .canonical import Canonical
 from .hosts import format_hosts, parse_hosts
+from .limits import MAX_POLICY_BYTES
 from .membership import predict
 from .schedule import FailureEvent, format_schedule, parse_schedule
 
@@ -71,6 +72,10 @@ class Policy(Canonical):
     def __post_init__(self):
         self._validate()
         object.__setattr__(self, "deadline_s", float(self.deadline_s))
+        size = len(self.to_bytes())
+        if size > MAX_POLICY_BYTES:
+            raise PolicyError("policy", f"{size} bytes of policy (executor options and seeds included) exceed "
+                                        f"{MAX_POLICY_BYTES}; pass large seeds with --seeds DIR")
 
     def _validate(self) -> None:
         _int_in("ranks", self.ranks, 2, 4096)
@@ -189,15 +194,20 @@ def _positive_number(value: Any) -> bool:
     return type(value) in (int, float) and math.isfinite(value) and value > 0
 
 
-def _check_plain(name: str, value: Any) -> None:
-    """Executor options travel as JSON: only plain JSON values are allowed."""
+MAX_OPTION_DEPTH = 16
+
+
+def _check_plain(name: str, value: Any, depth: int = 0) -> None:
+    """Executor options travel as JSON: only plain JSON values, nested at most ``MAX_OPTION_DEPTH`` deep."""
+    if depth > MAX_OPTION_DEPTH and isinstance(value, (dict, list)):
+        raise PolicyError(".".join(name.split(".")[:2]), f"nested more than {MAX_OPTION_DEPTH} levels deep")
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise PolicyError(name, "object keys must be strings")
-            _check_plain(f"{name}.{key}", item)
+            _check_plain(f"{name}.{key}", item, depth + 1)
     elif isinstance(value, list):
         for item in value:
-            _check_plain(name, item)
+            _check_plain(name, item, depth + 1)
     elif not isinstance(value, _JSON_SCALARS) or (isinstance(value, float) and not math.isfinite(value)):
         raise PolicyError(name, f"{value!r} is not a plain JSON value")

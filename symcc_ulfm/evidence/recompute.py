@@ -62,6 +62,8 @@ def _object(raw: bytes, name: str) -> Any:
         value = json.loads(raw)
     except RecursionError:
         raise ValueError(f"{name}: nested too deeply") from None
+    except ValueError as exc:
+        raise ValueError(f"{name}: not JSON ({exc})") from None
     if not isinstance(value, dict):
         raise ValueError(f"{name}: not a JSON object")
     return value

@@ -7,6 +7,7 @@ dict (this rank's outcome) and raises only :class:`SymccUlfmError` subclasses.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -283,6 +284,8 @@ def run_campaign(state_root: str | Path, comm: MPI.Comm | None = None, finalize:
         _record(ctx, exc)
         raise
     finally:
+        with contextlib.suppress(SymccUlfmError):
+            ctx.log.flush_limited()
         heartbeat.stop()
         ctx.close_executor()
         ctx.ranks_lock.release()  # after the last write of this rank to the state

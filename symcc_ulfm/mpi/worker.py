@@ -25,7 +25,7 @@ from ..core.limits import MAX_OBJECT_BYTES
 from ..errors import IntegrityError, ProtocolError, SymccUlfmError
 from ..store.atomic import Barrier
 from ..store.staging import WorkerStaging
-from .adversary import is_adversary, misbehave
+from .adversary import adversary_mode, misbehave
 from .context import RankContext
 from .transport import TAG_DATA, Backoff, Mailbox, Outbox
 
@@ -43,7 +43,7 @@ class WorkerLoop:
         self.sync_before_result = ctx.peers[self.master]["host"] != ctx.peers[ctx.stable]["host"]
         self.executed = 0
         self.executor = ctx.executor  # the rank's sandbox, started once and kept across generations
-        self.adversary = is_adversary(ctx.stable) and self.gen == 0
+        self.adversary = adversary_mode(ctx.stable) if self.gen == 0 else None
 
     def run(self) -> None:
         ctx = self.ctx
@@ -73,7 +73,8 @@ class WorkerLoop:
                 result = self._execute(work)
                 if self.sync_before_result:
                     self.barrier.sync()
-                planned = misbehave(self.executed, result, ctx.state.root, self.limit) if self.adversary else None
+                planned = (misbehave(self.adversary, self.executed, result, ctx.state.root, self.limit)
+                           if self.adversary else None)
                 for tag, payload in planned or [(TAG_DATA, result)]:
                     outbox.send(ctx.group_comm, 0, tag, payload, "RESULT")
                 continue

@@ -83,6 +83,14 @@ class RankLog:
             fields["suppressed"], state[2] = state[2], 0
         self.event(event, **fields)
 
+    def flush_limited(self) -> None:
+        """Log how many lines :meth:`limited` held back since the last one of each key."""
+        for (event, key), state in self._limits.items():
+            if state[2]:
+                self.event(event, key=key if isinstance(key, (int, str)) else None, suppressed=state[2],
+                           reason="rate-limited: only the count is logged")
+                state[2] = 0
+
     def sync(self) -> None:
         try:
             os.fsync(self._fd)
