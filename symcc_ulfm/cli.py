@@ -123,7 +123,7 @@ def launch_exit(verdict: dict, job, finished: bool) -> int:
     if verdict["passed"]:
         return 0
     if not finished:
-        for code in [c for c, _ in job.errors] + [job.returncode]:
+        for code in [job.returncode] + [c for c, _ in job.errors]:
             if code in (2, 4, 5, 6, 7):
                 return code
     return 1

@@ -10,12 +10,12 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from ..errors import PolicyError
+from ..errors import PolicyError, ScheduleError
 from .canonical import Canonical
 from .hosts import format_hosts, parse_hosts
 from .limits import MAX_POLICY_BYTES
 from .membership import predict
-from .schedule import FailureEvent, format_schedule, parse_schedule
+from .schedule import INJECTED_EXIT_CODE, FailureEvent, format_schedule, parse_schedule
 
 POLICY_FORMAT = "symcc-ulfm-policy/1"
 EXECUTORS = ("concolic", "simulate", "symcc")
@@ -115,6 +115,12 @@ class Policy(Canonical):
         if self.failure_schedule and not self.ulfm:
             raise PolicyError("failure_schedule", "injected failures need the ULFM path; drop --no-ulfm or the schedule")
         predict(self.ranks, self.warm_spares, self.workers_per_master, self.failure_schedule)
+        exits = [e for e in self.failure_schedule if not e.sigkill]
+        if 2 * len(exits) >= self.ranks:
+            raise ScheduleError("failure_schedule", f"{len(exits)} of {self.ranks} ranks would exit with status "
+                              f"{INJECTED_EXIT_CODE}: Open MPI 5's runtime aborts the whole job once half of its ranks "
+                              "have exited with a non-zero status (deaths by a signal do not count); end some events "
+                              "with ! (SIGKILL), or run more ranks")
 
     @property
     def active_budget(self) -> int:

@@ -9,7 +9,9 @@
    one in ``oracle.json``, in ``state/oracle.json`` and of a fresh :func:`oracle.judge`.
 
 ``verify(run_dir)`` returns ``passed, result_sha256, files_checked, problems`` (DESIGN.md §12)
-plus ``oracle_result_sha256``; it does not raise on a bad run, it reports.
+plus ``oracle_result_sha256``; it does not raise on a bad run, it reports, with one exception:
+a file it must read that is a FIFO, a device, a link or larger than its bound is refused before
+it is read (:class:`~symcc_ulfm.errors.UnsafeFile`, exit 4, naming it), never waited on.
 """
 
 from __future__ import annotations

@@ -139,9 +139,9 @@ def _open(state_root: Path, world: MPI.Comm, stable: int) -> tuple[RankContext |
     lock = None
     try:
         modes = modes_from_env(os.environ)
+        policy, _ = load_policy(state_root)  # only reads: a state this rank cannot read fails here, named
         lock = RanksLock(state_root, modes.snapshot, DEFAULT_STARTUP_S)
         check_layout(state_root)
-        policy, _ = load_policy(state_root)
         ctx = RankContext.open(state_root, modes, policy, stable, world, ops_for(policy.ulfm))
         ctx.ranks_lock = lock
         return ctx, None

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from ..errors import ConfigError, StoreError, UnsafeFile
+from .atomic import MODE_HINT
 
 OWNER_LOCK = "launch.lock"
 RANKS_LOCK = "ranks.lock"
@@ -41,7 +42,8 @@ def _open(path: Path, mode: int) -> int:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise ConfigError("state_dir", f"{path} is a symbolic link; refusing to follow it") from None
-        raise StoreError(f"cannot open lock {path}: {exc.strerror or exc}") from exc
+        hint = f"; {MODE_HINT}" if exc.errno == errno.EACCES else ""
+        raise StoreError(f"cannot open lock {path}: {exc.strerror or exc}{hint}") from exc
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)

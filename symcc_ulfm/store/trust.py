@@ -22,11 +22,13 @@ group are trusted as the multinode contract says: they run ranks on the same sta
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
 
-from ..errors import ConfigError, UnsafeFile
+from ..errors import ConfigError, StoreError, UnsafeFile
+from .atomic import MODE_HINT
 
 # top-level entries of a state directory and the type each must have (store.paths)
 LAYOUT_DIRS = ("membership", "wal", "wal/records", "wal/locks", "query-store", "corpus", "corpus/objects",
@@ -95,6 +97,14 @@ def _writers(mode: int) -> str:
 def check_layout(root: Path) -> None:
     """Every entry of the layout that exists has its type and is no symbolic link; directories
     are not writable by others (by their group only in a set-group-ID state)."""
+    try:
+        _check_layout(Path(root))
+    except OSError as exc:
+        hint = f"; {MODE_HINT}" if exc.errno == errno.EACCES else ""
+        raise StoreError(f"cannot check {exc.filename or root}: {exc.strerror or exc}{hint}") from exc
+
+
+def _check_layout(root: Path) -> None:
     for rel in LAYOUT_DIRS:
         info = _lstat(root / rel)
         if info is None:
