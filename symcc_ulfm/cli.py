@@ -401,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"symcc-ulfm: {kind}: {exc}", file=sys.stderr)
         return exc.exit_code
     except FileNotFoundError as exc:
-        print(f"symcc-ulfm: no such file or directory: {exc.filename or exc}", file=sys.stderr)
+        where = f"{exc.filename}: {exc.strerror or 'missing'}" if exc.filename else str(exc)
+        print(f"symcc-ulfm: no such file or directory: {where}", file=sys.stderr)
         return 1
     except SystemExit as exc:  # only argparse may end the program on purpose; anything else is a bug
         print(f"symcc-ulfm: internal error: something asked to exit ({exc.code!r})", file=sys.stderr)

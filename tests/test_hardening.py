@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from symcc_ulfm.errors import StoreError, UnsafeFile
-from symcc_ulfm.store.atomic import read_bytes
+from symcc_ulfm.store.atomic import ensure_dir, read_bytes
 from symcc_ulfm.store.joblock import OwnerLock, holders, ranks_gone
 from symcc_ulfm.store.runlog import RankLog
 
@@ -117,6 +117,24 @@ def test_a_link_planted_by_a_group_member_is_never_followed(reachable, planted):
     assert str(state / planted) in done.stderr and "symbolic link" in done.stderr
     assert secret.read_bytes() == b"root's own\n" and stat.S_IMODE(os.stat(secret).st_mode) == 0o644
     assert sorted(os.listdir(victim)) == ["secret"]
+
+
+@needs_root
+def test_a_directory_link_of_another_user_is_never_followed_when_a_directory_is_made(reachable):
+    """Mid-campaign a group member plants ``query-store/master-0 -> /elsewhere`` before a master
+    makes its next generation's directory there: refused, nothing is made in /elsewhere."""
+    elsewhere = reachable / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    shared = reachable / "query-store"
+    shared.mkdir()
+    os.chown(shared, 0, OTHER_UID)
+    os.chmod(shared, 0o2770)
+    as_other_user("ln", "-s", str(elsewhere), str(shared / "master-0"))
+    with pytest.raises(UnsafeFile, match=f"symbolic link of uid {OTHER_UID}"):
+        ensure_dir(shared / "master-0" / "generation-1", 0o700)
+    with pytest.raises(UnsafeFile, match="symbolic link"):
+        ensure_dir(shared / "master-0", 0o700)
+    assert os.listdir(elsewhere) == []
 
 
 def test_one_launch_per_state_dir_names_the_holder_and_dies_with_it(tmp_path):

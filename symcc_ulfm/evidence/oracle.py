@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
+from ..errors import UnsafeFile
 from .oracle_findings import FindingChecks
 from .oracle_logs import LogChecks, check_capabilities
 from .oracle_membership import MembershipChecks
@@ -159,6 +161,9 @@ class _Judge(MembershipChecks, FindingChecks, LogChecks):
                 claimed_by[obj] = work
         seeds, pending = set(), set()
         claims_dir = self.root / "corpus" / "claims"
+        for name in os.listdir(claims_dir):  # a claim no object names is never read, but never a FIFO either
+            if not stat.S_ISREG(os.lstat(claims_dir / name).st_mode):
+                raise UnsafeFile(f"{claims_dir / name}: not a regular file")
         for name in names:
             path = claims_dir / name
             owner = self._claim_owner(path, name) if path.exists() else None

@@ -39,7 +39,7 @@ def ensure_dir(path: Path, mode: int, barrier: Barrier | None = None) -> Path:
     try:
         if not _is_dir(path):
             parent = path.parent
-            if parent != path and not parent.is_dir():
+            if parent != path and not _parent_is_dir(parent):
                 ensure_dir(parent, mode, barrier)
             try:
                 os.mkdir(path, mode)
@@ -62,6 +62,18 @@ def _is_dir(path: Path) -> bool:
     if stat.S_ISLNK(mode):
         raise UnsafeFile(f"{path} is a symbolic link where a directory belongs; refusing to follow it")
     return stat.S_ISDIR(mode)
+
+
+def _parent_is_dir(path: Path) -> bool:
+    """Whether the directory a new one is made in exists; a symbolic link there is followed only
+    when this user or root made it (another user's link would aim our writes elsewhere)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(info.st_mode) and info.st_uid not in (os.geteuid(), 0):
+        raise UnsafeFile(f"{path} is a symbolic link of uid {info.st_uid}; refusing to follow it")
+    return path.is_dir()
 
 
 def remove_dir(path: Path) -> None:

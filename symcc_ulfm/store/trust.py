@@ -35,6 +35,7 @@ LAYOUT_DIRS = ("membership", "wal", "wal/records", "wal/locks", "query-store", "
                "corpus/claims", "staging", "scratch", "logs")
 LAYOUT_FILES = ("policy.json", "executor.json", "outcome.json", "endpoint.json", "oracle.json", "job-output.txt",
                 "launch.lock", "ranks.lock")
+PER_RANK_DIRS = ("staging", "scratch", "query-store")  # hold one directory per rank
 _FIELD = "state_dir"
 
 
@@ -121,6 +122,12 @@ def _check_layout(root: Path) -> None:
             info = _lstat(root / "logs" / name)
             if info is not None and not stat.S_ISREG(info.st_mode):
                 _refuse(root / "logs" / name, info, "a log")
+    for rel in PER_RANK_DIRS:  # staging/worker-<w>, scratch/worker-<w>, query-store/master-<m>
+        if _lstat(root / rel) is not None:
+            for name in os.listdir(root / rel):
+                info = _lstat(root / rel / name)
+                if info is not None and not stat.S_ISDIR(info.st_mode):
+                    _refuse(root / rel / name, info, "a directory")
 
 
 def check_entries(directory: Path) -> None:
