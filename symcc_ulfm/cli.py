@@ -102,8 +102,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
         lines.append(f"findings: {verdict['findings_unique']} unique, {verdict['findings_hits']} hits"
                      + (f" (symcc-ulfm findings {state.root})" if verdict["findings_unique"] else ""))
     lines += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
-    if job.output_error:
-        lines.append(f"note: {job.output_error}")
+    lines += [f"note: {note}" for note in ([job.output_error] if job.output_error else []) + job.notes]
     if not verdict["passed"]:
         lines.append("last job output:\n" + job.tail())
     _emit(args, verdict, "\n".join(lines))

@@ -11,7 +11,9 @@
 * The job is over when every rank is gone, not when ``mpiexec`` returns: ranks hold
   ``ranks.lock`` (``store.joblock``) for their whole life, and ``launch`` takes it exclusively,
   with a bound, before it judges; a rank of the job's session still alive after the bound is
-  killed.
+  killed. The other way round, an ``mpiexec`` that outlives every rank of its job by that
+  bound (PRRTE aborting a job whose ranks all failed at once can hang) is stopped instead of
+  waited for until the job's timeout.
 """
 
 from __future__ import annotations
@@ -33,12 +35,13 @@ from pathlib import Path
 
 from .core.policy import Policy
 from .errors import CheckFailed, ConfigError, Interrupted, StoreError
-from .store.joblock import ranks_gone
+from .store.joblock import RanksProbe, ranks_gone
 from .store.paths import StateDir
 
 JOB_OUTPUT = "job-output.txt"
 TAIL_BYTES = 64 << 10
 EARLIER_RANKS_S = 10.0  # how long a new job waits for the ranks of an earlier one to be gone
+_POLL_S = 0.5  # how often launch looks at the job while it runs
 _RANK_ERROR = re.compile(r"symcc-ulfm rank error \(exit (\d+)\): (.*)")
 _OUTPUT_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 PR_SET_PDEATHSIG = 1
@@ -54,6 +57,7 @@ class JobResult:
     output: bytes = b""  # the last TAIL_BYTES of the job's output
     output_error: str | None = None  # why job-output.txt is incomplete (a full disk)
     errors: list[tuple[int, str]] = field(default_factory=list)  # (exit code, reason) of ranks that failed
+    notes: list[str] = field(default_factory=list)  # what launch had to do about the job
 
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.output.decode("utf-8", "replace").splitlines()[-lines:])
@@ -84,16 +88,13 @@ def run_job(
                                        "stop them before starting another job on it")
     output = _open_output(state.root / JOB_OUTPUT, state.modes.snapshot)
     started = time.monotonic()
-    timed_out = False
     with _stopped_by_signals():
         process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
         tee = _Tee(process.stdout, output)
+        notes: list[str] = []
         try:
-            returncode = process.wait(timeout=job_timeout(policy))
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            returncode = _kill_job(process)
+            returncode, timed_out = _wait(process, policy, state, notes)
         except BaseException:  # interrupted: never leave the job behind
             _kill_job(process)
             _reap(process.pid, state, ranks_over_s(policy))
@@ -102,7 +103,35 @@ def run_job(
             tee.join(timeout=5.0)  # a process of the job that kept the pipe open does not hold us
         _reap(process.pid, state, ranks_over_s(policy))
     return JobResult(command, returncode, time.monotonic() - started, timed_out, state.root / JOB_OUTPUT,
-                     tee.tail(), tee.error, tee.errors())
+                     tee.tail(), tee.error, tee.errors(), notes)
+
+
+def _wait(process: subprocess.Popen, policy: Policy, state: StateDir, notes: list[str]) -> tuple[int, bool]:
+    """``mpiexec``'s exit status and whether it overran the job's timeout (then it is killed).
+
+    Once ranks have held ``ranks.lock`` and none holds it any more for ``ranks_over_s``, the
+    job is over whatever ``mpiexec`` does: it is stopped, and that is noted."""
+    deadline = time.monotonic() + job_timeout(policy)
+    probe = RanksProbe(state.root, state.modes.snapshot)
+    seen, free_since = False, None
+    try:
+        while True:
+            try:
+                return process.wait(timeout=_POLL_S), False
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if now >= deadline:
+                return _kill_job(process), True
+            if probe.held():
+                seen, free_since = True, None
+            elif seen:
+                free_since = free_since or now
+                if now - free_since >= ranks_over_s(policy):
+                    notes.append(f"mpiexec outlived every rank of its job by {now - free_since:.1f} s; stopped")
+                    return _kill_job(process), False
+    finally:
+        probe.close()
 
 
 def _open_output(path: Path, mode: int) -> int:

@@ -105,6 +105,24 @@ class RanksLock:
             self._fd = -1
 
 
+class RanksProbe:
+    """Whether ranks hold ``ranks.lock`` now, asked without waiting (an open lock file, reused)."""
+
+    def __init__(self, root: Path, mode: int):
+        self._fd = _open(Path(root) / RANKS_LOCK, mode)
+
+    def held(self) -> bool:
+        if not _try(self._fd, fcntl.LOCK_EX):
+            return True
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        return False
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
 def ranks_gone(root: Path, mode: int, timeout_s: float) -> list[int]:
     """Wait at most ``timeout_s`` until no rank holds ``ranks.lock``; the pids still holding it
     ([] when every rank is gone, or their pids are not visible here)."""
