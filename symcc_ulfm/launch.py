@@ -108,13 +108,12 @@ def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume:
     check_state_dir(state.root)
     ensure_dir(state.root, modes.snapshot_dir)
     check_state_dir(state.root)  # what was created, and what a racing creator may have put there
-    owner = _own(state)
+    _OWNED[state.root] = _own(state)
     try:
         _prepare(policy, state, resume, probe, new_seeds)
     except BaseException:
         release(state)
         raise
-    _OWNED[state.root] = owner
     return state
 
 
@@ -224,9 +223,7 @@ def conclude(state: StateDir, minimum_hosts: int | None = None) -> dict:
     if (state.root / "outcome.json").exists():
         try:
             measure_endpoint(state)
-        except StoreError as exc:
-            store_error = f"endpoint.json not written: {exc}"
-        except SymccUlfmError as exc:
+        except SymccUlfmError as exc:  # the measurement or its file: recorded instead, if it can be
             store_error = _store(state.endpoint, {"error": f"{type(exc).__name__}: {exc}"[:2000]}, state)
     verdict = judge(state.root, minimum_hosts=minimum_hosts)
     store_error = _store(state.root / "oracle.json", verdict, state) or store_error

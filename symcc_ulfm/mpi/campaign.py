@@ -69,6 +69,15 @@ def start(state_root: Path, comm: MPI.Comm) -> RankContext:
     world.Set_errhandler(MPI.ERRORS_RETURN)
     stable = world.Get_rank()
     ctx, early = _open(Path(state_root), world, stable)
+    try:
+        return _start(ctx, world, stable, early)
+    except BaseException:
+        if ctx is not None:  # an engine that lives on must not keep the job looking alive
+            ctx.ranks_lock.release()
+        raise
+
+
+def _start(ctx: RankContext | None, world: MPI.Comm, stable: int, early: SymccUlfmError | None) -> RankContext:
     if ctx is not None:
         ctx.world_group = world.Get_group()
     # Every rank learns every rank's start-up problem, so they all fail closed together
