@@ -29,6 +29,8 @@ def _executor_options(pairs: list[str]) -> dict[str, Any]:
             raise ConfigError("--executor-option", f"{pair!r} is not KEY=VALUE (VALUE is JSON or a plain string)")
         try:
             options[key] = json.loads(value)
+        except RecursionError:
+            raise ConfigError(f"--executor-option {key}", "the JSON value nests too deeply") from None
         except ValueError:
             options[key] = value
     return options
@@ -79,10 +81,12 @@ def cmd_launch(args: argparse.Namespace) -> int:
     verdict = conclude(state)
     verdict.pop("summary", None)
     verdict.update(job_returncode=job.returncode, job_seconds=round(job.seconds, 3), job_timed_out=job.timed_out,
-                   state_dir=str(state.root), command=job.command)
+                   state_dir=str(state.root), command=job.command,
+                   rank_errors=[{"exit": code, "error": why} for code, why in job.errors])
     lines = [
         f"state dir: {state.root}",
         f"job: exit {job.returncode} after {job.seconds:.1f} s" + (" (timed out, killed)" if job.timed_out else ""),
+        *[f"rank error (exit {code}): {why}" for code, why in _distinct(job.errors)],
         f"oracle: {'PASS' if verdict['passed'] else 'FAIL'}  result_sha256={verdict.get('result_sha256')}",
     ]
     if verdict.get("final_generation") is not None:
@@ -98,13 +102,29 @@ def cmd_launch(args: argparse.Namespace) -> int:
         lines.append(f"findings: {verdict['findings_unique']} unique, {verdict['findings_hits']} hits"
                      + (f" (symcc-ulfm findings {state.root})" if verdict["findings_unique"] else ""))
     lines += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
+    lines += [f"note: {note}" for note in ([job.output_error] if job.output_error else []) + job.notes]
     if not verdict["passed"]:
         lines.append("last job output:\n" + job.tail())
     _emit(args, verdict, "\n".join(lines))
+    return launch_exit(verdict, job, (state.root / "outcome.json").exists())
+
+
+def _distinct(errors: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    return list(dict.fromkeys(errors))[:8]
+
+
+def launch_exit(verdict: dict, job, finished: bool) -> int:
+    """0 only for a judged, passing campaign whose verdict was stored; a job that failed before it
+    finished exits with its ranks' reason (2 bad input, 4 integrity, 5 ULFM, 6 provenance, 7
+    store); a verdict that could not be stored is a store failure (7)."""
+    if verdict.get("store_error"):
+        return 7
     if verdict["passed"]:
         return 0
-    if not (state.root / "outcome.json").exists() and job.returncode in (2, 4, 5, 6, 7):
-        return job.returncode
+    if not finished:
+        for code in [job.returncode] + [c for c, _ in job.errors]:
+            if code in (2, 4, 5, 6, 7):
+                return code
     return 1
 
 
@@ -189,6 +209,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from .seeds import read_seed_dir
 
     seeds = read_seed_dir(args.seeds) if args.seeds else None
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError("--out", f"{out} exists and is not a directory; name a directory (it is created)")
     executor = create(args.executor, args.target, _executor_options(args.executor_option))
     try:
         result = explore(executor, seconds=args.seconds, out_dir=Path(args.out), seeds=seeds)
@@ -377,8 +400,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"symcc-ulfm: {kind}: {exc}", file=sys.stderr)
         return exc.exit_code
     except FileNotFoundError as exc:
-        print(f"symcc-ulfm: no such file or directory: {exc.filename}", file=sys.stderr)
+        where = f"{exc.filename}: {exc.strerror or 'missing'}" if exc.filename else str(exc)
+        print(f"symcc-ulfm: no such file or directory: {where}", file=sys.stderr)
         return 1
+    except SystemExit as exc:  # only argparse may end the program on purpose; anything else is a bug
+        print(f"symcc-ulfm: internal error: something asked to exit ({exc.code!r})", file=sys.stderr)
+        return 70
     except KeyboardInterrupt:
         print("symcc-ulfm: interrupted", file=sys.stderr)
         return 130

@@ -13,8 +13,10 @@ Exit codes (also listed in the README):
 4  integrity: a tampered corpus object, a corrupted WAL record, tampered evidence
 5  ULFM capability missing or inconsistent across ranks: fail closed, never plain MPI
 6  provenance changed since it was sealed: refuse to run
-7  durable store failure (I/O error while writing state)
+7  durable store failure (I/O error while writing state, a full disk)
 70 internal error (a bug: EX_SOFTWARE)
+1xx ``launch`` ended by a signal: 128 + its number (130 SIGINT, 129 SIGHUP, 143 SIGTERM); the job
+   was stopped with it and ``--resume`` continues the campaign
 == ==========================================================================================
 """
 
@@ -109,6 +111,16 @@ class StoreError(SymccUlfmError):
     exit_code = 7
 
 
+class UnsafeFile(IntegrityError, StoreError):
+    """A file of a state or run directory that is not what a reader may open: a symbolic link, a
+    FIFO, a device or a directory where a regular file belongs, or one larger than its bound.
+
+    Refused before a byte is read (exit 4, naming the file); it is also a :class:`StoreError`,
+    so code that gives up on an unreadable store gives up on it too."""
+
+    exit_code = 4
+
+
 class MembershipConflict(StoreError):
     """A pending recovery plan that is incompatible with the discovered one (state fork)."""
 
@@ -129,6 +141,14 @@ class RecoveryTimeout(SymccUlfmError):
     """A bounded wait in the recovery sequence expired."""
 
     exit_code = 1
+
+
+class Interrupted(SymccUlfmError):
+    """``launch`` received SIGINT, SIGTERM or SIGHUP: the job was stopped with it (exit 128 + N)."""
+
+    def __init__(self, signum: int, name: str):
+        self.exit_code = 128 + signum
+        super().__init__(f"{name} received; the job was stopped with launch, --resume continues the campaign")
 
 
 class ExecutorError(SymccUlfmError):

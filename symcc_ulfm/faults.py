@@ -4,14 +4,19 @@
 
 Each scenario is a real campaign under ``mpiexec --with-ft ulfm`` with a real process death
 (from the failure schedule, or from outside: SIGSTOP past the lease timeout, SIGKILL in the
-last second, the whole job killed and then resumed). A run passes when the oracle passes,
-no object is lost or counted twice, and the membership outcome is the expected one. The
+last second, the whole job killed and then resumed), or another fault no target causes: a
+hostile worker (``mpi.adversary``), a rank that raises what nobody expects, ``launch`` itself
+stopped by a signal, a second launch on the same state, the disk filling up (a tmpfs the
+scenario mounts; root only). A run passes when the oracle passes, no object is lost or counted
+twice, and the membership outcome is the expected one; a scenario whose first job must not
+pass (``resume``) passes when that job failed as expected and ``--resume`` then passed. The
 printed table is the evidence; the exit status is 0 only when every run passed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -34,8 +39,11 @@ class Scenario:
     args: tuple[str, ...]
     expect_missing: frozenset[int] | None = None  # union of all receipts' missing sets
     expect_promoted: tuple[int, ...] | None = None
-    action: str | None = None  # "sigstop:R", "kill-last-second:R", "kill-job"
+    action: str | None = None  # "sigstop:R", "kill-last-second:R", "kill-job", "launch-signal:SIG", "second-launch", "disk-full"
     expect_epochs: int = 1
+    adversary: str | None = None  # SYMCC_ULFM_TEST_ADVERSARY of the job (mpi.adversary)
+    resume_after: int | None = None  # the first launch's expected exit status; then --resume must pass
+    needs_root: bool = False  # mounts a tmpfs: skipped, and said so, when not root
 
 
 SCENARIOS = (
@@ -54,7 +62,20 @@ SCENARIOS = (
     Scenario("failure-in-last-second", ("--failure-schedule", ""), frozenset({5}), (8,),
              action="kill-last-second:5"),
     Scenario("whole-job-restart", ("--failure-schedule", ""), frozenset(), (), action="kill-job", expect_epochs=2),
+    Scenario("half-the-ranks-sigkilled", ("--failure-schedule", "0:1!,0:2!,0:3!,0:5!,0:6!"),
+             frozenset({1, 2, 3, 5, 6}), (8, 9)),
+    Scenario("rank-raises-unexpectedly", ("--failure-schedule", ""), frozenset({1}), (8,), adversary="1:crash"),
+    Scenario("hostile-staged-objects", ("--failure-schedule", ""), frozenset(), (), adversary="1:staged"),
+    Scenario("message-flood", ("--failure-schedule", ""), frozenset(), (), adversary="1:flood"),
+    Scenario("second-launch-refused", ("--failure-schedule", ""), frozenset(), (), action="second-launch"),
+    Scenario("launch-sigterm-then-resume", ("--failure-schedule", ""), frozenset(), (),
+             action="launch-signal:SIGTERM", expect_epochs=2, resume_after=128 + signal.SIGTERM),
+    Scenario("launch-sigkill-then-resume", ("--failure-schedule", ""), frozenset(), (),
+             action="launch-signal:SIGKILL", expect_epochs=2, resume_after=-signal.SIGKILL),
+    Scenario("disk-full-then-resume", ("--failure-schedule", ""), frozenset(), (), action="disk-full",
+             expect_epochs=2, resume_after=7, needs_root=True),
 )
+TMPFS_SIZE = "48m"
 
 
 @dataclass
@@ -66,12 +87,23 @@ class Outcome:
     reasons: list[str] = field(default_factory=list)
 
 
-def _launch(state: Path, args: list[str], timeout: float = 600) -> dict:
+def _launch(state: Path, args: list[str], timeout: float = 600, env: dict | None = None,
+            started: list | None = None) -> dict:
+    """Run ``launch``; ``started`` receives its process (for the actions that signal it)."""
     command = [sys.executable, "-m", "symcc_ulfm", "launch", "--state-dir", str(state), "--json", *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    verdict = json.loads(lines[-1]) if lines else {"passed": False, "problems": [done.stderr[-2000:]]}
-    verdict["exit"] = done.returncode
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, **(env or {})})
+    if started is not None:
+        started.append(process)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, err = process.communicate()
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    verdict = json.loads(lines[-1]) if lines else {"passed": False, "problems": [err[-2000:]]}
+    verdict["exit"] = process.returncode
+    verdict["stderr"] = err[-2000:]
     return verdict
 
 
@@ -113,12 +145,19 @@ def _started_at(state: Path) -> float | None:
     return json.loads(snap.read_text())["started_at"]
 
 
-def _act(action: str, state: Path, deadline_s: float) -> None:
-    """External faults, applied while the campaign runs."""
+def _act(action: str, state: Path, deadline_s: float, launched: list, seen: dict) -> None:
+    """External faults, applied while the campaign runs; ``seen`` receives what they observed."""
     kind, _, rank_text = action.partition(":")
     started = _wait_for(lambda: _started_at(state), 120)
     if started is None:
         return
+    if kind == "launch-signal":
+        time.sleep(max(0.0, started + 0.4 * deadline_s - time.time()))
+        launched[0].send_signal(getattr(signal, rank_text))
+    elif kind == "second-launch":
+        seen["second"] = _launch(state, [*SIMULATE, "--deadline", str(deadline_s), "--failure-schedule", "", "--resume"])
+    elif kind == "disk-full":
+        seen["filler"] = _fill(state.parent)
     if kind == "sigstop":
         pid = _pid_of(state, int(rank_text))
         if pid:
@@ -134,21 +173,59 @@ def _act(action: str, state: Path, deadline_s: float) -> None:
         subprocess.run(["pkill", "-KILL", "-f", f"mpiexec.*{state}"], check=False)
 
 
+def _fill(directory: Path) -> Path:
+    """Fill the file system of ``directory`` (a small tmpfs) to the last byte."""
+    filler = directory / "filler"
+    with open(filler, "wb") as handle:
+        with contextlib.suppress(OSError):
+            while True:
+                handle.write(b"\0" * (1 << 20))
+                handle.flush()
+    return filler
+
+
+@contextlib.contextmanager
+def _tmpfs(path: Path):
+    """A tmpfs of ``TMPFS_SIZE`` mounted at ``path`` for the scenario (root only)."""
+    path.mkdir(parents=True, mode=0o700)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE},mode=0700", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
 def run_scenario(scenario: Scenario, workdir: Path, deadline_s: float) -> Outcome:
-    state = workdir / scenario.name
+    if scenario.action == "disk-full":
+        with _tmpfs(workdir / scenario.name) as mount:
+            return _run_scenario(scenario, mount / "state", deadline_s)
+    return _run_scenario(scenario, workdir / scenario.name, deadline_s)
+
+
+def _run_scenario(scenario: Scenario, state: Path, deadline_s: float) -> Outcome:
     args = [*SIMULATE, "--deadline", str(deadline_s), *scenario.args]
+    env = {"SYMCC_ULFM_TEST_ADVERSARY": scenario.adversary} if scenario.adversary else None
     started = time.monotonic()
-    actor = None
+    actor, launched, seen = None, [], {}
     if scenario.action:
-        actor = threading.Thread(target=_act, args=(scenario.action, state, deadline_s), daemon=True)
+        actor = threading.Thread(target=_act, args=(scenario.action, state, deadline_s, launched, seen), daemon=True)
         actor.start()
-    verdict = _launch(state, args)
+    verdict = _launch(state, args, env=env, started=launched)
     if actor is not None:
-        actor.join(timeout=5)
+        actor.join(timeout=60)
     reasons: list[str] = []
     if scenario.action == "kill-job":
         if verdict.get("passed"):
             reasons.append("the killed job was accepted by the oracle")
+        verdict = _launch(state, [*args, "--resume"])
+    if scenario.action == "second-launch" and seen.get("second", {}).get("exit") != 2:
+        reasons.append(f"a second launch on the running campaign exited {seen.get('second', {}).get('exit')}, not 2")
+    if scenario.resume_after is not None:
+        if verdict["exit"] != scenario.resume_after:
+            reasons.append(f"the first launch exited {verdict['exit']}, expected {scenario.resume_after}: "
+                           f"{verdict['stderr'][-300:]}")
+        if "filler" in seen:
+            seen["filler"].unlink()
         verdict = _launch(state, [*args, "--resume"])
     if not verdict.get("passed"):
         reasons += verdict.get("problems", [])[:3] or ["oracle did not pass"]
@@ -188,6 +265,9 @@ def format_table(outcomes: list[Outcome]) -> str:
 
 def run_matrix(names: list[str] | None, repeats: int, deadline_s: float, workdir: Path) -> list[Outcome]:
     chosen = [s for s in SCENARIOS if not names or s.name in names]
+    if os.geteuid() != 0:
+        print(f"skipped (they need root): {[s.name for s in chosen if s.needs_root]}", file=sys.stderr)
+        chosen = [s for s in chosen if not s.needs_root]
     unknown = sorted(set(names or ()) - {s.name for s in SCENARIOS})
     if unknown:
         raise SystemExit(f"unknown scenario(s) {unknown}; known: {[s.name for s in SCENARIOS]}")

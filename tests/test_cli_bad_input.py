@@ -24,6 +24,7 @@ BAD_LAUNCHES = [
     (["--failure-schedule", "0:1@commit"], "@commit needs a master"),
     (["--failure-schedule", "0:2@idle"], "@idle needs a warm spare"),
     (["--failure-schedule", "0:2,0:2"], "same rank twice"),
+    (["--failure-schedule", "0:1,0:2,0:3,0:5,0:6"], "half of its ranks"),
     (["--hosts", "a:9,b"], "hosts"),
     (["--hosts", "a:5,b:4"], "9 slots for 10 ranks"),
     (["--hosts", "a:0,b:10"], "hosts"),

@@ -152,13 +152,23 @@ def test_malformed_lease_is_refused(env, lease):
 
 def test_begin_commit_writes_canonical_manifest(env):
     work, lease = leased(env)
-    manifest = stage_manifest(env, lease, [b"b", b"a", b"c"], generated=5)
+    manifest = stage_manifest(env, lease, [b"b", b"a", b"c"])
     record = env.wal.begin_commit(work, lease, manifest | {"stats": {"seconds": 1.0}})
     assert record["state"] == "committing"
     shas = [o["sha256"] for o in manifest_objects(record)]
     assert shas == sorted(shas) and set(shas) == {sha(b"a"), sha(b"b"), sha(b"c")}
-    assert record["manifest"]["generated"] == 5 and record["manifest"]["stats"] == {"seconds": 1.0}
+    assert record["manifest"]["generated"] == 3 and record["manifest"]["stats"] == {"seconds": 1.0}
     assert env.wal.read(work) == record
+
+
+@pytest.mark.parametrize("generated", [2, 4, 9 * 10**17])
+def test_generated_is_the_number_of_staged_objects_not_the_workers_word(env, generated):
+    """WAL format 5: 'generated' counts the distinct objects the master staged and checked."""
+    work, lease = leased(env)
+    manifest = stage_manifest(env, lease, [b"b", b"a", b"c"], generated=generated)
+    with pytest.raises(FenceError, match="number of its objects"):
+        env.wal.begin_commit(work, lease, manifest)
+    assert env.wal.read(work)["state"] == "leased"
 
 
 def test_canonical_manifest_is_order_independent_and_dedupes(tmp_path):
@@ -167,8 +177,7 @@ def test_canonical_manifest_is_order_independent_and_dedupes(tmp_path):
     for n, order in enumerate([payloads, list(reversed(payloads)), payloads[2:] + payloads[:2] + [b"one"]]):
         env = open_env(tmp_path / f"s{n}")
         work, lease = leased(env)
-        manifest = stage_manifest(env, lease, order, generated=len(order))
-        manifest["generated"] = 5
+        manifest = stage_manifest(env, lease, order, generated=len(set(order)))
         env.wal.begin_commit(work, lease, manifest)
         outputs.append(record_bytes(env, work))
     assert outputs[0] == outputs[1] == outputs[2]

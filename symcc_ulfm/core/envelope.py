@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import FenceError, ProtocolError, StaleGeneration
 from . import finding
 from .canonical import canonical_json, is_sha256_hex
+from .limits import MAX_OBJECT_BYTES
 
 VERSION = 1
 MAX_COVERAGE_IDS = 1 << 20
@@ -69,6 +70,7 @@ def _candidates(v: Any) -> bool:
         and set(c) == {"sha256", "length", "coverage", "hint"}
         and is_sha256_hex(c["sha256"])
         and _int(c["length"])
+        and c["length"] <= MAX_OBJECT_BYTES
         and _coverage(c["coverage"])
         and _hint(c["hint"])
         for c in v

@@ -10,11 +10,12 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from ..errors import PolicyError
+from ..errors import PolicyError, ScheduleError
 from .canonical import Canonical
 from .hosts import format_hosts, parse_hosts
+from .limits import MAX_POLICY_BYTES
 from .membership import predict
-from .schedule import FailureEvent, format_schedule, parse_schedule
+from .schedule import INJECTED_EXIT_CODE, FailureEvent, format_schedule, parse_schedule
 
 POLICY_FORMAT = "symcc-ulfm-policy/1"
 EXECUTORS = ("concolic", "simulate", "symcc")
@@ -71,6 +72,10 @@ class Policy(Canonical):
     def __post_init__(self):
         self._validate()
         object.__setattr__(self, "deadline_s", float(self.deadline_s))
+        size = len(self.to_bytes())
+        if size > MAX_POLICY_BYTES:
+            raise PolicyError("policy", f"{size} bytes of policy (executor options and seeds included) exceed "
+                                        f"{MAX_POLICY_BYTES}; pass large seeds with --seeds DIR")
 
     def _validate(self) -> None:
         _int_in("ranks", self.ranks, 2, 4096)
@@ -110,6 +115,12 @@ class Policy(Canonical):
         if self.failure_schedule and not self.ulfm:
             raise PolicyError("failure_schedule", "injected failures need the ULFM path; drop --no-ulfm or the schedule")
         predict(self.ranks, self.warm_spares, self.workers_per_master, self.failure_schedule)
+        exits = [e for e in self.failure_schedule if not e.sigkill]
+        if 2 * len(exits) >= self.ranks:
+            raise ScheduleError("failure_schedule", f"{len(exits)} of {self.ranks} ranks would exit with status "
+                              f"{INJECTED_EXIT_CODE}: Open MPI 5's runtime aborts the whole job once half of its ranks "
+                              "have exited with a non-zero status (deaths by a signal do not count); end some events "
+                              "with ! (SIGKILL), or run more ranks")
 
     @property
     def active_budget(self) -> int:
@@ -189,15 +200,20 @@ def _positive_number(value: Any) -> bool:
     return type(value) in (int, float) and math.isfinite(value) and value > 0
 
 
-def _check_plain(name: str, value: Any) -> None:
-    """Executor options travel as JSON: only plain JSON values are allowed."""
+MAX_OPTION_DEPTH = 16
+
+
+def _check_plain(name: str, value: Any, depth: int = 0) -> None:
+    """Executor options travel as JSON: only plain JSON values, nested at most ``MAX_OPTION_DEPTH`` deep."""
+    if depth > MAX_OPTION_DEPTH and isinstance(value, (dict, list)):
+        raise PolicyError(".".join(name.split(".")[:2]), f"nested more than {MAX_OPTION_DEPTH} levels deep")
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise PolicyError(name, "object keys must be strings")
-            _check_plain(f"{name}.{key}", item)
+            _check_plain(f"{name}.{key}", item, depth + 1)
     elif isinstance(value, list):
         for item in value:
-            _check_plain(name, item)
+            _check_plain(name, item, depth + 1)
     elif not isinstance(value, _JSON_SCALARS) or (isinstance(value, float) and not math.isfinite(value)):
         raise PolicyError(name, f"{value!r} is not a plain JSON value")

@@ -21,7 +21,7 @@ from ..errors import ScheduleError
 
 PHASES = ("work", "commit", "recovery", "idle")
 INJECTED_EXIT_CODE = 86
-_EVENT = re.compile(r"(?P<generation>[0-9]+):(?P<rank>[0-9]+)(?:@(?P<phase>[a-z]+))?(?P<kill>!)?")
+_EVENT = re.compile(r"(?P<generation>[0-9]{1,9}):(?P<rank>[0-9]{1,9})(?:@(?P<phase>[a-z]+))?(?P<kill>!)?")
 _FORM = "comma-separated G:R[@work|commit|recovery|idle][!], e.g. 0:2,1:3 or 0:4@commit!"
 
 
@@ -68,7 +68,9 @@ def parse_schedule(text: str) -> tuple[FailureEvent, ...]:
         item = part.strip()
         match = _EVENT.fullmatch(item)
         if not match:
-            raise ScheduleError("failure_schedule", f"{item!r} is not an event; expected {_FORM}")
+            shown = item if len(item) <= 40 else f"{item[:40]}... ({len(item)} characters)"
+            raise ScheduleError("failure_schedule", f"{shown!r} is not an event (numbers have at most 9 digits); "
+                                                    f"expected {_FORM}")
         phase = match["phase"] or "work"
         if phase not in PHASES:
             raise ScheduleError(

@@ -13,12 +13,23 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
+from ..errors import UnsafeFile
 from .oracle_findings import FindingChecks
+from .oracle_logs import LogChecks, check_capabilities
 from .oracle_membership import MembershipChecks
-from .oracle_rules import canonical, expected_groups, sha256
+from .oracle_rules import (
+    MAX_JSON_BYTES,
+    canonical,
+    expected_groups,
+    file_sha256,
+    parse_json,
+    read_file,
+    sha256,
+)
 
 _SHA = re.compile(r"[0-9a-f]{64}")
 _WAL_KEYS = {
@@ -26,6 +37,8 @@ _WAL_KEYS = {
 }
 _WAL_NEXT = {"leased": {"leased", "committing"}, "committing": {"done"}, "done": set()}  # line to line
 _EVENT = re.compile(r"(\d+):(\d+)(?:@([a-z]+))?(!)?")
+# WAL formats whose manifests took 'generated' from the worker (since wal/5: the objects staged)
+_WORKER_GENERATED = {"symcc-ulfm-wal/1", "symcc-ulfm-wal/2", "symcc-ulfm-wal/3", "symcc-ulfm-wal/4"}
 
 
 
@@ -42,14 +55,14 @@ def _record_lines(raw: bytes) -> tuple[list[bytes], bool]:
 def locate_state(path: str | Path) -> Path:
     """Accept a state directory or a run directory holding ``state/``."""
     path = Path(path)
-    if (path / "policy.json").is_file():
+    if os.path.lexists(path / "policy.json"):
         return path
-    if (path / "state" / "policy.json").is_file():
+    if os.path.lexists(path / "state" / "policy.json"):
         return path / "state"
     raise FileNotFoundError(f"{path} holds no policy.json (neither a state nor a run directory)")
 
 
-class _Judge(MembershipChecks, FindingChecks):
+class _Judge(MembershipChecks, FindingChecks, LogChecks):
     def __init__(self, root: Path, minimum_hosts: int | None):
         self.root = root
         self.problems: list[str] = []
@@ -60,9 +73,8 @@ class _Judge(MembershipChecks, FindingChecks):
         self.problems.append(message)
 
     def read_json(self, rel: str) -> Any:
-        path = self.root / rel
-        data = path.read_bytes()
-        return json.loads(data), data
+        data = read_file(self.root / rel, MAX_JSON_BYTES)
+        return parse_json(data, rel), data
 
     # -- WAL and corpus ------------------------------------------------------------------
 
@@ -71,9 +83,9 @@ class _Judge(MembershipChecks, FindingChecks):
         torn = 0
         for path in sorted((self.root / "wal" / "records").glob("*.json")):
             work = path.name[:-5]
-            lines, tail = _record_lines(path.read_bytes())
+            complete, tail = _record_lines(read_file(path, MAX_JSON_BYTES))
             torn += tail  # a last append cut by a crash: never durable, not a state
-            states = [self._wal_state(work, line) for line in lines]
+            states = [self._wal_state(work, line) for line in complete]
             if not states:
                 self.fail(f"WAL record {work}: no complete line")
             if not states or None in states:  # what is wrong with a line is reported already
@@ -105,15 +117,19 @@ class _Judge(MembershipChecks, FindingChecks):
                 self.fail(f"WAL record {work}: manifest lists an object twice")
             if not set(record["done"]["claimed"]) <= set(names):
                 self.fail(f"WAL record {work}: claims objects outside its manifest")
-            if manifest["generated"] < len(names):
-                self.fail(f"WAL record {work}: generated {manifest['generated']} < {len(names)} objects")
+            if record["format"] in _WORKER_GENERATED:  # older runs: the worker's count, at least the objects
+                if manifest["generated"] < len(names):
+                    self.fail(f"WAL record {work}: generated {manifest['generated']} < {len(names)} objects")
+            elif manifest["generated"] != len(names):
+                self.fail(f"WAL record {work}: generated {manifest['generated']} is not its {len(names)} objects "
+                          "(a count taken from the worker's word)")
         return {"records": records, "done": done}
 
     def _wal_state(self, work: str, line: bytes) -> dict | None:
         """One line of a record file (one state), checked; None after reporting what is wrong."""
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             self.fail(f"WAL record {work}: a line is not valid JSON")
             return None
         if not isinstance(record, dict) or set(record) != _WAL_KEYS:
@@ -133,7 +149,7 @@ class _Judge(MembershipChecks, FindingChecks):
         for name in names:
             if not _SHA.fullmatch(name):
                 self.fail(f"corpus/objects/{name}: not a SHA-256 name")
-            elif sha256((objects_dir / name).read_bytes()) != name:
+            elif file_sha256(objects_dir / name) != name:
                 self.fail(f"corpus/objects/{name}: content does not hash to its name")
         claimed_by: dict[str, str] = {}
         double = 0
@@ -145,6 +161,9 @@ class _Judge(MembershipChecks, FindingChecks):
                 claimed_by[obj] = work
         seeds, pending = set(), set()
         claims_dir = self.root / "corpus" / "claims"
+        for name in os.listdir(claims_dir):  # a claim no object names is never read, but never a FIFO either
+            if not stat.S_ISREG(os.lstat(claims_dir / name).st_mode):
+                raise UnsafeFile(f"{claims_dir / name}: not a regular file")
         for name in names:
             path = claims_dir / name
             owner = self._claim_owner(path, name) if path.exists() else None
@@ -166,7 +185,7 @@ class _Judge(MembershipChecks, FindingChecks):
 
     def _claim_owner(self, path: Path, name: str) -> str | None:
         """``seed``, or the work hash of the committing record the claim is (a link to it)."""
-        data = path.read_bytes()
+        data = read_file(path, MAX_JSON_BYTES)
         if data == b"seed":
             return "seed"
         try:
@@ -176,74 +195,10 @@ class _Judge(MembershipChecks, FindingChecks):
                 name in {o["sha256"] for o in state["manifest"]["objects"]} for state in states if state["manifest"]
             ):
                 return works.pop()
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
             pass
         self.fail(f"corpus/claims/{name}: neither 'seed' nor a WAL record whose manifest lists the object")
         return None
-
-    # -- logs ----------------------------------------------------------------------------
-
-    def logs(self, done: dict, failed: set[int], restarted_before: int, finished: bool) -> dict:
-        """Logged commits against the WAL.
-
-        A done record may lack its log line only when its master died right after marking it
-        done: a failed master, a master killed with its whole job before a resume, or any
-        master of a job that never finished (which fails the run anyway, for its outcome).
-        """
-        logged: dict[str, dict] = {}
-        injected = []
-        dropped: set[str] = set()  # inputs a master gave up on (rejected results, refused leases)
-        capabilities: dict[int, dict] = {}
-        for path in sorted((self.root / "logs").glob("rank-*.jsonl")):
-            for line in path.read_text().splitlines():
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    self.fail(f"{path.name}: a line is not JSON")
-                    continue
-                if event.get("event") == "commit":
-                    if event["work_hash"] in logged:
-                        self.fail(f"work {event['work_hash'][:12]} logged as committed twice")
-                    logged[event["work_hash"]] = event
-                elif event.get("event") == "inject":
-                    injected.append(event)
-                elif event.get("event") in ("input-dropped", "lease-refused"):
-                    dropped.add(event.get("input_hash"))
-                elif event.get("event") == "capability":
-                    capabilities[event["rank"]] = event["facts"]
-        for work, event in logged.items():
-            record = done.get(work)
-            if record is None:
-                self.fail(f"work {work[:12]} logged as committed but not done in the WAL")
-            elif event["generated"] != record["manifest"]["generated"]:
-                self.fail(f"work {work[:12]}: logged generated {event['generated']} != WAL {record['manifest']['generated']}")
-        unlogged = [w for w in done if w not in logged]
-        for work in unlogged:
-            killed_with_its_job = done[work]["done"]["generation"] < restarted_before or not finished
-            if done[work]["done"]["master"] not in failed and not killed_with_its_job:
-                self.fail(f"work {work[:12]} is done in the WAL but its (surviving) master never logged it")
-        if unlogged:
-            self.notes.append(f"{len(unlogged)} done records were committed by masters that died before logging")
-        return {
-            "capabilities": capabilities,
-            "logged_analyzed": len(logged),
-            "logged_generated": sum(e["generated"] for e in logged.values()),
-            "injected": injected,
-            "dropped": dropped,
-        }
-
-
-def check_capabilities(j: _Judge, policy: dict, capabilities: dict[int, dict]) -> None:
-    """Every rank must have logged working ULFM, enabled at runtime, when the policy asks for it."""
-    if sorted(capabilities) != list(range(policy["ranks"])):
-        j.fail(f"capability records from ranks {sorted(capabilities)}, expected all {policy['ranks']}")
-    if not policy["ulfm"]:
-        return
-    lacking = sorted(r for r, f in capabilities.items() if not all(f.get(k) for k in ("ft_enabled", "revoke",
-                                                                                       "shrink", "agree")))
-    if lacking:
-        j.fail(f"ranks {lacking} ran without working ULFM (mpiexec --with-ft ulfm missing?)")
-
 
 
 def check_exhausted(j: _Judge, policy: dict, records: dict, names: list[str], dropped: set[str], outcome: dict,
@@ -280,26 +235,36 @@ def parse_schedule(text: str) -> list[tuple[int, int, str]]:
 def judge(state_dir: str | Path, minimum_hosts: int | None = None) -> dict[str, Any]:
     root = locate_state(state_dir)
     j = _Judge(root, minimum_hosts)
-    policy_raw = (root / "policy.json").read_bytes()
-    policy = json.loads(policy_raw)
-    policy_sha = sha256(policy_raw)
-    if policy_raw != canonical(policy):
-        j.fail("policy.json is not canonical JSON")
-    result: dict[str, Any] = {"passed": False, "policy_sha256": policy_sha}
+    result: dict[str, Any] = {"passed": False, "policy_sha256": None}
     try:
-        members = j.membership(policy, policy_sha)
-        snaps, receipts = members["snapshots"], members["receipts"]
-        final = snaps[-1]
-        failed = {r for s in snaps for r in s["failed"]}
-        resumes = [r["generation"] for r in receipts if r.get("kind") == "resume"]
-        wal = j.wal(snaps)
-        corpus = j.corpus(wal["done"], wal["records"])
-        findings = j.findings(policy, wal["done"], receipts, set(corpus["names"]))
-        logs = j.logs(wal["done"], failed, max(resumes, default=0), (root / "outcome.json").exists())
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return _judge(j, result, minimum_hosts)
+    except _UNREADABLE as exc:
         j.fail(f"state directory unreadable: {type(exc).__name__}: {exc}")
         result.update(problems=j.problems, notes=j.notes, result_sha256=None)
         return result
+
+
+# what a malformed file of the judged directory raises while it is checked (a file that is not a
+# regular file or is too large raises UnsafeFile instead: exit 4, never a verdict)
+_UNREADABLE = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError)
+
+
+def _judge(j: _Judge, result: dict[str, Any], minimum_hosts: int | None) -> dict[str, Any]:
+    root = j.root
+    policy_raw = read_file(root / "policy.json", MAX_JSON_BYTES)
+    policy = parse_json(policy_raw, "policy.json")
+    policy_sha = result["policy_sha256"] = sha256(policy_raw)
+    if policy_raw != canonical(policy):
+        j.fail("policy.json is not canonical JSON")
+    members = j.membership(policy, policy_sha)
+    snaps, receipts = members["snapshots"], members["receipts"]
+    final = snaps[-1]
+    failed = {r for s in snaps for r in s["failed"]}
+    resumes = [r["generation"] for r in receipts if r.get("kind") == "resume"]
+    wal = j.wal(snaps)
+    corpus = j.corpus(wal["done"], wal["records"])
+    findings = j.findings(policy, wal["done"], receipts, set(corpus["names"]))
+    logs = j.logs(wal["done"], failed, max(resumes, default=0), (root / "outcome.json").exists())
 
     kinds = {r["generation"]: r.get("kind") for r in receipts}
     for generation, rank, _phase in parse_schedule(policy["failure_schedule"]):
@@ -329,7 +294,7 @@ def judge(state_dir: str | Path, minimum_hosts: int | None = None) -> dict[str, 
     if len(final["active"]) < final["budget"]:
         j.notes.append(f"continued with {len(final['active'])} active endpoints, below the budget of {final['budget']}")
     outcome_path = root / "outcome.json"
-    outcome = json.loads(outcome_path.read_text()) if outcome_path.exists() else {}
+    outcome = parse_json(read_file(outcome_path), "outcome.json") if outcome_path.exists() else {}
     if outcome.get("status") not in ("deadline-reached", "exhausted"):
         j.fail(f"campaign outcome is {outcome.get('status')!r}, not 'deadline-reached' or 'exhausted'")
     elif outcome.get("final_generation") != final["generation"] or outcome.get("policy_sha256") != policy_sha:
@@ -354,7 +319,8 @@ def judge(state_dir: str | Path, minimum_hosts: int | None = None) -> dict[str, 
     novel = sum(
         1 for r in done.values() for o in r["manifest"]["objects"] if o["novel"] and o["sha256"] in r["done"]["claimed"]
     )
-    endpoint = json.loads((root / "endpoint.json").read_text()) if (root / "endpoint.json").exists() else {}
+    endpoint_path = root / "endpoint.json"
+    endpoint = parse_json(read_file(endpoint_path), "endpoint.json") if endpoint_path.exists() else {}
     if "error" in endpoint:
         j.notes.append(f"endpoint coverage not measured: {endpoint['error']}")
     summary = {

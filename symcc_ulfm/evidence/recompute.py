@@ -12,11 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
+from ..errors import UnsafeFile
+
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
+_LIMIT = 64 << 20  # any one file this verifier reads (the runtime writes none larger)
+# formats whose 'generated' is the worker's own count; from symcc-ulfm-wal/5 on it is the objects staged
+_WORKER_COUNTED = ("symcc-ulfm-wal/1", "symcc-ulfm-wal/2", "symcc-ulfm-wal/3", "symcc-ulfm-wal/4")
 
 
 def _canonical_bytes(value: Any) -> bytes:
@@ -27,9 +34,44 @@ def _hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _read(path: Path) -> bytes:
+    """A regular file's bytes, opened without following a link or blocking on a FIFO, at most
+    ``_LIMIT`` of them; anything else is refused before it is read (UnsafeFile, exit 4)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise UnsafeFile(f"{path}: not readable as a regular file ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _LIMIT:
+            raise UnsafeFile(f"{path}: not a regular file of at most {_LIMIT} bytes; refusing to read it")
+        data = b""
+        while len(data) <= _LIMIT and (chunk := os.read(fd, _LIMIT + 1 - len(data))):
+            data += chunk
+        if len(data) > _LIMIT:
+            raise UnsafeFile(f"{path}: grew past {_LIMIT} bytes while read")
+        return data
+    finally:
+        os.close(fd)
+
+
+def _object(raw: bytes, name: str) -> Any:
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"{name}: nested too deeply") from None
+    except ValueError as exc:
+        raise ValueError(f"{name}: not JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{name}: not a JSON object")
+    return value
+
+
 def _load(path: Path) -> tuple[Any, bytes]:
-    raw = path.read_bytes()
-    return json.loads(raw), raw
+    raw = _read(path)
+    return _object(raw, path.name), raw
 
 
 def _victims(schedule: str) -> list[tuple[int, int]]:
@@ -47,8 +89,8 @@ def _victims(schedule: str) -> list[tuple[int, int]]:
 def recompute(state: Path) -> dict[str, Any]:
     """``{"summary", "result_sha256", "problems"}`` of the state directory ``state``."""
     problems: list[str] = []
-    policy_raw = (state / "policy.json").read_bytes()
-    policy = json.loads(policy_raw)
+    policy_raw = _read(state / "policy.json")
+    policy = _object(policy_raw, "policy.json")
     membership = state / "membership"
 
     # membership: follow generation 0 and each receipt whose previous_sha256 chains to it
@@ -87,13 +129,13 @@ def recompute(state: Path) -> dict[str, Any]:
     for path in sorted((state / "wal" / "records").glob("*.json")):
         # one line per state; the record is the last complete line (after it: nothing, or a torn
         # append); a record of the first format (symcc-ulfm-wal/1) is one state without a newline
-        raw = path.read_bytes()
+        raw = _read(path)
         lines = [raw] if b"\n" not in raw and b'"format":"symcc-ulfm-wal/1"' in raw else raw.split(b"\n")[:-1]
         if not lines:
             problems.append(f"wal/records/{path.name}: no complete line")
             continue
         for line in lines:
-            record = json.loads(line)
+            record = _object(line, f"wal/records/{path.name}")
             body = {k: v for k, v in record.items() if k != "checksum"}
             if record.get("checksum") != _hex(_canonical_bytes(body)):
                 problems.append(f"wal/records/{path.name}: checksum does not match its body")
@@ -101,6 +143,9 @@ def recompute(state: Path) -> dict[str, Any]:
             continue
         analyzed += 1
         generated += record["manifest"]["generated"]
+        distinct = len({obj["sha256"] for obj in record["manifest"]["objects"]})
+        if record["format"] not in _WORKER_COUNTED and record["manifest"]["generated"] != distinct:
+            problems.append(f"wal/records/{path.name}: generated is not the number of its objects")
         found |= {(f["kind"], f["signature"], f["sha256"]) for f in record["manifest"].get("findings", [])}
         claimed = set(record["done"]["claimed"])
         for obj in record["manifest"]["objects"]:
@@ -115,15 +160,15 @@ def recompute(state: Path) -> dict[str, Any]:
     objects = state / "corpus" / "objects"
     names = sorted(p.name for p in objects.iterdir() if not p.name.startswith("."))
     for name in names:
-        if not _HEX64.match(name) or _hex((objects / name).read_bytes()) != name:
+        if not _HEX64.match(name) or _hex(_read(objects / name)) != name:
             problems.append(f"corpus/objects/{name}: the name is not the SHA-256 of the content")
     lost = sorted(set(counted) - set(names))
     if lost:
         problems.append(f"{len(lost)} counted objects are not in the corpus, e.g. {lost[0]}")
 
     outcome_path, endpoint_path = state / "outcome.json", state / "endpoint.json"
-    outcome = json.loads(outcome_path.read_bytes()) if outcome_path.exists() else {}
-    endpoint = json.loads(endpoint_path.read_bytes()) if endpoint_path.exists() else {}
+    outcome = _object(_read(outcome_path), "outcome.json") if outcome_path.exists() else {}
+    endpoint = _object(_read(endpoint_path), "endpoint.json") if endpoint_path.exists() else {}
     if outcome.get("status") not in ("deadline-reached", "exhausted"):
         problems.append(f"the campaign outcome is {outcome.get('status')!r}")
     summary = {

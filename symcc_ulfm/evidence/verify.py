@@ -9,7 +9,9 @@
    one in ``oracle.json``, in ``state/oracle.json`` and of a fresh :func:`oracle.judge`.
 
 ``verify(run_dir)`` returns ``passed, result_sha256, files_checked, problems`` (DESIGN.md §12)
-plus ``oracle_result_sha256``; it does not raise on a bad run, it reports.
+plus ``oracle_result_sha256``; it does not raise on a bad run, it reports, with one exception:
+a file it must read that is a FIFO, a device, a link or larger than its bound is refused before
+it is read (:class:`~symcc_ulfm.errors.UnsafeFile`, exit 4, naming it), never waited on.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from ..errors import UnsafeFile
 from .recompute import recompute
 
 SUMS = "SHA256SUMS.txt"
@@ -29,12 +32,39 @@ _LINE = re.compile(r"([0-9a-f]{64})  ([^\n\\]+)")
 _RUN_ID = re.compile(r"f447-\d{8}T\d{6}Z-([0-9a-f]{8})")
 
 
+_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_JSON_LIMIT = 64 << 20
+_SUMS_LIMIT = 256 << 20
+
+
+def _open(path: Path) -> int:
+    """A regular file of the run, opened without following a link or blocking on a FIFO."""
+    try:
+        fd = os.open(path, _FLAGS)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise UnsafeFile(f"{path}: not readable as a regular file ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafeFile(f"{path}: not a regular file; refusing to read it")
+    return fd
+
+
 def _digest(path: Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with os.fdopen(_open(path), "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def _bytes(path: Path, limit: int) -> bytes:
+    with os.fdopen(_open(path), "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise UnsafeFile(f"{path}: larger than {limit} bytes; refusing to read it")
+    return data
 
 
 def parse_sums(text: str, problems: list[str]) -> dict[str, str]:
@@ -87,7 +117,7 @@ def check_seal(run_dir: Path, problems: list[str]) -> int:
     if not sums.is_file() or sums.is_symlink():
         problems.append(f"{SUMS}: missing (the run is not sealed)")
         return 0
-    listed = parse_sums(sums.read_text(encoding="utf-8", errors="replace"), problems)
+    listed = parse_sums(_bytes(sums, _SUMS_LIMIT).decode("utf-8", errors="replace"), problems)
     on_disk = files_on_disk(run_dir, problems)
     for rel in sorted(set(listed) - on_disk):
         if not (run_dir / rel).is_symlink():
@@ -106,11 +136,11 @@ def check_seal(run_dir: Path, problems: list[str]) -> int:
 def _read_json(run_dir: Path, rel: str, problems: list[str]) -> dict | None:
     """A JSON object of the run, or None (with a problem naming the file) when missing or unreadable."""
     try:
-        value = json.loads((run_dir / rel).read_bytes())
+        value = json.loads(_bytes(run_dir / rel, _JSON_LIMIT))
     except FileNotFoundError:
         problems.append(f"{rel}: missing")
         return None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         problems.append(f"{rel}: unreadable ({type(exc).__name__}: {exc})")
         return None
     if not isinstance(value, dict):
@@ -129,7 +159,7 @@ def check_results(run_dir: Path, problems: list[str]) -> tuple[str | None, str |
         return None, None
     try:
         mine = recompute(state)
-    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError) as exc:
         problems.append(f"state: the verifier cannot read it: {type(exc).__name__}: {exc}")
         return None, None
     problems.extend(f"verifier: {p}" for p in mine["problems"])

@@ -8,7 +8,9 @@ without the marker never counts (:mod:`.selection`).
 What is divided by what (``window_s`` is the protocol's window = the campaign deadline, counted
 from generation 0 like every campaign deadline)::
 
-    generated_per_s = oracle wal_generated / window_s    candidates returned, from the done WAL manifests
+    generated_per_s = oracle wal_generated / window_s    distinct candidates staged and verified, from the
+                                                         done WAL manifests' objects (WAL format 5; the
+                                                         worker's own count, duplicates included, before)
     unique_per_s    = oracle wal_unique / window_s       of those, new to the corpus by content
     novel_per_s     = oracle wal_novel / window_s        of those, adding coverage
     retention       = wal_unique / wal_generated         (null when nothing was generated)
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.modes import FileModes
-from ..launch import JobResult, conclude, prepare_state_dir, run_job
+from ..launch import JobResult, conclude, prepare_state_dir, release, run_job
 from ..store.atomic import ensure_dir, write_new
 from ..store.findings import read_findings
 from ..store.paths import StateDir
@@ -108,8 +110,11 @@ def run_cell(protocol: dict, planned: dict, cell_dir: Path, modes: FileModes, so
     ensure_dir(cell_dir, DIR_MODE)
     state = prepare_state_dir(policy, cell_dir / STATE_DIR, modes)
     started = time.monotonic()
-    job = run_job(policy, state, echo=echo)
-    verdict = conclude(state)
+    try:
+        job = run_job(policy, state, echo=echo)
+        verdict = conclude(state)
+    finally:
+        release(state)
     problems = job_problems(job) + [f"oracle: {p}" for p in verdict["problems"]]
     result = {
         "block": planned["block"],

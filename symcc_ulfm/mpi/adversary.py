@@ -1,12 +1,21 @@
 """Test hook: a worker that misbehaves on purpose.
 
-With ``SYMCC_ULFM_TEST_ADVERSARY=<stable rank>`` in the environment of the job, that rank (a
-worker in generation 0) answers its first WORK with garbage, an oversized message, forged
-fences, a message on the failure-sentinel tag, a message of the wrong type and a RESULT whose
-staged object does not match its SHA-256; its second WORK with a RESULT whose staged object is
-a symbolic link. The bad-input tests use it to show that every one of these is rejected and
-logged by the master and that the campaign continues. Inactive unless the variable names the
-rank; never set in production.
+With ``SYMCC_ULFM_TEST_ADVERSARY=<stable rank>[:<mode>]`` in the environment of the job, that
+rank (a worker in generation 0) misbehaves; the bad-input tests use it to show that every one
+of these is rejected and logged by the master and that the campaign continues. Inactive unless
+the variable names the rank; never set in production. Modes:
+
+``messages`` (the default)
+    its first WORK is answered with garbage, an oversized message, forged fences, a message on
+    the failure-sentinel tag, a message of the wrong type and a RESULT whose staged object does
+    not match its SHA-256; its second with a RESULT whose staged object is a symbolic link.
+``staged``
+    a staged object replaced by a directory, then by a FIFO, then by a sparse file of 4 GiB; the
+    fourth RESULT claims ``generated = 9e17`` candidates.
+``flood``
+    before its first RESULT, 5,000 READY messages of a generation that does not exist.
+``crash``
+    its first RESULT is never sent: the rank raises an exception no code expects (a bug).
 """
 
 from __future__ import annotations
@@ -22,13 +31,28 @@ from .transport import TAG_DATA, TAG_SENTINEL
 ADVERSARY_VAR = "SYMCC_ULFM_TEST_ADVERSARY"
 
 
-def is_adversary(stable: int) -> bool:
-    return os.environ.get(ADVERSARY_VAR) == str(stable)
+MODES = ("messages", "staged", "flood", "crash")
+FLOOD = 5000
 
 
-def misbehave(count: int, result: bytes, state_root: Path, limit: int) -> list[tuple[int, bytes]] | None:
+def adversary_mode(stable: int) -> str | None:
+    """How this rank misbehaves (see the module docstring), None when it is not the adversary."""
+    rank, _, mode = os.environ.get(ADVERSARY_VAR, "").partition(":")
+    if rank != str(stable):
+        return None
+    return mode if mode in MODES else "messages"
+
+
+def misbehave(mode: str, count: int, result: bytes, state_root: Path, limit: int) -> list[tuple[int, bytes]] | None:
     """Messages to send instead of the genuine RESULT of the ``count``-th WORK (1-based), or None."""
     message = json.loads(result)
+    if mode == "crash":
+        raise RuntimeError("adversary: an exception no code of the runtime expects")
+    if mode == "staged":
+        return _staged(count, message, result, state_root)
+    if mode == "flood":
+        bogus = envelope.encode("READY", limit, generation=message["generation"] + 1000, worker=message["worker"])
+        return [(TAG_DATA, bogus)] * FLOOD + [(TAG_DATA, result)] if count == 1 else None
     if count == 1 and message["candidates"]:
         fence = {k: message[k] for k in ("generation", "shard", "lease", "work_hash", "input_hash", "worker")}
         forged = {**message, "lease": f"{message['generation']}.0.999999"}
@@ -50,6 +74,24 @@ def misbehave(count: int, result: bytes, state_root: Path, limit: int) -> list[t
         _corrupt_staged(state_root, message, symlink=True)
         return [(TAG_DATA, result)]
     return None
+
+
+def _staged(count: int, message: dict, result: bytes, state_root: Path) -> list[tuple[int, bytes]] | None:
+    if count == 4:
+        return [(TAG_DATA, _raw({**message, "stats": {**message["stats"], "generated": 9e17}}))]
+    if count > 3 or not message["candidates"]:
+        return None
+    first = message["candidates"][0]
+    path = Path(state_root) / staged_name(message["worker"], message["lease"], first["sha256"])
+    path.unlink()
+    if count == 1:
+        path.mkdir()
+    elif count == 2:
+        os.mkfifo(path)
+    else:
+        with open(path, "wb") as handle:
+            handle.truncate(4 << 30)  # sparse: nothing is written, a reader that reads it whole holds 4 GiB
+    return [(TAG_DATA, result)]
 
 
 def _raw(message: dict) -> bytes:

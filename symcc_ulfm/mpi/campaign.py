@@ -7,6 +7,7 @@ dict (this rank's outcome) and raises only :class:`SymccUlfmError` subclasses.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -18,12 +19,16 @@ from mpi4py import MPI
 
 from ..core import envelope
 from ..core.canonical import canonical_json, sha256_hex
+from ..core.limits import MAX_POLICY_BYTES
 from ..core.membership import initial_membership, resume
 from ..core.modes import modes_from_env
 from ..core.policy import Policy
 from ..errors import CapabilityError, CheckFailed, PolicyError, ProtocolError, SymccUlfmError
 from ..store.atomic import read_bytes, write_replace
+from ..store.heartbeat import Heartbeat, heartbeat_path, last_heartbeat
+from ..store.joblock import RanksLock
 from ..store.runlog import last_event_time
+from ..store.trust import check_layout
 from .capability import compare, probe, require_ulfm
 from .context import RankContext
 from .ft import ops_for
@@ -49,7 +54,7 @@ _BLOB_WIDTH = 8192
 
 def load_policy(state_root: Path) -> tuple[Policy, str]:
     """The policy file must be canonical: its bytes are what the ranks' SHA-256 is taken over."""
-    raw = read_bytes(Path(state_root) / "policy.json", limit=1 << 20)
+    raw = read_bytes(Path(state_root) / "policy.json", limit=MAX_POLICY_BYTES)
     try:
         policy = Policy.from_json(json.loads(raw))
     except ValueError as exc:
@@ -64,6 +69,15 @@ def start(state_root: Path, comm: MPI.Comm) -> RankContext:
     world.Set_errhandler(MPI.ERRORS_RETURN)
     stable = world.Get_rank()
     ctx, early = _open(Path(state_root), world, stable)
+    try:
+        return _start(ctx, world, stable, early)
+    except BaseException:
+        if ctx is not None:  # an engine that lives on must not keep the job looking alive
+            ctx.ranks_lock.release()
+        raise
+
+
+def _start(ctx: RankContext | None, world: MPI.Comm, stable: int, early: SymccUlfmError | None) -> RankContext:
     if ctx is not None:
         ctx.world_group = world.Get_group()
     # Every rank learns every rank's start-up problem, so they all fail closed together
@@ -129,22 +143,34 @@ def start(state_root: Path, comm: MPI.Comm) -> RankContext:
 
 
 def _open(state_root: Path, world: MPI.Comm, stable: int) -> tuple[RankContext | None, SymccUlfmError | None]:
+    """This rank's context, holding its share of ``ranks.lock`` (``store.joblock``) before it
+    writes anything, in a state directory whose layout holds no link or special file."""
+    lock = None
     try:
         modes = modes_from_env(os.environ)
-        policy, _ = load_policy(state_root)
-        return RankContext.open(state_root, modes, policy, stable, world, ops_for(policy.ulfm)), None
+        policy, _ = load_policy(state_root)  # only reads: a state this rank cannot read fails here, named
+        lock = RanksLock(state_root, modes.snapshot, DEFAULT_STARTUP_S)
+        check_layout(state_root)
+        ctx = RankContext.open(state_root, modes, policy, stable, world, ops_for(policy.ulfm))
+        ctx.ranks_lock = lock
+        return ctx, None
     except SymccUlfmError as exc:
+        if lock is not None:
+            lock.release()
         return None, exc
 
 
 def open_next_epoch(ctx: RankContext, hosts: tuple[str, ...], job_started: float) -> None:
     """A new job on an existing state directory: commit a resume receipt (``core.membership``).
 
-    The budget the lost job used runs from its epoch's start to its last logged activity (log
-    lines of this job, all written after ``job_started``, do not count).
+    The budget the lost job used runs from its epoch's start to its last sign of life: its last
+    log line or heartbeat (``store.heartbeat``), whichever is later; lines of this job, all
+    written after ``job_started``, do not count, and its heartbeats start after this.
     """
     previous = ctx.snapshots.current()
-    last = last_event_time(ctx.state.logs, before=job_started) or previous.epoch_started_at
+    signs = [t for t in (last_event_time(ctx.state.logs, before=job_started),
+                         last_heartbeat(ctx.state.logs, before=job_started)) if t is not None]
+    last = max(signs, default=previous.epoch_started_at)
     used = previous.consumed_s + max(0.0, last - previous.epoch_started_at)
     consumed = min(ctx.policy.deadline_s, used)
     nxt, receipt = resume(previous, time.time(), consumed, hosts)
@@ -226,13 +252,13 @@ def wait_as_spare(ctx: RankContext) -> None:
             raw = notices.test("exhaustion notice")
             notice = envelope.decode(raw, ctx.policy.max_message_bytes) if raw is not None else None
         except ProtocolError as exc:
-            ctx.log.event("message-rejected", reason=str(exc))
+            ctx.log.limited("message-rejected", None, reason=str(exc))
             continue
         if notice is not None:
             if notice["type"] == "EXHAUSTED" and notice["generation"] == ctx.generation:
                 ctx.exhausted = True
             else:
-                ctx.log.event("message-rejected", reason=f"{notice['type']} on the control tag of a spare")
+                ctx.log.limited("message-rejected", None, reason=f"{notice['type']} on the control tag of a spare")
         backoff.idle()
 
 
@@ -260,10 +286,28 @@ def run_campaign(state_root: str | Path, comm: MPI.Comm | None = None, finalize:
     engines keep MPI alive and leave it False.
     """
     ctx = start(Path(state_root), comm or MPI.COMM_WORLD)
+    heartbeat = Heartbeat(heartbeat_path(ctx.state.logs, ctx.stable), ctx.state.modes.snapshot).start()
     try:
         return _run(ctx, finalize)
+    except BaseException as exc:
+        _record(ctx, exc)
+        raise
     finally:
+        with contextlib.suppress(SymccUlfmError):
+            ctx.log.flush_limited()
+        heartbeat.stop()
         ctx.close_executor()
+        ctx.ranks_lock.release()  # after the last write of this rank to the state
+
+
+def _record(ctx: RankContext, exc: BaseException) -> None:
+    """Log why this rank ends abnormally, as far as the log can still be written."""
+    try:
+        ctx.log.event("rank-error", error=f"{type(exc).__name__}: {exc}"[:2000],
+                      exit_code=getattr(exc, "exit_code", 70))
+        ctx.log.sync()
+    except SymccUlfmError:
+        pass  # the log is what failed (a full disk): the job output still carries the reason
 
 
 def _run(ctx: RankContext, finalize: bool) -> dict:

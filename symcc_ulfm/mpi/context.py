@@ -18,6 +18,7 @@ from ..executors import Executor, create
 from ..store.atomic import clear_dir, remove_dir
 from ..store.corpus import Corpus
 from ..store.identity import read_identity, require_same
+from ..store.joblock import RanksLock
 from ..store.paths import StateDir
 from ..store.runlog import RankLog
 from ..store.snapshots import SnapshotStore
@@ -45,6 +46,7 @@ class RankContext:
     world_group: MPI.Group | None = None  # the initial world's group: stable rank = rank in it
     exhausted: bool = False  # this rank learned that the search is exhausted (core.termination)
     opened_at: float = field(default_factory=time.time)  # before this process wrote any log line
+    ranks_lock: RanksLock | None = None  # this rank's share of ranks.lock (store.joblock), held for its life
     _executor: Executor | None = field(default=None, repr=False)
     _executor_sha: str | None = None
     _executor_checked: bool = False
@@ -130,7 +132,7 @@ class RankContext:
         else:
             reason = "a message on the revocation-sentinel tag"
         if forged is not None:
-            self.log.event("message-rejected", reason=reason)
+            self.log.limited("message-rejected", None, reason=reason)
 
     def set_generation(self, membership: Membership) -> None:
         self.membership = membership

@@ -154,7 +154,7 @@ class Frontier:
             if message["type"] != "FRONTIER" or message["generation"] != generation or message["master"] != source:
                 raise FenceError(f"{message['type']} of generation {message['generation']} from master {source}")
         except (ProtocolError, FenceError) as exc:
-            self.ctx.log.event("message-rejected", source=source, reason=str(exc))
+            self.ctx.log.limited("message-rejected", source, source=source, reason=str(exc))
             return
         self.sched.absorb(message["coverage"])
         self.items_received += bool(message["items"])

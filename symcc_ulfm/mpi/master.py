@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from ..core import envelope, poison
 from ..core.envelope import Fence, check_fence
+from ..core.report import check_stats, distinct_objects
 from ..core.scheduler import PRIORITY_UNIQUE
 from ..core.termination import Status
 from ..errors import FenceError, IntegrityError, ProtocolError, StoreError
@@ -135,7 +136,7 @@ class MasterLoop:
             ctx.check_revocation()
             for w, inbox in sentinels.items():
                 if self._receive(inbox, w, f"failure sentinel of worker {w}") is not None:
-                    ctx.log.event("message-rejected", source=w, reason="data on the failure-sentinel tag")
+                    ctx.log.limited("message-rejected", w, source=w, reason="data on the failure-sentinel tag")
             heard = False
             for w, inbox in data.items():
                 message = self._receive(inbox, w, f"data from worker {w}")
@@ -191,7 +192,7 @@ class MasterLoop:
         try:
             return inbox.test(where)
         except ProtocolError as exc:
-            self.ctx.log.event("message-rejected", source=source, reason=str(exc))
+            self.ctx.log.limited("message-rejected", source, source=source, reason=str(exc))
             return None
 
     def _on_worker(self, worker: int, raw: bytes) -> None:
@@ -214,12 +215,10 @@ class MasterLoop:
                 if not self.waiting and not self.pending:
                     self.oldest = now
                 self.waiting.append((worker, message, queue.popleft()))
-                seconds = message["stats"].get("seconds", 0.0)
-                self.task_s = seconds if not self.task_s else 0.8 * self.task_s + 0.2 * seconds
                 return
             raise ProtocolError(f"{kind} is not a worker message")
         except (ProtocolError, FenceError) as exc:
-            self.ctx.log.event("message-rejected", source=worker, reason=str(exc))
+            self.ctx.log.limited("message-rejected", worker, source=worker, reason=str(exc))
 
     # -- one round of group commit --------------------------------------------------------
 
@@ -291,22 +290,25 @@ class MasterLoop:
         work hash whose objects the publish phase takes."""
         fence = held.fence
         try:
+            check_stats(message["stats"], self.ctx.policy.timeouts.lease_s)  # the worker's word, recorded only
             self.store.accept(message["generation"], message["shard"], message["lease"], fence.work_hash, worker)
-            judged = self.frontier.sched.judge(message["candidates"])
+            judged = self.frontier.sched.judge(distinct_objects(message["candidates"]))
             objects = [{"sha256": j.sha256, "length": j.length, "staging": staged_name(worker, fence.lease, j.sha256),
                         "novel": j.novel, "coverage": list(j.coverage), "hint": j.hint} for j in judged]
             manifest = {
                 "generation": self.gen, "master": self.ctx.stable, "worker": worker, "shard": fence.shard,
                 "lease": fence.lease, "input_hash": fence.input_hash, "work_hash": fence.work_hash,
-                "objects": objects, "generated": max(len(objects), int(message["stats"].get("generated", 0))),
+                "objects": objects, "generated": len(objects),  # derived from what was staged (core.report)
                 "findings": findings_of(message, time.time()), "stats": message["stats"], "error": message["error"],
             }
             group.begin(fence.work_hash, held.lease, manifest)  # checks every staged object first
-        except (IntegrityError, FenceError) as exc:
+        except (IntegrityError, FenceError, ProtocolError) as exc:
             self.store.release(fence.lease)
             self._requeue_rejected(fence.input_hash, held.priority, str(exc))
-            self.ctx.log.event("result-rejected", worker=worker, lease=fence.lease, reason=str(exc))
+            self.ctx.log.limited("result-rejected", worker, worker=worker, lease=fence.lease, reason=str(exc))
             return None
+        seconds = message["stats"].get("seconds", 0.0)
+        self.task_s = seconds if not self.task_s else 0.8 * self.task_s + 0.2 * seconds
         for j in judged:  # learn the coverage now: the next round's results are judged before this round is counted
             self.frontier.sched.absorb(j.coverage)
         return fence.work_hash

@@ -29,6 +29,8 @@ from .context import RankContext
 from .transport import FailureDetected, allgather_ints
 from .watchdog import bounded
 
+_DURABLE, _SAME = 1, 2  # bits of the attestation agreement
+
 
 class _Retry(Exception):
     """The survivors agreed that this attempt did not complete."""
@@ -97,9 +99,13 @@ def _attempt(ctx: RankContext, base, steps: dict[str, float]):
     second = ops.shrink(first, "recovery second shrink")
     attested_ok, attested = _gather(ctx, second, "recovery attestation")
     same = attested_ok and sorted(attested) == sorted(survivors)
-    if ops.agree(second, int(ok and same), "recovery attestation agree") != 1:
-        if not ok:
-            raise StoreError("the recovery plan could not be made durable; failing closed")
+    # two bits, so that every survivor learns which step failed: a plan the writer could not
+    # make durable (a full disk) stops them all at once instead of sending them round again
+    agreed = ops.agree(second, (_DURABLE if ok else 0) | (_SAME if same else 0), "recovery attestation agree")
+    if not agreed & _DURABLE:
+        raise StoreError(f"the recovery plan could not be made durable by rank {writer}; every survivor stops, "
+                         "failing closed (the state stays resumable)")
+    if not agreed & _SAME:
         ctx.log.event("recovery-restart", reason="survivors changed during discovery",
                       survivors=sorted(survivors), attested=sorted(attested))
         raise _Retry("survivors changed during discovery")

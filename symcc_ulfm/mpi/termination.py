@@ -54,7 +54,7 @@ class Exhaustion:
                 if message.get("generation") != self.gen or message.get("master") != source:
                     raise ProtocolError(f"{message['type']} of generation {message['generation']} from {source}")
             except ProtocolError as exc:
-                self.ctx.log.event("message-rejected", source=source, reason=str(exc))
+                self.ctx.log.limited("message-rejected", source, source=source, reason=str(exc))
                 continue
             yield source, message
 
@@ -73,7 +73,7 @@ class Exhaustion:
                 self.waves.reply(source, message["wave"],
                                  Status(message["idle"], message["sent"], message["received"]))
             else:
-                self.ctx.log.event("message-rejected", source=source, reason=f"{kind} is not for this master")
+                self.ctx.log.limited("message-rejected", source, source=source, reason=f"{kind} is not for this master")
         if self.waves is None:
             return False
         if self.waves.complete:

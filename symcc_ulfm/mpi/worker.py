@@ -21,10 +21,11 @@ from collections import deque
 
 from ..core import envelope
 from ..core.finding import MAX_PER_RESULT
+from ..core.limits import MAX_OBJECT_BYTES
 from ..errors import IntegrityError, ProtocolError, SymccUlfmError
 from ..store.atomic import Barrier
 from ..store.staging import WorkerStaging
-from .adversary import is_adversary, misbehave
+from .adversary import adversary_mode, misbehave
 from .context import RankContext
 from .transport import TAG_DATA, Backoff, Mailbox, Outbox
 
@@ -42,7 +43,7 @@ class WorkerLoop:
         self.sync_before_result = ctx.peers[self.master]["host"] != ctx.peers[ctx.stable]["host"]
         self.executed = 0
         self.executor = ctx.executor  # the rank's sandbox, started once and kept across generations
-        self.adversary = is_adversary(ctx.stable) and self.gen == 0
+        self.adversary = adversary_mode(ctx.stable) if self.gen == 0 else None
 
     def run(self) -> None:
         ctx = self.ctx
@@ -72,7 +73,8 @@ class WorkerLoop:
                 result = self._execute(work)
                 if self.sync_before_result:
                     self.barrier.sync()
-                planned = misbehave(self.executed, result, ctx.state.root, self.limit) if self.adversary else None
+                planned = (misbehave(self.adversary, self.executed, result, ctx.state.root, self.limit)
+                           if self.adversary else None)
                 for tag, payload in planned or [(TAG_DATA, result)]:
                     outbox.send(ctx.group_comm, 0, tag, payload, "RESULT")
                 continue
@@ -99,13 +101,13 @@ class WorkerLoop:
                     return None
                 message = envelope.decode(raw, self.limit)
             except ProtocolError as exc:
-                ctx.log.event("message-rejected", source=self.master, reason=str(exc))
+                ctx.log.limited("message-rejected", self.master, source=self.master, reason=str(exc))
                 continue
             if message["type"] == "STOP" or (
                 message["type"] == "WORK" and message["generation"] == self.gen and message["worker"] == ctx.stable
             ):
                 return message
-            ctx.log.event("message-rejected", source=self.master,
+            ctx.log.limited("message-rejected", self.master, source=self.master,
                           reason=f"{message['type']} of generation {message['generation']} is not my work")
 
     def _execute(self, work: dict) -> bytes:
@@ -161,6 +163,9 @@ class WorkerLoop:
         hints = result.hints or [None] * len(result.candidates)
         staged: dict[str, tuple[bytes, dict | None]] = {}
         for child, hint in zip(result.candidates, hints, strict=True):
+            if len(child) > MAX_OBJECT_BYTES:  # no reader of the corpus would take it
+                self.ctx.log.limited("candidate-dropped", "size", length=len(child), limit=MAX_OBJECT_BYTES)
+                continue
             sha256, _ = self.staging.stage(lease, child)
             staged.setdefault(sha256, (child, hint))
         # coverage runs stop well before the master's lease timeout would fence this worker

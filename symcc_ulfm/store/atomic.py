@@ -17,14 +17,15 @@ import shutil
 import stat
 from pathlib import Path
 
-from ..errors import StoreError
+from ..core.limits import MAX_OBJECT_BYTES
+from ..errors import StoreError, UnsafeFile
 
 MODE_HINT = (
     "files are written with the modes of SYMCC_ULFM_SNAPSHOT_FILE_MODE (state) and "
     "SYMCC_SHARED_CORPUS_FILE_MODE (corpus), default 0600/0644; when ranks run as different users on a "
     "shared state directory, set them (e.g. 0660 with a shared group) so that every rank can read them"
 )
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
 def ensure_dir(path: Path, mode: int, barrier: Barrier | None = None) -> Path:
@@ -32,24 +33,47 @@ def ensure_dir(path: Path, mode: int, barrier: Barrier | None = None) -> Path:
 
     Inside a set-group-ID directory (a state directory shared by several Unix users through a
     group) the new directory keeps the set-group-ID bit, so everything below it stays in the
-    shared group.
+    shared group. A symbolic link where ``path`` belongs is refused (UnsafeFile), never followed.
     """
     path = Path(path)
     try:
-        if not path.is_dir():
+        if not _is_dir(path):
             parent = path.parent
-            if parent != path and not parent.is_dir():
+            if parent != path and not _parent_is_dir(parent):
                 ensure_dir(parent, mode, barrier)
             try:
                 os.mkdir(path, mode)
-                os.chmod(path, mode | (os.stat(parent).st_mode & stat.S_ISGID))
+                os.chmod(path, mode | (os.stat(parent).st_mode & stat.S_ISGID), follow_symlinks=False)
                 _settle(path, barrier)
             except FileExistsError:
-                if not path.is_dir():
+                if not _is_dir(path):
                     raise
         return path
     except OSError as exc:
         raise StoreError(f"cannot create directory {path}: {exc.strerror or exc}") from exc
+
+
+def _is_dir(path: Path) -> bool:
+    """Whether ``path`` is a directory; a symbolic link in its place is refused, never followed."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(mode):
+        raise UnsafeFile(f"{path} is a symbolic link where a directory belongs; refusing to follow it")
+    return stat.S_ISDIR(mode)
+
+
+def _parent_is_dir(path: Path) -> bool:
+    """Whether the directory a new one is made in exists; a symbolic link there is followed only
+    when this user or root made it (another user's link would aim our writes elsewhere)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(info.st_mode) and info.st_uid not in (os.geteuid(), 0):
+        raise UnsafeFile(f"{path} is a symbolic link of uid {info.st_uid}; refusing to follow it")
+    return path.is_dir()
 
 
 def remove_dir(path: Path) -> None:
@@ -278,11 +302,13 @@ def _settle(path: Path | str, barrier: Barrier | None) -> None:
         barrier.dirty = True
 
 
-def read_bytes(path: Path | str, limit: int | None = None) -> bytes:
-    """Read a regular file without following a symlink at its final component.
+def read_bytes(path: Path | str, limit: int = MAX_OBJECT_BYTES) -> bytes:
+    """Read a regular file of at most ``limit`` bytes, refusing anything else before reading.
 
-    A missing file raises ``FileNotFoundError`` (callers often expect that); every other
-    failure raises :class:`StoreError`.
+    The open neither follows a symbolic link at the final component nor blocks on a FIFO; a
+    link, a FIFO, a device, a directory or a file over ``limit`` is :class:`UnsafeFile` (exit 4,
+    naming it). A missing file raises ``FileNotFoundError`` (callers often expect that); every
+    other failure raises :class:`StoreError`.
     """
     try:
         fd = os.open(path, _READ_FLAGS)
@@ -290,19 +316,37 @@ def read_bytes(path: Path | str, limit: int | None = None) -> bytes:
         raise
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise StoreError(f"{path} is a symbolic link; refusing to follow it") from exc
+            raise UnsafeFile(f"{path} is a symbolic link; refusing to follow it") from exc
         if exc.errno == errno.EACCES:
             raise StoreError(f"cannot read {path}: permission denied; {MODE_HINT}") from exc
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise StoreError(f"{path} is not a regular file")
-        if limit is not None and info.st_size > limit:
-            raise StoreError(f"{path} has {info.st_size} bytes, more than the limit of {limit}")
-        return read_to_end(fd, info.st_size)
+        check_regular(info, path, limit)
+        data = read_to_end(fd, info.st_size, limit + 1)
+        if len(data) > limit:
+            raise UnsafeFile(f"{path} grew past the limit of {limit} bytes while it was read")
+        return data
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
     finally:
         os.close(fd)
+
+
+def check_regular(info: os.stat_result, path: Path | str, limit: int) -> None:
+    """Refuse (:class:`UnsafeFile`) an open file that is not a regular file of at most ``limit`` bytes."""
+    if not stat.S_ISREG(info.st_mode):
+        raise UnsafeFile(f"{path} is not a regular file ({_kind(info.st_mode)}); refusing to read it")
+    if info.st_size > limit:
+        raise UnsafeFile(f"{path} has {info.st_size} bytes, more than the limit of {limit}")
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "a special file"
 
 
 def read_to_end(fd: int, expected: int, limit: int | None = None) -> bytes:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..core.canonical import is_sha256_hex
+from ..core.limits import MAX_RECORD_BYTES
 from ..errors import CorpusIntegrityError, StoreError
 from .atomic import Barrier, link_new, link_open_file, read_bytes, write_new
 from .crashpoints import crash_point
@@ -120,7 +121,7 @@ class Corpus:
 
     def claim_owner(self, sha256: str) -> str | None:
         try:
-            data = read_bytes(self.claims / _name(sha256), limit=64 << 20)
+            data = read_bytes(self.claims / _name(sha256), limit=MAX_RECORD_BYTES)
         except FileNotFoundError:
             return None
         return claim_owner(data, sha256)

@@ -9,6 +9,8 @@ is never counted twice. ``first`` is the occurrence the master accepted first.
 
 from __future__ import annotations
 
+import errno
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,6 +89,8 @@ def select(found: list[UniqueFinding], key: str) -> UniqueFinding | None:
 def state_of(path: str | Path, modes) -> StateDir:
     """A state directory, or the ``state/`` of a run directory."""
     path = Path(path)
-    if not (path / "policy.json").is_file() and (path / "state" / "policy.json").is_file():
+    if not os.path.lexists(path / "policy.json") and os.path.lexists(path / "state" / "policy.json"):
         path = path / "state"
+    if not os.path.lexists(path / "policy.json"):
+        raise FileNotFoundError(errno.ENOENT, "holds no policy.json (neither a state nor a run directory)", str(path))
     return StateDir(path, modes)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.canonical import canonical_json, digest
+from ..core.limits import MAX_SMALL_JSON_BYTES
 from ..errors import IntegrityError, ProvenanceChanged
 from .atomic import read_bytes, write_new
 
@@ -29,7 +30,7 @@ def write_identity(path: Path, identity: dict[str, Any], mode: int) -> str:
 
 def read_identity(path: Path) -> tuple[dict[str, Any], str]:
     """The identity and its SHA-256; a file that does not hold both consistently is an IntegrityError."""
-    raw = read_bytes(path, limit=1 << 20)
+    raw = read_bytes(path, limit=MAX_SMALL_JSON_BYTES)
     try:
         value = json.loads(raw)
         identity, sha256 = value["identity"], value["sha256"]

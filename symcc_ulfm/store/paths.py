@@ -17,7 +17,13 @@
     staging/worker-<w>/running-<g>                the lease worker w was executing in generation g
     scratch/worker-<w>/                           files worker w's executions write (removed when w fails)
     logs/rank-<stable>.jsonl                      structured per-rank logs
+    logs/heartbeat-<stable>                       the rank's last sign of life (store.heartbeat)
     endpoint.json                                 endpoint coverage re-measured over the final corpus
+    outcome.json, oracle.json, job-output.txt     how the last job ended, the verdict, the job's output
+    launch.lock, ranks.lock                       who runs the campaign (store.joblock)
+
+Every name here is opened without following a symbolic link, and ``store.trust`` refuses a
+state directory where one of them is a link or of the wrong type.
 """
 
 from __future__ import annotations

@@ -16,11 +16,12 @@ from ..core.canonical import canonical_json, digest, is_sha256_hex, sha256_hex
 from ..errors import FenceError, WalCorruption
 from .staging import parse_staged
 
-WAL_FORMAT = "symcc-ulfm-wal/4"
+WAL_FORMAT = "symcc-ulfm-wal/5"
 _OLD_FORMATS = {
     "symcc-ulfm-wal/1": "one state per file, replaced by rename",
     "symcc-ulfm-wal/2": "staged objects in a directory per lease",
     "symcc-ulfm-wal/3": "manifests without findings",
+    "symcc-ulfm-wal/4": "'generated' as the worker reported it",
 }
 STATES = ("leased", "committing", "done")
 _NEXT = {"leased": {"leased", "committing"}, "committing": {"done"}, "done": set()}
@@ -148,8 +149,9 @@ def check_manifest(manifest: Any, error: type[Exception] = FenceError) -> None:
             raise error(f"manifest object {obj['sha256']}: {exc}") from None
         if staged_sha != obj["sha256"]:
             raise error(f"manifest object {obj['sha256']} is staged under another name")
-    if type(manifest.get("generated")) is not int or manifest["generated"] < len(manifest["objects"]):
-        raise error("manifest 'generated' must count at least its objects")
+    distinct = len({obj["sha256"] for obj in manifest["objects"]})
+    if type(manifest.get("generated")) is not int or manifest["generated"] != distinct:
+        raise error("manifest 'generated' must be the number of its objects (the candidates staged and verified)")
     findings = manifest.get("findings")
     if not isinstance(findings, list) or not all(map(finding.is_record, findings)):
         raise error("manifest findings are not a list of finding records")

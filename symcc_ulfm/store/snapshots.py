@@ -15,6 +15,7 @@ import json
 import re
 from pathlib import Path
 
+from ..core.limits import MAX_MEMBERSHIP_BYTES
 from ..core.membership import (
     PREPARE_FORMAT,
     RECEIPT_FORMAT,
@@ -80,7 +81,7 @@ class SnapshotStore:
     # -- reading -------------------------------------------------------------------------
 
     def _read(self, path: Path) -> bytes:
-        return read_bytes(path, limit=16 << 20)
+        return read_bytes(path, limit=MAX_MEMBERSHIP_BYTES)
 
     def _json(self, path: Path) -> dict:
         try:

@@ -32,13 +32,14 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.limits import MAX_OBJECT_BYTES
 from ..errors import IntegrityError, StoreError
-from .atomic import Barrier, ensure_dir, read_bytes, read_to_end
+from .atomic import Barrier, check_regular, ensure_dir, read_bytes, read_to_end
 
 _STAGED = re.compile(r"staging/worker-([0-9]+)/([A-Za-z0-9._:-]{1,128})@([0-9a-f]{64})")
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | _CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
 _MARK_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | _CLOEXEC
 KEEP_LIMIT = 256  # verified staged files a reader keeps open for their publication
@@ -203,14 +204,24 @@ class StagedReader:
         worker, lease, name = parse_staged(relpath)
         if name != sha256:
             raise IntegrityError(f"staged path {relpath} does not name object {sha256}")
+        if not 0 <= length <= MAX_OBJECT_BYTES:
+            raise IntegrityError(f"staged {relpath}: a length of {length} bytes is outside 0..{MAX_OBJECT_BYTES}")
         fd = _open_at(self.worker_dir(worker, relpath), staged_file(lease, name), _FILE_FLAGS, relpath)
         try:
+            # the type and size first: a directory, a FIFO or a sparse giant is refused unread
+            info = os.fstat(fd)
+            check_regular(info, relpath, MAX_OBJECT_BYTES)
+            if info.st_size != length:
+                raise IntegrityError(f"staged {relpath} has {info.st_size} bytes, manifest says {length}")
             data = read_to_end(fd, length, limit=length + 1)
             if len(data) != length:
                 raise IntegrityError(f"staged {relpath} has {len(data)} bytes, manifest says {length}")
             actual = hashlib.sha256(data).hexdigest()
             if actual != sha256:
                 raise IntegrityError(f"staged {relpath} has SHA-256 {actual}, manifest says {sha256}")
+        except OSError as exc:
+            os.close(fd)
+            raise IntegrityError(f"cannot read staged {relpath}: {exc.strerror or exc}") from exc
         except BaseException:
             os.close(fd)
             raise
@@ -315,4 +326,6 @@ def _staged_error(relpath: str, exc: OSError) -> Exception:
         return IntegrityError(f"staged path {relpath} goes through a symbolic link or non-directory; refused")
     if exc.errno == errno.ENOENT:
         return IntegrityError(f"staged object {relpath} is missing")
+    if exc.errno in (errno.ENXIO, errno.ENODEV, errno.EISDIR, errno.ETXTBSY):
+        return IntegrityError(f"staged object {relpath} is not a regular file; refused")
     return StoreError(f"cannot read staged {relpath}: {exc.strerror or exc}")

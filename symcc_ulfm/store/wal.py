@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.canonical import is_sha256_hex
-from ..errors import FenceError, StaleGeneration, StoreError, WalCorruption
+from ..core.limits import MAX_RECORD_BYTES
+from ..errors import FenceError, StaleGeneration, StoreError, UnsafeFile, WalCorruption
 from .atomic import Barrier, append_line, read_bytes, write_new
 from .corpus import Corpus
 from .crashpoints import crash_point
@@ -85,10 +86,12 @@ class WorkWAL:
 
     def read(self, work: str) -> dict | None:
         try:
-            data = read_bytes(self._file(work), limit=64 << 20)
+            data = read_bytes(self._file(work), limit=MAX_RECORD_BYTES)
         except FileNotFoundError:
             self._known.pop(work, None)
             return None
+        except UnsafeFile as exc:  # a FIFO, a link or a giant where a record belongs: never trusted
+            raise WalCorruption(f"WAL record {work}: {exc}") from None
         known = self._known.get(work)
         if known is not None and known[0] == data:
             return known[1]

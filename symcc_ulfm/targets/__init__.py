@@ -104,6 +104,9 @@ def _load_file(spec: str, path: str) -> ModuleType:
     sys.modules[name] = module
     try:
         loader_spec.loader.exec_module(module)
+    except SystemExit as exc:  # a BaseException: sys.exit(0) at import must not look like success
+        del sys.modules[name]
+        raise _fail(spec, f"loading {path!r} called sys.exit({exc.code!r})") from None
     except Exception as exc:
         del sys.modules[name]
         raise _fail(spec, f"loading {path!r} raised {type(exc).__name__}: {exc}") from exc
@@ -115,6 +118,8 @@ def _load_module(spec: str, name: str) -> ModuleType:
         return importlib.import_module(name)
     except ImportError as exc:
         raise _fail(spec, f"cannot import module {name!r} ({exc})") from exc
+    except SystemExit as exc:
+        raise _fail(spec, f"importing {name!r} called sys.exit({exc.code!r})") from None
     except Exception as exc:
         raise _fail(spec, f"importing {name!r} raised {type(exc).__name__}: {exc}") from exc
 
