@@ -79,12 +79,13 @@ NO_COVERAGE = "no coverage: content dedup only"
 DEFAULT_SEED_LENGTHS = (1, 4, 16, 64, 256, 1024)
 DEFAULT_SEEDS = tuple(bytes(length) for length in DEFAULT_SEED_LENGTHS)
 PREFLIGHT_SEEDS = 16  # seeds tried by preflight() before the target is refused
+MEASURE_RUNS = 3  # runs of the AFL twin for an input that fails: in its batch, alone under afl-showmap, directly
 MAX_TIMEOUT_S = 3600.0
 DEFAULTS: dict[str, Any] = {
     "args": [],
     "input_mode": None,  # derived from args: "file" when an argument contains @@, else "stdin"
     "timeout_s": 10.0,  # one SymCC run (and one concrete run of the same binary)
-    "measure_timeout_s": None,  # one concrete run of the AFL twin: 1 s (afl-fuzz's default), at most timeout_s
+    "measure_timeout_s": None,  # one concrete run of the AFL twin: 1 s (afl-fuzz's default), at most timeout_s / 3
     "env": {},  # SymCC runtime variables of every run (RUNTIME_ENV)
     "afl_binary": None,
     "afl_showmap": None,  # afl-showmap on PATH when afl_binary is set
@@ -145,13 +146,16 @@ class SymccExecutor(Executor):
         self._args = _string_list("args", opts["args"])
         self._input_mode = _input_mode(opts["input_mode"], self._args)
         self._timeout_s = _number("timeout_s", opts["timeout_s"], 0.01, MAX_TIMEOUT_S)
-        measure_timeout_s = min(1.0, self._timeout_s) if opts["measure_timeout_s"] is None else opts["measure_timeout_s"]
+        measure_timeout_s = opts["measure_timeout_s"]
+        if measure_timeout_s is None:
+            measure_timeout_s = min(1.0, self._timeout_s / MEASURE_RUNS)
         self._measure_timeout_s = _number("measure_timeout_s", measure_timeout_s, 0.001, MAX_TIMEOUT_S)
-        if self._measure_timeout_s > self._timeout_s:
+        if self._measure_timeout_s * MEASURE_RUNS > self._timeout_s:
             raise PolicyError(
                 "executor_options.measure_timeout_s",
-                f"{self._measure_timeout_s:g} s is longer than timeout_s ({self._timeout_s:g} s): a concrete run "
-                "of the AFL twin cannot be allowed more than a SymCC run of the same input",
+                f"{self._measure_timeout_s:g} s is more than timeout_s / {MEASURE_RUNS} ({self._timeout_s:g} s / "
+                f"{MEASURE_RUNS}): measuring an input that crashes or hangs takes up to {MEASURE_RUNS} runs of the "
+                "AFL twin, and one measurement must fit in the time of one execution (timeout_s), the sandbox's bound",
             )
         self._max_output_bytes = _integer("max_output_bytes", opts["max_output_bytes"], 1, 256 * 1024 * 1024)
         self._env = _runtime_env(opts["env"])

@@ -12,7 +12,9 @@ ARGS`` (one fork server for the chunk). What AFL++ 4.04c does there (``afl-showm
 - ``-Z`` (afl-cmin's mode, undocumented but what ``afl-cmin`` itself runs) writes an **empty**
   file instead when the run crashed (a signal) or timed out (``-t``); without ``-Z`` crashes and
   timeouts get ordinary maps and nothing tells them apart from clean runs;
-- the exit status says nothing about the chunk (it describes the last input only).
+- the exit status says nothing about the chunk (it describes the last input only);
+- ``-C`` (collect coverage) writes only the union of the chunk's edges to ``-o`` (a file), nothing
+  per input: it is what the benchmark uses to count a corpus's edges, not what a worker needs.
 
 So a non-empty map is an ``ok`` run with its coverage. An empty map (crash or timeout) and an
 empty input are measured alone: ``afl-showmap -q -b -o MAP`` (without ``-Z`` it keeps the map of

@@ -41,7 +41,7 @@ PR_GET_CHILD_SUBREAPER = 37
 # QSYM names a test case NNNNNN, or NNNNNN-optimistic when it solved the negated branch alone
 # because the whole path constraint was unsatisfiable; the counter is shared by both kinds.
 TEST_CASE = re.compile(r"([0-9]{6,})(-optimistic)?")
-SCRATCH_PREFIX = "symcc-ulfm-"
+SCRATCH_PREFIX = "symcc-ulfm-exec-"
 SWEEP_S = 5.0  # how long a sweep looks for a child it was told exists but cannot see
 
 
@@ -171,9 +171,9 @@ def children_of(parent: int) -> list[int]:
 
 
 class Scratch:
-    """The executor's own directory under ``base``: ``symcc-ulfm-XXXX/``, locked while it lives.
+    """The executor's own directory under ``base``: ``symcc-ulfm-exec-XXXX/``, locked while it lives.
 
-    ``symcc-ulfm-XXXX.lock`` beside it is held with ``flock`` for the life of this process (the
+    ``symcc-ulfm-exec-XXXX.lock`` beside it is held with ``flock`` for the life of this process (the
     lock is taken under a temporary name and renamed into place, so a lock file is never seen
     unlocked while its owner lives). At start every sibling whose lock can be taken belongs to a
     process that is gone, and is removed with its directory. Runs use :meth:`fresh`, removed
