@@ -31,7 +31,7 @@ from symcc_ulfm.executors.base import HIT_CLASS_BOUNDS, coverage_id, edge_of
 from symcc_ulfm.executors.sandbox import Sandbox
 from symcc_ulfm.executors.symcc import DEFAULT_SEED_LENGTHS, NO_COVERAGE, SymccExecutor
 from symcc_ulfm.executors.symcc_coverage import coverage_from_afl_map
-from symcc_ulfm.executors.symcc_io import classify_exit
+from symcc_ulfm.executors.symcc_io import classify_exit, run_binary
 from symcc_ulfm.executors.symcc_target import read_dynamic
 
 FIXTURES = Path(__file__).parent / "fixtures" / "symcc"
@@ -350,6 +350,14 @@ def test_timeout_kills_everything_and_keeps_partial_output(stand_in, tmp_path, p
     assert executor._proc is not None and executor.deaths == 0  # the sandbox child itself lived on
     executor.close()
     assert list(private_tmp.iterdir()) == []
+
+
+def test_a_spinning_run_is_bounded_by_cpu_time_even_without_its_watcher(tmp_path):
+    # The watcher's timeout is far away here: the kernel's RLIMIT_CPU ends the run.
+    ended = run_binary("target", ["/bin/sh", "-c", "while :; do :; done"], stdin=Path(os.devnull),
+                       stderr=tmp_path / "stderr", env=dict(os.environ), cwd=tmp_path, timeout_s=60, adopt=False,
+                       cpu_limit_s=1)
+    assert ended.returncode == -signal.SIGKILL and not ended.timed_out and ended.seconds < 30
 
 
 def test_the_sandbox_reproduces_and_runs_like_the_engine(stand_in, private_tmp):

@@ -19,8 +19,10 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import math
 import os
 import re
+import resource
 import select
 import shutil
 import signal
@@ -42,6 +44,7 @@ PR_GET_CHILD_SUBREAPER = 37
 # because the whole path constraint was unsatisfiable; the counter is shared by both kinds.
 TEST_CASE = re.compile(r"([0-9]{6,})(-optimistic)?")
 SCRATCH_PREFIX = "symcc-ulfm-exec-"
+CPU_LIMIT_FACTOR, CPU_LIMIT_EXTRA_S = 10, 10.0
 SWEEP_S = 5.0  # how long a sweep looks for a child it was told exists but cannot see
 
 
@@ -81,12 +84,17 @@ class Exit:
 
 
 def run_binary(field: str, argv: list[str], *, stdin: Path, stderr: Path, env: dict[str, str], cwd: Path,
-               timeout_s: float, adopt: bool, term_grace_s: float = 0.0) -> Exit:
+               timeout_s: float, adopt: bool, term_grace_s: float = 0.0, cpu_limit_s: float | None = None) -> Exit:
     """Run ``argv`` (stdin from a file, stdout discarded, stderr to a file), at most ``timeout_s``.
 
     On timeout the leader gets SIGTERM first when ``term_grace_s`` is positive (afl-showmap then
     removes its shared memory and stops its fork server), then its whole group SIGKILL. A binary
     the kernel refuses to execute is a TargetError on ``field``.
+
+    The leader also gets a CPU-time limit (``RLIMIT_CPU``, set with ``prlimit`` once it runs, by
+    default ``CPU_LIMIT_FACTOR`` times ``timeout_s`` plus ``CPU_LIMIT_EXTRA_S``): a backstop for
+    a run whose watcher died (the worker was killed mid-run, its sandbox child with it), so that a
+    target spinning forever is killed by the kernel; the watcher's timeout comes long before it.
     """
     started = time.monotonic()
     with open(stdin, "rb") as stdin_file, open(stderr, "wb") as stderr_file:
@@ -95,6 +103,9 @@ def run_binary(field: str, argv: list[str], *, stdin: Path, stderr: Path, env: d
                                     cwd=cwd, env=env, start_new_session=True)
         except OSError as exc:
             raise TargetError(field, f"{argv[0]}: cannot execute ({exc.strerror or exc})") from None
+    cpu_s = math.ceil(CPU_LIMIT_FACTOR * timeout_s + CPU_LIMIT_EXTRA_S if cpu_limit_s is None else cpu_limit_s)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        resource.prlimit(proc.pid, resource.RLIMIT_CPU, (cpu_s, cpu_s))  # SIGKILL at the limit
     pidfd = os.pidfd_open(proc.pid)
     try:
         timed_out = not _exited(pidfd, timeout_s)
