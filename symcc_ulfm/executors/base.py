@@ -125,9 +125,10 @@ class Executor(abc.ABC):
     def measure(self, data: bytes) -> Measurement:
         """Coverage ids (see module docstring) and outcome of one concrete run of ``data``."""
 
-    def preflight(self) -> dict[str, Any]:
+    def preflight(self, seeds: list[bytes] | None = None) -> dict[str, Any]:
         """Before a campaign: raise TargetError when the target cannot do its work at all (e.g. it
-        fails on every seed); otherwise a JSON-able summary. Most executors have nothing to check."""
+        fails on every seed of ``seeds``, by default its own); otherwise a JSON-able summary. Most
+        executors have nothing to check."""
         return {}
 
     def reproduce(self, data: bytes) -> Outcome:

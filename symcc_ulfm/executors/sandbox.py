@@ -313,12 +313,14 @@ class Sandbox(Executor):
             self._restart()
             return died.outcome
 
-    def preflight(self) -> dict[str, Any]:
+    def preflight(self, seeds: list[bytes] | None = None) -> dict[str, Any]:
         """The executor's own :meth:`~.base.Executor.preflight` in the child, bounded as one run per
         seed; a child the target killed or hung meanwhile is a TargetError."""
-        limit_s = max(1, len(self.seeds())) * self.run_limit_s
+        blobs = [] if seeds is None else [bytes(seed) for seed in seeds]
+        limit_s = max(1, len(self.seeds() if seeds is None else blobs)) * self.run_limit_s
         try:
-            message, _ = self._exchange({"type": "preflight"}, [], None, "preflight-ok", limit_s)
+            message, _ = self._exchange({"type": "preflight", "own_seeds": seeds is None}, blobs, None,
+                                        "preflight-ok", limit_s)
             return message["summary"]
         except _Died as died:
             self._restart()

@@ -160,7 +160,7 @@ class Child:
 
     def preflight(self, message: dict, blobs: list[bytes]) -> None:
         self.executor.on_execution = self.announcer(None)
-        summary = self.executor.preflight()
+        summary = self.executor.preflight(None if message.get("own_seeds") else blobs)
         self.executor.on_execution = _quiet
         self.send({"type": "preflight-ok", "summary": summary})
 
