@@ -45,7 +45,7 @@ SEEDS = {
     "crash_dispatch": "43460002efbe0000",  # nop
 }
 SEED_LENGTH = 48
-RUN_TIMEOUT_S = 10.0  # per SymCC run, the symcc executor's default timeout_s
+RUN_TIMEOUT_S = 8.0  # per SymCC run, the symcc executor's default timeout_s
 REPLAY_TIMEOUT_S = 5.0
 UPSTREAM_GRACE_S = 5.0
 
@@ -339,7 +339,7 @@ def exec_cost(symcc_cc: str, count: int, out: Path) -> int:
     seed = bytes.fromhex(SEEDS["hdr_opcode"]).ljust(SEED_LENGTH, b"\0")
     scratch = out / "scratch"
     scratch.mkdir()
-    executor = create("symcc", str(binary), {"scratch_dir": str(scratch)})
+    executor = create("symcc", str(binary), {}, scratch=scratch)
     executor.run(seed)  # start the sandbox child
     child = executor._proc.pid
     env = symcc_env(scratch)

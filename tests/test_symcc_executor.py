@@ -15,17 +15,21 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
+from helpers_mpi import launch
 
 from symcc_ulfm import executors
+from symcc_ulfm.core.policy import Policy
 from symcc_ulfm.errors import PolicyError, ProvenanceChanged, TargetError
 from symcc_ulfm.executors.base import HIT_CLASS_BOUNDS, coverage_id, edge_of
 from symcc_ulfm.executors.sandbox import Sandbox
@@ -33,6 +37,7 @@ from symcc_ulfm.executors.symcc import DEFAULT_SEED_LENGTHS, NO_COVERAGE, SymccE
 from symcc_ulfm.executors.symcc_coverage import coverage_from_afl_map
 from symcc_ulfm.executors.symcc_io import classify_exit, run_binary
 from symcc_ulfm.executors.symcc_target import read_dynamic
+from symcc_ulfm.launch import check_executor
 
 FIXTURES = Path(__file__).parent / "fixtures" / "symcc"
 SOURCE = FIXTURES / "fake_symcc.c"
@@ -107,7 +112,8 @@ def _stand_in_run(binary: Path, data: bytes, env: dict[str, str], *args: str) ->
 
 
 def _sandboxed(binary: Path, scratch: Path, **options) -> Sandbox:
-    executor = executors.create("symcc", str(binary), {"scratch_dir": str(scratch), **options})
+    """The executor as a worker gets it: contained, with the runtime's scratch directory."""
+    executor = executors.create("symcc", str(binary), options, scratch=scratch)
     assert isinstance(executor, Sandbox)
     return executor
 
@@ -327,7 +333,9 @@ def test_the_binary_is_a_direct_child_of_the_sandbox_and_its_daemon_is_killed(st
     pid, ppid, daemon = _pids(pidfile)
     assert ppid == executor._proc.pid  # no Python process between the sandbox child and the target
     assert _wait_dead(pid, daemon), "the daemon (its own session) outlived the run"
+    assert [p.name.startswith("symcc-ulfm-exec-") for p in private_tmp.iterdir()] == [True, True]  # dir, lock
     executor.close()
+    assert list(private_tmp.iterdir()) == []
 
 
 def test_timeout_kills_everything_and_keeps_partial_output(stand_in, tmp_path, private_tmp):
@@ -362,7 +370,7 @@ def test_a_spinning_run_is_bounded_by_cpu_time_even_without_its_watcher(tmp_path
 
 def test_the_sandbox_reproduces_and_runs_like_the_engine(stand_in, private_tmp):
     executor = _sandboxed(stand_in, private_tmp)
-    engine = SymccExecutor(target=str(stand_in), options={"scratch_dir": str(private_tmp)})
+    engine = SymccExecutor(target=str(stand_in), options={})
     assert executor.identity() == engine.identity()
     assert executor.run(b"SXXX").candidates == engine.run(b"SXXX").candidates
     assert executor.reproduce(b"CRSH") == engine.reproduce(b"CRSH")
@@ -380,7 +388,7 @@ def test_an_uninstrumented_binary_is_refused_when_built(plain, private_tmp):
     with pytest.raises(TargetError, match="not SymCC-instrumented") as info:
         SymccExecutor(target=str(plain), options={})
     assert info.value.exit_code == 2 and str(plain) in str(info.value)
-    sandbox = executors.create("symcc", str(plain), {"scratch_dir": str(private_tmp)})
+    sandbox = executors.create("symcc", str(plain), {}, scratch=private_tmp)
     with pytest.raises(TargetError, match="not SymCC-instrumented") as info:
         sandbox.identity()  # what launch asks first
     assert info.value.exit_code == 2
@@ -416,6 +424,9 @@ def test_preflight_through_the_sandbox(stand_in, private_tmp):
     sandbox = _sandboxed(stand_in, private_tmp)
     summary = sandbox.preflight()
     assert summary["seed"] == 0 and summary["outputs_plain"] == 2  # b"\0" -> b"S", b"Z"
+    assert sandbox.preflight([b"", b"SXXX"])["outputs_optimistic"] == 1  # launch's --seeds replace its own
+    with pytest.raises(TargetError, match=r"seed 0 \(0 bytes\)"):
+        sandbox.preflight([b""])
     sandbox.close()
 
 
@@ -437,7 +448,6 @@ def test_identity_pins_binary_runtime_args_and_mode(stand_in, runtime, build):
     assert ident["args"] == ["@@"] and ident["input_mode"] == "file" and ident["timeout_s"] == 5.0
     assert ident["coverage"] == {"kind": "none", "note": NO_COVERAGE}
     assert ident["env"] == {"SYMCC_ENABLE_LINEARIZATION": "1"}
-    assert "scratch_dir" not in str(ident)
     other = _compile("gcc", build / "fake_symcc.other", SOURCE, "-DUNUSED_VARIANT=1", "-g",
                      f"-L{runtime.parent}", "-lsymcc-rt", f"-Wl,-rpath,{runtime.parent}")
     assert SymccExecutor(target=str(other), options={"args": ["@@"], "timeout_s": 5}).identity() != ident
@@ -487,11 +497,15 @@ def test_seeds_from_hex_and_directory(stand_in, tmp_path):
     assert executor.identity()["seeds_sha256"] == [hashlib.sha256(s).hexdigest() for s in (b"one", b"two")]
 
 
-def test_time_limits_have_defaults_that_fit_a_lease(stand_in):
+def test_time_limits_have_defaults_that_fit_a_lease(stand_in, private_tmp):
     executor = SymccExecutor(target=str(stand_in), options={})
     ident = executor.identity()
-    assert (ident["timeout_s"], ident["measure_timeout_s"]) == (10.0, 1.0)
-    assert (executor.execution_limit_s, executor.run_limit_s) == (10.0, 20.0)
+    assert (ident["timeout_s"], ident["measure_timeout_s"]) == (8.0, 1.0)
+    assert (executor.execution_limit_s, executor.run_limit_s) == (8.0, 16.0)
+    # launch accepts them with the default lease, and refuses a timeout_s the lease cannot hold
+    check_executor(Policy(executor="symcc", target=str(stand_in)))
+    with pytest.raises(PolicyError, match="lease"):
+        check_executor(Policy(executor="symcc", target=str(stand_in), executor_options={"timeout_s": 10}))
     short = SymccExecutor(target=str(stand_in), options={"timeout_s": 0.75}).identity()
     assert short["measure_timeout_s"] == 0.25  # three runs of the twin fit in one SymCC run's time
 
@@ -523,7 +537,6 @@ def test_time_limits_have_defaults_that_fit_a_lease(stand_in):
         ({"env": {"SYMCC_GC_THRESHOLD": "-5"}}, "executor_options.env.SYMCC_GC_THRESHOLD"),
         ({"env": {"SYMCC_AFL_COVERAGE_MAP": "../map"}}, "executor_options.env.SYMCC_AFL_COVERAGE_MAP"),
         ({"env": {"SYMCC_AFL_COVERAGE_MAP": "/no/such/dir/map"}}, "executor_options.env.SYMCC_AFL_COVERAGE_MAP"),
-        ({"scratch_dir": "relative/dir"}, "executor_options.scratch_dir"),
     ],
 )
 def test_bad_options_name_the_field(stand_in, options, field):
@@ -561,7 +574,8 @@ def test_an_absolute_coverage_map_is_shared(stand_in, tmp_path):
 def test_scratch_of_dead_executors_is_removed_at_start_live_ones_kept(stand_in, tmp_path):
     base = tmp_path / "base"
     base.mkdir()
-    live = SymccExecutor(target=str(stand_in), options={"scratch_dir": str(base)})
+    live = SymccExecutor(target=str(stand_in), options={})
+    live.scratch_dir = base  # as the runtime sets it
     (live.scratch_root / "keep").write_bytes(b"")
     # A dead executor's: its directory and a lock file nobody holds.
     (base / "symcc-ulfm-exec-dead0001").mkdir()
@@ -569,7 +583,9 @@ def test_scratch_of_dead_executors_is_removed_at_start_live_ones_kept(stand_in, 
     (base / "symcc-ulfm-exec-dead0001.lock").write_bytes(b"")
     unrelated = base / "symcc-ulfm-exec-nolock"
     unrelated.mkdir()
-    fresh = SymccExecutor(target=str(stand_in), options={"scratch_dir": str(base)})
+    fresh = SymccExecutor(target=str(stand_in), options={})
+    fresh.scratch_dir = base
+    fresh.run(b"XXXX")
     assert not (base / "symcc-ulfm-exec-dead0001").exists() and not (base / "symcc-ulfm-exec-dead0001.lock").exists()
     assert (live.scratch_root / "keep").exists() and unrelated.exists()
     with open(fresh.scratch_root.with_suffix(".lock"), "rb") as handle, pytest.raises(BlockingIOError):
@@ -725,3 +741,31 @@ def test_missing_afl_showmap_is_a_target_error(stand_in, afl_twin, tmp_path):
         SymccExecutor(
             target=str(stand_in), options={"afl_binary": str(afl_twin), "afl_showmap": str(tmp_path / "none")}
         )
+
+
+# --- a campaign -------------------------------------------------------------------------------
+
+
+@pytest.mark.mpi
+def test_a_campaign_runs_the_stand_in_finds_its_crash_and_replays_it(stand_in, tmp_path):
+    """`launch --executor symcc` end to end: workers host the executor in sandbox children whose
+    scratch is under the state dir, the crash is one confirmed finding, `replay` reproduces it."""
+    seeds = json.dumps([b"XXXX".hex(), b"CRSH".hex()])
+    run = launch(tmp_path / "state", "--ranks", "3", "--warm-spares", "0", "--workers-per-master", "2",
+                 "--failure-schedule", "", "--deadline", "6", "--executor", "symcc", "--target", str(stand_in),
+                 "--executor-option", f"seeds={seeds}")
+    verdict = run.verdict
+    assert run.returncode == 0, run.stderr + json.dumps(verdict.get("problems"))
+    assert verdict["passed"] and verdict["wal_analyzed"] >= 4
+    assert [(f["kind"], f["signature"]) for f in verdict["findings"]] == [("crash", "SIGSEGV")]
+    corpus = {path.read_bytes() for path in (run.state / "corpus" / "objects").iterdir()}
+    assert {b"SXXX", b"ZXXX", b"SRSH", b"ZRSH", b"SYXX"} <= corpus  # children of the seeds, and theirs
+    listed = subprocess.run([sys.executable, "-m", "symcc_ulfm", "findings", str(run.state), "--json"],
+                            capture_output=True, text=True, timeout=60)
+    [row] = json.loads(listed.stdout)["findings"]
+    replayed = subprocess.run([sys.executable, "-m", "symcc_ulfm", "replay", str(run.state), row["id"], "--json"],
+                              capture_output=True, text=True, timeout=120)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert json.loads(replayed.stdout)["observed"]["signature"] == "SIGSEGV"
+    leftovers = [p for p in (run.state / "scratch").rglob("*") if p.is_file()]
+    assert leftovers == [], leftovers

@@ -84,14 +84,13 @@ MAX_TIMEOUT_S = 3600.0
 DEFAULTS: dict[str, Any] = {
     "args": [],
     "input_mode": None,  # derived from args: "file" when an argument contains @@, else "stdin"
-    "timeout_s": 10.0,  # one SymCC run (and one concrete run of the same binary)
+    "timeout_s": 8.0,  # one SymCC run (and one concrete run of the same binary); fits the default lease
     "measure_timeout_s": None,  # one concrete run of the AFL twin: 1 s (afl-fuzz's default), at most timeout_s / 3
     "env": {},  # SymCC runtime variables of every run (RUNTIME_ENV)
     "afl_binary": None,
     "afl_showmap": None,  # afl-showmap on PATH when afl_binary is set
     "seeds": None,  # DEFAULT_SEEDS: zero bytes of several lengths, all of them symbolic
     "max_output_bytes": 1024 * 1024,
-    "scratch_dir": None,  # where the executor's directory goes: the system temp dir by default
 }
 
 
@@ -187,11 +186,9 @@ class SymccExecutor(Executor):
                 "afl_binary_sha256": afl_sha256,
                 "afl_showmap_sha256": showmap_sha256,
             }
-        self._scratch = Scratch(_scratch_base(opts["scratch_dir"]))
+        self._scratch: Scratch | None = None  # made at the first run: the runtime sets scratch_dir after __init__
         self._map = self._env.get("SYMCC_AFL_COVERAGE_MAP")
         self._run_env = dict(self._env)
-        if self._map is not None and not os.path.isabs(self._map):
-            self._run_env["SYMCC_AFL_COVERAGE_MAP"] = str(self._scratch.root / self._map)
         # Leftovers outside a run's process group can only be found by a child subreaper.
         self._adopt = is_subreaper()
 
@@ -243,7 +240,16 @@ class SymccExecutor(Executor):
 
     @property
     def scratch_root(self) -> Path:
-        return self._scratch.root
+        return self._workspace().root
+
+    def _workspace(self) -> Scratch:
+        """This executor's directory under ``scratch_dir`` (the runtime's per-worker directory under
+        the state dir, else the system temp dir), made on first use; a relative coverage map is there."""
+        if self._scratch is None:
+            self._scratch = Scratch(Path(self.scratch_dir or tempfile.gettempdir()))
+            if self._map is not None and not os.path.isabs(self._map):
+                self._run_env["SYMCC_AFL_COVERAGE_MAP"] = str(self._scratch.root / self._map)
+        return self._scratch
 
     def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
         started = time.monotonic()
@@ -259,7 +265,7 @@ class SymccExecutor(Executor):
 
     def reproduce(self, data: bytes) -> Outcome:
         """The outcome of a concrete run of the binary on ``data`` (no symbolic input, no solving)."""
-        work = self._scratch.fresh("reproduce")
+        work = self._workspace().fresh("reproduce")
         try:
             input_path = work / "input"
             input_path.write_bytes(data)
@@ -268,11 +274,12 @@ class SymccExecutor(Executor):
         finally:
             remove_tree(work)
 
-    def preflight(self) -> dict[str, Any]:
-        """Run SymCC on the seeds (at most :data:`PREFLIGHT_SEEDS`) until one run ends cleanly
-        with test cases; its notes. TargetError (exit 2) naming each seed's failure otherwise."""
+    def preflight(self, seeds: list[bytes] | None = None) -> dict[str, Any]:
+        """Run SymCC on the seeds (``seeds``, else the executor's own; at most
+        :data:`PREFLIGHT_SEEDS`) until one run ends cleanly with test cases; its notes. TargetError
+        (exit 2) naming each seed's failure otherwise."""
         failures, last_stderr = [], ""
-        for index, seed in enumerate(self._seeds[:PREFLIGHT_SEEDS]):
+        for index, seed in enumerate((self._seeds if seeds is None else seeds)[:PREFLIGHT_SEEDS]):
             candidates, outcome, notes = self._symbolic(seed)
             if candidates and not outcome.is_finding:
                 return {"seed": index, **notes}
@@ -289,7 +296,7 @@ class SymccExecutor(Executor):
 
     def _symbolic(self, data: bytes) -> tuple[list[bytes], Outcome, dict[str, Any]]:
         """One SymCC run: the test cases it wrote, the run's outcome, notes."""
-        work = self._scratch.fresh("run")
+        work = self._workspace().fresh("run")
         try:
             output_dir = work / "output"
             output_dir.mkdir()
@@ -353,10 +360,11 @@ class SymccExecutor(Executor):
         if self._twin is None:
             return [Measurement(frozenset()) for _ in inputs]
         self._check_unchanged()
-        return self._twin.measure_many([bytes(data) for data in inputs], budget_s, self._scratch, self._adopt)
+        return self._twin.measure_many([bytes(data) for data in inputs], budget_s, self._workspace(), self._adopt)
 
     def close(self) -> None:
-        self._scratch.close()
+        if self._scratch is not None:
+            self._scratch.close()
 
     def _check_unchanged(self) -> None:
         """Refuse to run files replaced since the identity was taken (their SHA-256 is in it)."""
@@ -372,14 +380,6 @@ class SymccExecutor(Executor):
 def _stamp(path_or_fd: str | int) -> tuple[int, ...]:
     info = os.stat(path_or_fd)
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def _scratch_base(value: Any) -> Path:
-    if value is None:
-        return Path(tempfile.gettempdir())
-    if not isinstance(value, str) or not os.path.isabs(value):
-        raise PolicyError("executor_options.scratch_dir", f"{value!r}: expected an absolute directory path")
-    return Path(value)
 
 
 def _runtime_env(value: Any) -> dict[str, str]:

@@ -193,7 +193,7 @@ class Scratch:
 
     def __init__(self, base: Path):
         if not base.is_dir():
-            raise TargetError("executor_options.scratch_dir", f"{base}: not a directory")
+            raise TargetError("scratch_dir", f"{base}: not a directory")
         self.removed_stale = remove_stale(base)
         token = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=base)).name
         self.root = base / token
