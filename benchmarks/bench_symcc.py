@@ -1,7 +1,8 @@
 """Real SymCC on the C targets: the one-process loop, our campaign and upstream's driver (prints, asserts nothing).
 
     SYMCC_CC=/path/to/symcc [UPSTREAM_DRIVER=/path/to/util/pure_concolic_execution.sh] \\
-        .venv/bin/python benchmarks/bench_symcc.py [--seconds 40] [--rounds 2] [--workers 3,7]
+        .venv/bin/python benchmarks/bench_symcc.py [--seconds 40] [--rounds 2] [--workers 3,7] [--variants map,afl]
+    SYMCC_CC=/path/to/symcc .venv/bin/python benchmarks/bench_symcc.py --exec-cost 40
 
 Every target of ``benchmarks/c_targets/`` is built three ways (SymCC, plain gcc for replay,
 afl-cc for edges). Each round runs every system once per target for ``--seconds``, the order
@@ -11,6 +12,11 @@ included), its distinct behaviours (distinct (stdout, exit status) pairs of the 
 over the corpus) and its AFL edges (``afl-showmap -C`` over the corpus). Everything a run
 left is kept in ``--out`` (default ``runs/symcc-<time>/``): ``results.json``, ``table.txt``,
 the corpora, the campaigns' state and the upstream driver's log.
+
+``--exec-cost N`` instead measures what one SymCC execution of ``hdr_opcode`` on its seed costs:
+N direct ``Popen`` runs (as the loop does them) against N ``run()`` calls of the symcc executor
+as a campaign worker hosts it (in its sandbox child), alternating in blocks of 5, wall time and
+CPU time (the runs' and, for the executor, the sandbox child's and this process's).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import hashlib
 import json
 import os
 import resource
+import select
 import shutil
 import signal
 import subprocess
@@ -39,7 +46,7 @@ SEEDS = {
     "crash_dispatch": "43460002efbe0000",  # nop
 }
 SEED_LENGTH = 48
-RUN_TIMEOUT_S = 30.0  # per SymCC run, the symcc executor's default timeout_s
+RUN_TIMEOUT_S = 8.0  # per SymCC run, the symcc executor's default timeout_s
 REPLAY_TIMEOUT_S = 5.0
 UPSTREAM_GRACE_S = 5.0
 
@@ -103,6 +110,18 @@ def symcc_env(output_dir: Path) -> dict[str, str]:
     return {**without_symcc_vars(), "SYMCC_OUTPUT_DIR": str(output_dir), "SYMCC_ENABLE_LINEARIZATION": "1"}
 
 
+def exited(pid: int, timeout_s: float) -> bool:
+    """Whether the process exits within ``timeout_s``, told by its pidfd the moment it does.
+
+    ``Popen.wait(timeout=...)`` polls with sleeps that double up to 50 ms, which added 15-30 ms
+    to every 50-ms SymCC run of the loop before 2026-12-03T09:20Z (the baseline table's loops)."""
+    fd = os.pidfd_open(pid)
+    try:
+        return bool(select.select([fd], [], [], timeout_s)[0])
+    finally:
+        os.close(fd)
+
+
 def symcc_run(binary: Path, data: bytes, scratch: Path, timeout_s: float, env: dict[str, str]) -> list[bytes] | None:
     """Every file one SymCC run wrote (``NNNNNN`` and ``NNNNNN-optimistic`` alike); None on timeout."""
     work = Path(tempfile.mkdtemp(dir=scratch))
@@ -113,12 +132,11 @@ def symcc_run(binary: Path, data: bytes, scratch: Path, timeout_s: float, env: d
             proc = subprocess.Popen([str(binary)], stdin=stdin, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL, env={**env, "SYMCC_OUTPUT_DIR": str(work / "out")},
                                     start_new_session=True)
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
+        if not exited(proc.pid, timeout_s):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             return None
+        proc.wait()
         return [path.read_bytes() for path in sorted((work / "out").iterdir()) if path.is_file()]
     finally:
         shutil.rmtree(work)
@@ -161,12 +179,20 @@ def run_loop(name: str, binary: Path, seed_dir: Path, seconds: float, run_dir: P
                        notes=notes)
 
 
-def run_campaign(name: str, binary: Path, seed_dir: Path, seconds: float, run_dir: Path, rnd: int,
-                 workers: int) -> Measurement:
+def run_campaign(name: str, binaries: dict[str, Path], seed_dir: Path, seconds: float, run_dir: Path, rnd: int,
+                 workers: int, variant: str) -> Measurement:
+    """``variant``: "" (content dedup, as the loops), "map" (a QSYM coverage map per worker) or
+    "afl" (the AFL twin's coverage, measured in batches)."""
     state = run_dir / "state"
+    options = [f"seeds={seed_dir}"]
+    if variant == "map":
+        options.append('env={"SYMCC_AFL_COVERAGE_MAP": "qsym.map"}')
+    elif variant == "afl":
+        options.append(f"afl_binary={binaries['afl']}")
     command = [
-        sys.executable, "-m", "symcc_ulfm", "launch", "--executor", "symcc", "--target", str(binary),
-        "--executor-option", f"seeds={seed_dir}", "--failure-schedule", "", "--deadline", str(seconds),
+        sys.executable, "-m", "symcc_ulfm", "launch", "--executor", "symcc", "--target", str(binaries["symcc"]),
+        *(arg for option in options for arg in ("--executor-option", option)),
+        "--failure-schedule", "", "--deadline", str(seconds),
         "--ranks", str(workers + 1), "--warm-spares", "0", "--workers-per-master", str(workers),
         "--state-dir", str(state), "--json",
     ]
@@ -181,7 +207,8 @@ def run_campaign(name: str, binary: Path, seed_dir: Path, seconds: float, run_di
         report = {}
     notes = {"returncode": proc.returncode, "command": command, "passed": report.get("passed"),
              "problems": report.get("problems"), "wal_unique": report.get("wal_unique")}
-    return Measurement(name, f"campaign-{workers}w", rnd, seconds, report.get("wal_analyzed", 0),
+    system = f"campaign-{workers}w" + (f"-{variant}" if variant else "")
+    return Measurement(name, system, rnd, seconds, report.get("wal_analyzed", 0),
                        report.get("wal_generated"), cpu, notes=notes)
 
 
@@ -272,8 +299,9 @@ def score(m: Measurement, binaries: dict[str, Path], seed_dir: Path, run_dir: Pa
     m.edges = afl_edges(binaries["afl"], inputs, run_dir)
 
 
-def plan(workers: list[int], driver: str | None) -> list[str]:
-    systems = ["loop", "loop-map"] + [f"campaign-{w}w" for w in workers]
+def plan(workers: list[int], variants: list[str], driver: str | None) -> list[str]:
+    systems = ["loop", "loop-map"] + [f"campaign-{w}w" + (f"-{v}" if v else "") for v in ["", *variants]
+                                      for w in workers]
     return systems + (["upstream"] if driver else [])
 
 
@@ -283,8 +311,8 @@ def measure(system: str, name: str, binaries: dict[str, Path], seed_dir: Path, a
         return run_loop(name, binaries["symcc"], seed_dir, args.seconds, run_dir, rnd, system == "loop-map")
     if system == "upstream":
         return run_upstream(name, binaries["symcc"], seed_dir, args.seconds, run_dir, rnd, args.driver)
-    workers = int(system.removeprefix("campaign-").removesuffix("w"))
-    return run_campaign(name, binaries["symcc"], seed_dir, args.seconds, run_dir, rnd, workers)
+    layout, _, variant = system.removeprefix("campaign-").partition("-")
+    return run_campaign(name, binaries, seed_dir, args.seconds, run_dir, rnd, int(layout.removesuffix("w")), variant)
 
 
 def table(results: list[Measurement], header: str) -> str:
@@ -308,13 +336,61 @@ def table(results: list[Measurement], header: str) -> str:
     return "\n".join(lines)
 
 
+def proc_cpu(pid: int) -> float:
+    """CPU seconds of a live process and of the children it has reaped (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+
+
+def exec_cost(symcc_cc: str, count: int, out: Path) -> int:
+    """Wall and CPU ms of one SymCC run of hdr_opcode on its seed: direct Popen vs the executor in its sandbox."""
+    sys.path.insert(0, str(ROOT))
+    from symcc_ulfm.executors import create
+
+    binary = build(symcc_cc, "hdr_opcode", out / "bin")["symcc"]
+    seed = bytes.fromhex(SEEDS["hdr_opcode"]).ljust(SEED_LENGTH, b"\0")
+    scratch = out / "scratch"
+    scratch.mkdir()
+    executor = create("symcc", str(binary), {}, scratch=scratch)
+    executor.run(seed)  # start the sandbox child
+    child = executor._proc.pid
+    env = symcc_env(scratch)
+    totals = {"direct": [0.0, 0.0, 0], "executor": [0.0, 0.0, 0]}
+    for block in range(2 * count // 5):
+        way = "direct" if block % 2 == 0 else "executor"
+        cpu0 = children_cpu() + self_cpu() + (proc_cpu(child) if way == "executor" else 0.0)
+        start = time.perf_counter()
+        for _ in range(5):
+            if way == "direct":
+                symcc_run(binary, seed, scratch, RUN_TIMEOUT_S, env)
+            else:
+                executor.run(seed)
+        totals[way][0] += time.perf_counter() - start
+        totals[way][1] += children_cpu() + self_cpu() + (proc_cpu(child) if way == "executor" else 0.0) - cpu0
+        totals[way][2] += 5
+    executor.close()
+    lines = [f"bench_symcc --exec-cost {count}: hdr_opcode on its seed, cores={os.cpu_count()}, "
+             f"{time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}"]
+    for way, (wall, cpu, runs) in totals.items():
+        lines.append(f"{way:<9} {runs:>4} runs  wall {1000 * wall / runs:6.1f} ms/run  cpu {1000 * cpu / runs:6.1f} ms/run")
+    text = "\n".join(lines)
+    print(text)
+    (out / "exec-cost.txt").write_text(text + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=40.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--workers", default="3,7", help="campaign workers (one master each), comma separated")
+    parser.add_argument("--variants", default="",
+                        help="campaign variants beside the plain one, comma separated: map (a QSYM coverage map "
+                             "per worker), afl (the AFL twin's coverage)")
     parser.add_argument("--targets", default=",".join(SEEDS))
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--exec-cost", type=int, default=0, metavar="N",
+                        help="only measure the cost of one execution, N times each way")
     args = parser.parse_args(argv)
     symcc_cc = os.environ.get("SYMCC_CC")
     if not symcc_cc:
@@ -324,10 +400,13 @@ def main(argv: list[str] | None = None) -> int:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = (args.out or ROOT / "runs" / f"symcc-{stamp}").resolve()
     (out / "bin").mkdir(parents=True)
+    if args.exec_cost:
+        return exec_cost(symcc_cc, args.exec_cost, out)
     names = args.targets.split(",")
     binaries = {name: build(symcc_cc, name, out / "bin") for name in names}
     seed_dirs = {name: write_seed(name, out) for name in names}
-    systems = plan([int(w) for w in args.workers.split(",")], args.driver)
+    systems = plan([int(w) for w in args.workers.split(",")], [v for v in args.variants.split(",") if v],
+                   args.driver)
     results = []
     for rnd in range(args.rounds):
         for system in systems if rnd % 2 == 0 else systems[::-1]:

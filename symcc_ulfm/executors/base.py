@@ -95,6 +95,9 @@ class Executor(abc.ABC):
     name: ClassVar[str]
     in_process_target: ClassVar[bool] = False  # runs target code in its own process: needs the sandbox
     batch_measure: ClassVar[bool] = False  # measure_many is one batch (its targets run in processes of their own)
+    # The sandbox child makes itself a child subreaper (PR_SET_CHILD_SUBREAPER) before building the
+    # executor: processes its targets leave behind, also those in other sessions, become its children.
+    adopts_orphans: ClassVar[bool] = False
     on_execution = staticmethod(_ignore)  # called with the input before each target execution, None after
     scratch_dir: Path | None = None  # where executions may write files (the runtime's, under the state dir)
 
@@ -121,6 +124,12 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     def measure(self, data: bytes) -> Measurement:
         """Coverage ids (see module docstring) and outcome of one concrete run of ``data``."""
+
+    def preflight(self, seeds: list[bytes] | None = None) -> dict[str, Any]:
+        """Before a campaign: raise TargetError when the target cannot do its work at all (e.g. it
+        fails on every seed of ``seeds``, by default its own); otherwise a JSON-able summary. Most
+        executors have nothing to check."""
+        return {}
 
     def reproduce(self, data: bytes) -> Outcome:
         """The outcome of executing ``data`` again, as a finding would be (``symcc-ulfm replay``)."""

@@ -12,9 +12,10 @@ execution that was running is known (the child announces each one): it gets the 
 death (:func:`.outcome.death`).
 
 A death inside :meth:`run` is confirmed before it is reported: the input that was executing is
-measured again in a fresh child, and only a concrete run that fails again is a finding (the
-symbolic run is the engine's view; a shim's limit is not a bug of the target). A death inside
-:meth:`measure_many` is a concrete run already and is reported as it is.
+reproduced (:meth:`~.base.Executor.reproduce`, by default a measurement) in a fresh child, and
+only a concrete run that fails again is a finding (the symbolic run is the engine's view; a
+shim's limit is not a bug of the target). A death inside :meth:`measure_many` or
+:meth:`reproduce` is a concrete run already and is reported as it is.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import ExecutorError, rebuild
+from ..errors import ExecutorError, TargetError, rebuild
 from .base import Executor, Finding, Measurement, RunResult
 from .frames import FrameBuffer, FrameError, encode_frame
 from .outcome import Outcome, death, signal_name
@@ -74,6 +75,7 @@ class Sandbox(Executor):
         self._stderr = bytearray()
         self._fds: list[int] = []
         self._target_files: list[str] = []  # kept across restarts: a death is judged after its child is gone
+        self._executing: bytes | None = None  # the input executing in the current request (see _exchange)
         self._finalizer = None
         self._spawn()
 
@@ -255,40 +257,75 @@ class Sandbox(Executor):
     def run_limit_s(self) -> float:
         return float(self._wait_ready()["run_limit_s"])
 
+    def _exchange(self, request: dict, blobs: list[bytes], own: bytes | None, reply: str,
+                  limit_s: float) -> tuple[dict, list[bytes]]:
+        """Send a request whose target executions the child announces; the ``reply`` frame.
+
+        Each announced execution is bounded by the execution limit plus grace, the whole request by
+        ``limit_s`` plus that. On a death, ``self._executing`` is the input that was executing (the
+        request's ``own`` or the one announced), None when the child was between executions.
+        """
+        exec_bound = self.execution_limit_s + grace_s(self.execution_limit_s)
+        request_deadline = time.monotonic() + limit_s + exec_bound
+        self._executing, since = None, None
+        self._send(request, blobs)
+        while True:
+            deadline = request_deadline if since is None else min(request_deadline, since + exec_bound)
+            message, reply_blobs = self._next(deadline)
+            kind = message.get("type")
+            if kind == "exec":
+                self._executing, since = (own if message.get("input") else reply_blobs[0]), time.monotonic()
+            elif kind == "idle":
+                self._executing, since = None, None
+            elif kind == reply:
+                return message, reply_blobs
+            elif kind == "error":
+                raise rebuild(str(message.get("error")), str(message.get("message")), message.get("exit_code", 70))
+            else:
+                raise _Died(Outcome("crash", "sandbox: unexpected reply", f"unexpected {kind!r}"))
+
     def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
         data = bytes(data)
-        exec_bound = self.execution_limit_s + grace_s(self.execution_limit_s)
         started = time.monotonic()
-        run_deadline = started + self.run_limit_s + exec_bound
-        current, since = data, None
         try:
-            self._send({"type": "run", "hint": hint}, [data])
-            while True:
-                deadline = run_deadline if since is None else min(run_deadline, since + exec_bound)
-                message, blobs = self._next(deadline)
-                kind = message.get("type")
-                if kind == "exec":
-                    current, since = (data if message.get("input") else blobs[0]), time.monotonic()
-                elif kind == "idle":
-                    since = None
-                elif kind == "result":
-                    return self._result(message, blobs)
-                elif kind == "error":
-                    raise rebuild(str(message.get("error")), str(message.get("message")), message.get("exit_code", 70))
-                else:
-                    raise _Died(Outcome("crash", "sandbox: unexpected reply", f"unexpected {kind!r}"))
+            message, blobs = self._exchange({"type": "run", "hint": hint}, [data], data, "result", self.run_limit_s)
+            return self._result(message, blobs)
         except _Died as died:
-            executing = since is not None
+            current = self._executing
             self._restart()
-            notes = {"sandbox": died.outcome.to_json(), "executing": executing}
+            notes = {"sandbox": died.outcome.to_json(), "executing": current is not None}
             findings = []
-            if executing:  # the target's execution of `current` ended the child: confirm it concretely
-                confirmed = self.measure(current).outcome
+            if current is not None:  # the target's execution of `current` ended the child: confirm it concretely
+                confirmed = self.reproduce(current)
                 notes["confirmed"] = confirmed.kind
                 if confirmed.is_finding:
                     findings.append(Finding(confirmed, current))
-            return RunResult(candidates=[], executions=1 + executing, seconds=time.monotonic() - started,
+            return RunResult(candidates=[], executions=1 + (current is not None), seconds=time.monotonic() - started,
                              notes=notes, findings=findings)
+
+    def reproduce(self, data: bytes) -> Outcome:
+        """The executor's own :meth:`~.base.Executor.reproduce` in the child; a death is the outcome."""
+        data = bytes(data)
+        try:
+            message, _ = self._exchange({"type": "reproduce"}, [data], data, "reproduced", self.execution_limit_s)
+            return Outcome.from_json(message["outcome"])
+        except _Died as died:
+            self._restart()
+            return died.outcome
+
+    def preflight(self, seeds: list[bytes] | None = None) -> dict[str, Any]:
+        """The executor's own :meth:`~.base.Executor.preflight` in the child, bounded as one run per
+        seed; a child the target killed or hung meanwhile is a TargetError."""
+        blobs = [] if seeds is None else [bytes(seed) for seed in seeds]
+        limit_s = max(1, len(self.seeds() if seeds is None else blobs)) * self.run_limit_s
+        try:
+            message, _ = self._exchange({"type": "preflight", "own_seeds": seeds is None}, blobs, None,
+                                        "preflight-ok", limit_s)
+            return message["summary"]
+        except _Died as died:
+            self._restart()
+            raise TargetError("target", f"preflight: the sandbox child died ({died.outcome.kind}: "
+                                        f"{died.outcome.signature})") from None
 
     def _result(self, message: dict, blobs: list[bytes]) -> RunResult:
         count = message["candidates"]

@@ -12,7 +12,13 @@ Requests: ``init`` (build the executor; the reply carries its identity, seeds, l
 target's files), ``run`` (one :meth:`~.base.Executor.run`; every target execution it starts is
 announced with an ``exec`` frame, with the input when it is not the run's own, and its end with
 an ``idle`` frame), ``measure`` (inputs measured in order, one ``measured`` frame each, until an
-optional time budget is spent), ``stop``.
+optional time budget is spent), ``reproduce`` (one :meth:`~.base.Executor.reproduce`, announced
+like a run; a ``reproduced`` frame), ``preflight`` (:meth:`~.base.Executor.preflight`, announced
+likewise; a ``preflight-ok`` frame or the error), ``stop``.
+
+An executor whose targets run in processes of their own may ask (``adopts_orphans``) that the
+child become a child subreaper before the executor is built, so that every process a target
+leaves behind, whatever its session, is re-parented to the child, where the executor reaps it.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from pathlib import Path
 from .frames import encode_frame, read_frame, write_all
 
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def coverage_blob(coverage) -> bytes:
@@ -41,6 +48,12 @@ def _die_with_parent(parent: int) -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the parent died before the line above
         os._exit(0)
+
+
+def _become_subreaper() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(ctypes.get_errno())}")
 
 
 def _locate_exits() -> None:
@@ -74,9 +87,9 @@ class Child:
             if kind == "init":
                 if not self.init(message):
                     return 0
-            elif kind in ("run", "measure"):
+            elif kind in ("run", "measure", "reproduce", "preflight"):
                 try:
-                    (self.run if kind == "run" else self.measure)(message, blobs)
+                    getattr(self, kind)(message, blobs)
                 except Exception as exc:  # the engine's own failure, not the target's: reported, not a finding
                     self.executor.on_execution = _quiet
                     self.send({"type": "error", "error": type(exc).__name__, "message": str(exc)[:2000],
@@ -89,9 +102,11 @@ class Child:
 
     def init(self, message: dict) -> bool:
         from ..errors import SymccUlfmError
-        from . import engine
+        from . import engine, executor_class
 
         try:
+            if executor_class(message["executor"]).adopts_orphans:
+                _become_subreaper()
             self.executor = engine(message["executor"], message["target"], message["options"])
             if message.get("scratch"):
                 self.executor.scratch_dir = Path(message["scratch"])
@@ -112,8 +127,8 @@ class Child:
                    "files": list(getattr(info, "files", ()))}, seeds)
         return True
 
-    def run(self, message: dict, blobs: list[bytes]) -> None:
-        data = blobs[0]
+    def announcer(self, data: bytes | None):
+        """The ``on_execution`` hook that tells the parent which input is executing (``data``: the request's own)."""
 
         def announce(current: bytes | None) -> None:
             if current is None:
@@ -123,7 +138,11 @@ class Child:
             else:
                 self.send({"type": "exec", "input": False}, [current])
 
-        self.executor.on_execution = announce
+        return announce
+
+    def run(self, message: dict, blobs: list[bytes]) -> None:
+        data = blobs[0]
+        self.executor.on_execution = self.announcer(data)
         result = self.executor.run(data, message.get("hint"))
         self.executor.on_execution = _quiet
         findings = [{"outcome": f.outcome.to_json()} for f in result.findings]
@@ -132,6 +151,18 @@ class Child:
                    "seconds": result.seconds, "notes": result.notes, "candidates": len(result.candidates),
                    "findings": findings},
                   [*result.candidates, *(f.data for f in result.findings)])
+
+    def reproduce(self, message: dict, blobs: list[bytes]) -> None:
+        self.executor.on_execution = self.announcer(blobs[0])
+        outcome = self.executor.reproduce(blobs[0])
+        self.executor.on_execution = _quiet
+        self.send({"type": "reproduced", "outcome": outcome.to_json()})
+
+    def preflight(self, message: dict, blobs: list[bytes]) -> None:
+        self.executor.on_execution = self.announcer(None)
+        summary = self.executor.preflight(None if message.get("own_seeds") else blobs)
+        self.executor.on_execution = _quiet
+        self.send({"type": "preflight-ok", "summary": summary})
 
     def measure(self, message: dict, blobs: list[bytes]) -> None:
         budget = message.get("budget_s")
