@@ -189,7 +189,9 @@ def containment(b: Bench) -> None:
                      "us_per_execution": statistics.mean(costs[key])} for key in rates}
         row["died"] = died
         inside, apart = row["in_process"]["inputs_per_s"], row["contained"]["inputs_per_s"]
-        row["rate_ratio"] = inside / apart if inside and apart else None
+        # a target that killed the in-process loop has no in-process rate to compare with
+        comparable = inside and apart and not any(d.startswith("in_process") for d in died)
+        row["rate_ratio"] = inside / apart if comparable else None
         row["execution_ratio"] = row["contained"]["us_per_execution"] / row["in_process"]["us_per_execution"]
         rows[name] = row
         b.say(f"  {name}: {_f(inside)} -> {_f(apart)} inputs/s (x{_f(row['rate_ratio'], '.2f')}); one execution "
@@ -600,8 +602,8 @@ def table(results: dict[str, Any], command: str) -> str:
                   f"{r['in_process']['us_per_execution']:.0f} -> {r['contained']['us_per_execution']:.0f} us "
                   f"(x{r['execution_ratio']:.2f})" + "".join(f"; {d}" for d in r.get("died", []))
                   for name, r in rows.items()]
-        lines.append(f"    target <= 1.3x per input: {_status(ok)}; the efficiency figures (6) are contained campaigns "
-                     "against the in-process sequential limit")
+        lines.append(f"    target <= 1.3x per input (targets the in-process loop survives): {_status(ok)}; the "
+                     "efficiency figures (6) are contained campaigns against the in-process sequential limit")
     if "idle" in s:
         row = s["idle"]
         ok = row["ranks_total_cores"] <= IDLE_LIMIT_CORES

@@ -138,15 +138,17 @@ def test_a_forged_finding_record_fails_the_oracle(buggy_run, tmp_path):
 
 POISON_INPUT = b"KILL!!!!"
 POISON = textwrap.dedent(f'''
-    """Kills the process that runs it (its sandbox's parent: the worker rank) on one input, chosen by
-    a digest so that no other input leads the search to it."""
+    """Kills the worker rank that owns its sandbox (the parent of the sandbox's fork server) on one
+    input, chosen by a digest so that no other input leads the search to it."""
     import hashlib
     import os
     import signal
 
     def parse(data: bytes) -> str:
         if hashlib.sha256(data).hexdigest() == "{hashlib.sha256(POISON_INPUT).hexdigest()}":
-            os.kill(os.getppid(), signal.SIGKILL)  # escapes the sandbox on purpose
+            with open(f"/proc/{{os.getppid()}}/stat") as stat:
+                rank = int(stat.read().rsplit(")", 1)[1].split()[1])
+            os.kill(rank, signal.SIGKILL)  # escapes the sandbox on purpose
         if data[:1] == b"x":
             return "x"
         return "other"

@@ -20,7 +20,7 @@ from symcc_ulfm.executors.outcome import dump_frames, sanitizer_summary
 from symcc_ulfm.executors.sandbox import Sandbox
 
 BAD = textwrap.dedent('''
-    import ctypes, os, signal, sys, time
+    import ctypes, os, signal, stat, sys, time
 
     def parse(data: bytes):
         if len(data) < 2:
@@ -46,7 +46,13 @@ BAD = textwrap.dedent('''
         if op == 0x48:
             os.kill(os.getpid(), signal.SIGKILL)
         if op == 0x49:
-            os.write(int(sys.argv[2]), b"garbage that is not a frame")  # the sandbox's reply pipe
+            for name in os.listdir("/proc/self/fd"):  # every pipe it may write: the sandbox's reply pipe too
+                fd = int(name)
+                if fd > 2 and stat.S_ISFIFO(os.fstat(fd).st_mode):
+                    try:
+                        os.write(fd, b"garbage that is not a frame")
+                    except OSError:
+                        pass
             return "wrote"
         if op == 0x4A:
             sys.stdout.write("x" * 100000)
@@ -116,14 +122,15 @@ def test_a_target_that_writes_into_the_sandbox_pipe_or_floods_its_streams_is_con
 
 
 def test_the_child_dies_with_its_parent(tmp_path):
-    """The rank that owns a sandbox can be SIGKILLed (failure injection): its child must not live on."""
+    """The rank that owns a sandbox can be SIGKILLed (failure injection): its fork server and the
+    child it forked must not live on."""
     script = tmp_path / "owner.py"
     script.write_text(textwrap.dedent(f'''
         import os, sys, time
         from symcc_ulfm.executors import create
         sandbox = create("concolic", "{tmp_path / "bad.py"}:parse", {{"exec_timeout_s": 60}})
-        sandbox.identity()
-        print(sandbox._proc.pid, flush=True)
+        sandbox.measure(b"Z0")  # the fork server has forked a child
+        print(sandbox._proc.pid, sandbox._pid, flush=True)
         sandbox.measure(b"D0")  # hangs in C; the parent is killed meanwhile
     '''))
     (tmp_path / "bad.py").write_text(BAD)
@@ -131,20 +138,21 @@ def test_the_child_dies_with_its_parent(tmp_path):
     import sys
 
     owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
-    child = int(owner.stdout.readline())
+    server, child = (int(pid) for pid in owner.stdout.readline().split())
     time.sleep(0.5)
     owner.kill()
     owner.wait()
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(child, signal.SIGKILL)
-        pytest.fail("the sandbox child outlived its parent")
+    for pid, what in ((server, "fork server"), (child, "child")):
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            pytest.fail(f"the sandbox {what} outlived its parent")
 
 
 def test_a_target_that_cannot_be_imported_is_a_target_error(tmp_path):
@@ -183,3 +191,35 @@ def test_fault_dumps_and_sanitizer_reports_are_parsed():
     assert dump_frames("no dump here") == []
     assert sanitizer_summary("==1==ERROR\nSUMMARY: AddressSanitizer: SEGV t.c:3 in f\n") == "AddressSanitizer: SEGV t.c:3 in f"
     assert sanitizer_summary("SUMMARY: nothing sanitary\n") is None
+
+
+def test_a_child_the_target_killed_is_forked_again_from_the_server_without_a_new_import(tmp_path):
+    """The fork server imported the target once: every replacement child is its fork."""
+    imports = tmp_path / "imports"
+    path = tmp_path / "crashy.py"
+    path.write_text(textwrap.dedent(f'''
+        import os
+        with open({str(imports)!r}, "a") as log:
+            log.write(f"{{os.getpid()}}\\n")
+
+        def parse(data: bytes) -> str:
+            if data[:1] == b"K":
+                os.kill(os.getpid(), 9)
+            return "ok"
+    '''))
+    sandbox = create("concolic", f"{path}:parse")
+    try:
+        server = sandbox._proc.pid
+        children = set()
+        for _ in range(3):
+            assert sandbox.measure(b"ok").outcome.kind == "ok"
+            children.add(sandbox._pid)
+            killed = sandbox.measure(b"K")
+            assert (killed.outcome.kind, killed.outcome.signature) == ("crash", "SIGKILL")
+        assert len(children) == 3 and sandbox._proc.pid == server
+        with open(f"/proc/{server}/stat") as stat:
+            assert int(stat.read().rsplit(")", 1)[1].split()[1]) == os.getpid()
+        assert imports.read_text().split() == [str(server)], "the target was imported again"
+    finally:
+        sandbox.close()
+    assert sandbox._proc is None

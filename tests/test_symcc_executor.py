@@ -331,7 +331,7 @@ def test_the_binary_is_a_direct_child_of_the_sandbox_and_its_daemon_is_killed(st
     result = executor.run(b"XXXX")
     assert result.candidates == [b"SXXX", b"ZXXX"] and result.notes["returncode"] == 0
     pid, ppid, daemon = _pids(pidfile)
-    assert ppid == executor._proc.pid  # no Python process between the sandbox child and the target
+    assert ppid == executor._pid  # no Python process between the sandbox child (forked by its server) and the target
     assert _wait_dead(pid, daemon), "the daemon (its own session) outlived the run"
     assert [p.name.startswith("symcc-ulfm-exec-") for p in private_tmp.iterdir()] == [True, True]  # dir, lock
     executor.close()

@@ -1,24 +1,33 @@
 """The sandbox child: hosts one executor and runs target code for its parent.
 
 Started by :class:`.sandbox.Sandbox` as ``python -m symcc_ulfm.executors.sandbox_child REQ REP
-PARENT``: requests arrive on file descriptor REQ, replies leave on REP (:mod:`.frames`); stdin
-and stdout are ``/dev/null`` (a target may read or print), stderr is a pipe the parent keeps the
-tail of. Before anything else the child arranges to die with its parent (``PR_SET_PDEATHSIG``),
+CTRL PARENT``, the process is a fork server: it builds the executor once (the ``init`` request on
+file descriptor REQ, its reply on REP: :mod:`.frames`), then forks, on each ``fork`` message of
+the control socket CTRL (a ``SOCK_SEQPACKET`` pair; the message carries the new child's request
+and reply pipes), a child that serves requests with the executor already built and the target
+already imported. A child the target killed is replaced in about a millisecond instead of a
+Python start-up and the target's imports. The server never runs target code: only its children
+do. It reaps them on ``wait`` messages and answers with their wait status.
+
+stdin and stdout are ``/dev/null`` (a target may read or print), stderr is a pipe the parent
+keeps the tail of (the server's, inherited by every child). Before anything else the server
+arranges to die with its parent (``PR_SET_PDEATHSIG``; each child likewise with the server),
 disables core dumps, and makes every way of dying leave the target's Python stack on stderr:
 ``faulthandler`` for fatal signals and for ``SIGUSR1`` (what the parent sends to a hung child
-before it kills it), and a wrapper around ``os._exit``.
+before it kills it), and a wrapper around ``os._exit``. Each child leads a process group of its
+own, so the parent can kill it and whatever it started.
 
-Requests: ``init`` (build the executor; the reply carries its identity, seeds, limits and the
-target's files), ``run`` (one :meth:`~.base.Executor.run`; every target execution it starts is
+``init`` (to the server: build the executor; the reply carries its identity, seeds, limits and
+the target's files). Requests of a child: ``run`` (one :meth:`~.base.Executor.run`; every target execution it starts is
 announced with an ``exec`` frame, with the input when it is not the run's own, and its end with
 an ``idle`` frame), ``measure`` (inputs measured in order, one ``measured`` frame each, until an
 optional time budget is spent), ``reproduce`` (one :meth:`~.base.Executor.reproduce`, announced
 like a run; a ``reproduced`` frame), ``preflight`` (:meth:`~.base.Executor.preflight`, announced
 likewise; a ``preflight-ok`` frame or the error), ``stop``.
 
-An executor whose targets run in processes of their own may ask (``adopts_orphans``) that the
-child become a child subreaper before the executor is built, so that every process a target
-leaves behind, whatever its session, is re-parented to the child, where the executor reaps it.
+An executor whose targets run in processes of their own may ask (``adopts_orphans``) that each
+child become a child subreaper, so that every process a target leaves behind, whatever its
+session, is re-parented to the child, where the executor reaps it.
 """
 
 from __future__ import annotations
@@ -26,9 +35,11 @@ from __future__ import annotations
 import array
 import ctypes
 import faulthandler
+import json
 import os
 import resource
 import signal
+import socket
 import sys
 import time
 from pathlib import Path
@@ -37,6 +48,8 @@ from .frames import encode_frame, read_frame, write_all
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+CONTROL_BYTES = 4096  # one control message (JSON), either way
+_EXIT = os._exit  # the real one: a child that ends normally leaves without a located exit
 
 
 def coverage_blob(coverage) -> bytes:
@@ -69,10 +82,10 @@ def _locate_exits() -> None:
 
 
 class Child:
-    def __init__(self, req: int, rep: int):
+    def __init__(self, req: int, rep: int, executor=None):
         self.req = req
         self.rep = rep
-        self.executor = None
+        self.executor = executor
 
     def send(self, message: dict, blobs=()) -> None:
         write_all(self.rep, encode_frame(message, blobs))
@@ -84,10 +97,7 @@ class Child:
                 return 0
             message, blobs = frame
             kind = message.get("type")
-            if kind == "init":
-                if not self.init(message):
-                    return 0
-            elif kind in ("run", "measure", "reproduce", "preflight"):
+            if kind in ("run", "measure", "reproduce", "preflight"):
                 try:
                     getattr(self, kind)(message, blobs)
                 except Exception as exc:  # the engine's own failure, not the target's: reported, not a finding
@@ -105,7 +115,8 @@ class Child:
         from . import engine, executor_class
 
         try:
-            if executor_class(message["executor"]).adopts_orphans:
+            self.adopts_orphans = executor_class(message["executor"]).adopts_orphans
+            if self.adopts_orphans:  # the server too: a child's orphans come to it once that child is gone
                 _become_subreaper()
             self.executor = engine(message["executor"], message["target"], message["options"])
             if message.get("scratch"):
@@ -122,7 +133,7 @@ class Child:
             limit = limit_mb << 20
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         info = getattr(self.executor, "info", None)
-        self.send({"type": "ready", "identity": identity, "pid": os.getpid(), "batch_measure": self.executor.batch_measure,
+        self.send({"type": "ready", "identity": identity, "batch_measure": self.executor.batch_measure,
                    "execution_limit_s": self.executor.execution_limit_s, "run_limit_s": self.executor.run_limit_s,
                    "files": list(getattr(info, "files", ()))}, seeds)
         return True
@@ -186,14 +197,100 @@ def _quiet(data: bytes | None) -> None:
     return None
 
 
+class Server:
+    """The fork server: ``fork`` and ``wait`` messages on the control socket (module docstring)."""
+
+    def __init__(self, ctrl: socket.socket, built: Child):
+        self.ctrl = ctrl
+        self.built = built
+        self.children: set[int] = set()  # forked and not yet reaped
+        self.statuses: dict[int, int] = {}  # reaped, not yet asked for
+
+    def serve(self) -> int:
+        while True:
+            try:
+                data, fds, _, _ = socket.recv_fds(self.ctrl, CONTROL_BYTES, 2)
+            except (ConnectionError, OSError):
+                return 0
+            if not data:
+                return 0
+            try:
+                message = json.loads(data)
+            except ValueError:
+                message = {}
+            op = message.get("op") if isinstance(message, dict) else None
+            self.reap()
+            if op == "fork" and len(fds) == 2:
+                reply = {"pid": self.fork(*fds)}
+            elif op == "wait" and isinstance(message.get("pid"), int):
+                reply = {"status": self.wait(message["pid"], float(message.get("timeout_s", 0)))}
+            else:
+                for fd in fds:
+                    os.close(fd)
+                reply = {"error": f"unknown control message {data[:80]!r}"}
+            self.ctrl.send(json.dumps(reply).encode())
+
+    def fork(self, req: int, rep: int) -> int:
+        server = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            code = 70
+            try:
+                self.ctrl.close()
+                os.setpgid(0, 0)
+                _die_with_parent(server)
+                if self.built.adopts_orphans:
+                    _become_subreaper()
+                code = Child(req, rep, self.built.executor).serve()
+                self.built.executor.close()  # what it made in this process (scratch): no finalizers run past _EXIT
+            finally:
+                _EXIT(code)
+        os.close(req)
+        os.close(rep)
+        self.children.add(pid)
+        return pid
+
+    def reap(self) -> None:
+        """Reap every process that ended: the forked children's statuses are kept for ``wait``;
+        orphans adopted as a subreaper are only reaped."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if not pid:
+                return
+            if pid in self.children:
+                self.children.discard(pid)
+                self.statuses[pid] = status
+
+    def wait(self, pid: int, timeout_s: float) -> int | None:
+        """The wait status of child ``pid``, waiting at most ``timeout_s``; None if it still runs
+        or is not a child of this server."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.reap()
+            if pid in self.statuses:
+                return self.statuses.pop(pid)
+            if pid not in self.children or time.monotonic() >= deadline:
+                return None
+            time.sleep(0.002)
+
+
 def main(argv: list[str]) -> int:
-    req, rep, parent = (int(a) for a in argv)
+    req, rep, ctrl, parent = (int(a) for a in argv)
     _die_with_parent(parent)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     faulthandler.enable(file=sys.stderr, all_threads=True)
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True, chain=False)
     _locate_exits()
-    return Child(req, rep).serve()
+    built = Child(req, rep)
+    frame = read_frame(req)
+    if frame is None or frame[0].get("type") != "init" or not built.init(frame[0]):
+        return 0
+    os.close(req)
+    os.close(rep)
+    return Server(socket.socket(fileno=ctrl), built).serve()
 
 
 if __name__ == "__main__":
