@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .job import JOB_OUTPUT
+
 SIMULATE = ["--executor", "simulate", "--executor-option", "cost_s=0.02"]
 
 
@@ -233,7 +235,7 @@ def _run_scenario(scenario: Scenario, state: Path, deadline_s: float) -> Outcome
                        f"{verdict.get('job_seconds')} s; rank errors {verdict.get('rank_errors', [])[:3]}; "
                        f"notes {verdict.get('notes', [])[:3]}")
         with contextlib.suppress(OSError):
-            reasons.append("job output: " + (state / "job-output.txt").read_text(errors="replace")[-1500:])
+            reasons.append("job output: " + (state / JOB_OUTPUT).read_text(errors="replace")[-1500:])
     if verdict.get("lost_objects", 1) != 0 or verdict.get("double_counted", 1) != 0:
         reasons.append(f"lost {verdict.get('lost_objects')} / double-counted {verdict.get('double_counted')}")
     missing = frozenset(m for r in verdict.get("receipts", []) for m in r["missing"])
