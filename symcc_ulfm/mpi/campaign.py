@@ -18,6 +18,7 @@ from pathlib import Path
 from mpi4py import MPI
 
 from ..core import envelope
+from ..core.budget import consumed_after, final_agreement_s
 from ..core.canonical import canonical_json, sha256_hex
 from ..core.limits import MAX_POLICY_BYTES
 from ..core.membership import initial_membership, resume
@@ -171,8 +172,7 @@ def open_next_epoch(ctx: RankContext, hosts: tuple[str, ...], job_started: float
     signs = [t for t in (last_event_time(ctx.state.logs, before=job_started),
                          last_heartbeat(ctx.state.logs, before=job_started)) if t is not None]
     last = max(signs, default=previous.epoch_started_at)
-    used = previous.consumed_s + max(0.0, last - previous.epoch_started_at)
-    consumed = min(ctx.policy.deadline_s, used)
+    consumed = consumed_after(previous.consumed_s, previous.epoch_started_at, last, ctx.policy.deadline_s)
     nxt, receipt = resume(previous, time.time(), consumed, hosts)
     ctx.snapshots.commit(nxt, receipt)
     ctx.log.event("resume", from_generation=previous.generation, epoch=nxt.epoch, consumed_s=consumed,
@@ -211,9 +211,8 @@ def start_generation(ctx: RankContext) -> str:
 
 def final_agreement(ctx: RankContext) -> None:
     """Every rank's last collective of a generation; spares post it as soon as the generation starts."""
-    timeouts = ctx.policy.timeouts
     request, _ = ctx.ops.start_agree(ctx.final_comm, 1, "final agreement")
-    bound = max(0.0, ctx.remaining()) + timeouts.shutdown_grace_s + 2 * timeouts.recovery_step_s
+    bound = final_agreement_s(ctx.remaining(), ctx.policy.timeouts)
     try:
         wait_request(request, "final agreement", bound, watch=[ctx.revocation])
     except WaitTimeout as exc:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from mpi4py import MPI
 
+from ..core.budget import epoch_deadline
 from ..core.canonical import digest
 from ..core.membership import Membership
 from ..core.modes import FileModes
@@ -63,8 +64,9 @@ class RankContext:
 
     @property
     def deadline(self) -> float:
-        """Wall time at which this epoch ends; never extended by recovery (``core.membership``)."""
-        return self.membership.deadline(self.policy.deadline_s)
+        """Wall time at which this epoch ends; never extended by recovery (``core.budget``)."""
+        m = self.membership
+        return epoch_deadline(m.epoch_started_at, m.consumed_s, self.policy.deadline_s)
 
     def remaining(self) -> float:
         return self.deadline - time.time()
