@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from symcc_ulfm import launch_process
+
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -351,19 +353,18 @@ def run_campaign(state: Path, workload: Workload, *, ranks: int, spares: int, pe
     search is exhausted earlier, so that every window is the same length.
     """
     state = Path(state)
-    command = [PYTHON, "-m", "symcc_ulfm", "launch", "--state-dir", str(state), "--json",
-               "--ranks", str(ranks), "--warm-spares", str(spares), "--workers-per-master", str(per_master),
-               "--deadline", str(deadline), "--failure-schedule", schedule, "--seed", str(seed), "--run-to-deadline",
-               *workload.launch_args()]
+    args = ["--ranks", str(ranks), "--warm-spares", str(spares), "--workers-per-master", str(per_master),
+            "--deadline", str(deadline), "--failure-schedule", schedule, "--seed", str(seed), "--run-to-deadline",
+            *workload.launch_args()]
     if not ulfm:
-        command.append("--no-ulfm")
+        args.append("--no-ulfm")
     for key, value in sorted((timeouts or {}).items()):
-        command += ["--timeout", f"{key}={value}"]
+        args += ["--timeout", f"{key}={value}"]
     state.parent.mkdir(parents=True, exist_ok=True)
     out_path, err_path = state.parent / f"{state.name}.stdout", state.parent / f"{state.name}.stderr"
     pending = sorted(actions or [], key=lambda a: a[0])
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=ROOT, start_new_session=True)
+        process = launch_process.start(state, args, cwd=ROOT, stdout=out, stderr=err, new_session=True)
         live = Live(state, process)
         limit = time.monotonic() + deadline + 300
         try:
@@ -379,11 +380,10 @@ def run_campaign(state: Path, workload: Workload, *, ranks: int, spares: int, pe
         except BaseException:
             kill_group(process)
             raise
-    lines = [x for x in out_path.read_text(errors="replace").splitlines() if x.startswith("{")]
-    if not lines:
+    verdict = launch_process.verdict_of(out_path.read_text(errors="replace"))
+    if not verdict:
         raise RuntimeError(f"launch gave no verdict (exit {process.returncode}): "
                            f"{err_path.read_text(errors='replace')[-2000:]}")
-    verdict = json.loads(lines[-1])
     verdict.pop("command", None)
     events = read_events(state)
     outcome = json.loads((state / "outcome.json").read_text()) if (state / "outcome.json").exists() else None

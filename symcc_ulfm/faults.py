@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import launch_process
+
 SIMULATE = ["--executor", "simulate", "--executor-option", "cost_s=0.02"]
 
 
@@ -90,20 +92,13 @@ class Outcome:
 def _launch(state: Path, args: list[str], timeout: float = 600, env: dict | None = None,
             started: list | None = None) -> dict:
     """Run ``launch``; ``started`` receives its process (for the actions that signal it)."""
-    command = [sys.executable, "-m", "symcc_ulfm", "launch", "--state-dir", str(state), "--json", *args]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, **(env or {})})
+    process = launch_process.start(state, args, env=env)
     if started is not None:
         started.append(process)
-    try:
-        out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        out, err = process.communicate()
-    lines = [line for line in out.splitlines() if line.startswith("{")]
-    verdict = json.loads(lines[-1]) if lines else {"passed": False, "problems": [err[-2000:]]}
-    verdict["exit"] = process.returncode
-    verdict["stderr"] = err[-2000:]
+    done = launch_process.finish(process, timeout)
+    verdict = done.verdict or {"passed": False, "problems": [done.stderr[-2000:]]}
+    verdict["exit"] = done.returncode
+    verdict["stderr"] = done.stderr[-2000:]
     return verdict
 
 

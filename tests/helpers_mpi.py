@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from symcc_ulfm import launch_process
 
 FAST_SIMULATE = ["--executor", "simulate", "--executor-option", "cost_s=0.02"]
 
@@ -30,10 +29,5 @@ class Launch:
 
 
 def launch(state: Path, *args: str, env: dict | None = None, timeout: float = 300) -> Launch:
-    command = [sys.executable, "-m", "symcc_ulfm", "launch", "--state-dir", str(state), "--json", *args]
-    done = subprocess.run(
-        command, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    verdict = json.loads(lines[-1]) if lines else {}
-    return Launch(done.returncode, verdict, done.stderr, state)
+    done = launch_process.run(state, args, timeout=timeout, env=env)
+    return Launch(done.returncode, done.verdict, done.stderr, state)
