@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import launch_process
+from .store.runlog import Event, read_events, read_log
 
 SIMULATE = ["--executor", "simulate", "--executor-option", "cost_s=0.02"]
 
@@ -102,17 +103,6 @@ def _launch(state: Path, args: list[str], timeout: float = 600, env: dict | None
     return verdict
 
 
-def _events(state: Path) -> list[dict]:
-    rows = []
-    for path in sorted((state / "logs").glob("rank-*.jsonl")):
-        for line in path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                continue
-    return rows
-
-
 def _wait_for(predicate: Callable[[], object], limit: float) -> object:
     end = time.time() + limit
     while time.time() < end:
@@ -124,18 +114,15 @@ def _wait_for(predicate: Callable[[], object], limit: float) -> object:
 
 
 def _pid_of(state: Path, rank: int) -> int | None:
-    log = state / "logs" / f"rank-{rank}.jsonl"
-    if not log.exists():
-        return None
-    for row in map(json.loads, log.read_text().splitlines()):
-        if row["event"] == "startup":
+    for row in read_log(state / "logs" / f"rank-{rank}.jsonl"):
+        if row["event"] == Event.STARTUP:
             return row["pid"]
     return None
 
 
 def _started_at(state: Path) -> float | None:
     snap = state / "membership" / "generation-0-snapshot.json"
-    if not snap.exists() or not any(e["event"] == "commit" for e in _events(state)):
+    if not snap.exists() or not read_events(state / "logs", Event.COMMIT):
         return None
     return json.loads(snap.read_text())["started_at"]
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from symcc_ulfm import launch_process
+from symcc_ulfm.store.runlog import read_events
 
 FAST_SIMULATE = ["--executor", "simulate", "--executor-option", "cost_s=0.02"]
 
@@ -19,13 +19,7 @@ class Launch:
     state: Path
 
     def log_events(self, event: str | None = None) -> list[dict]:
-        rows = []
-        for path in sorted((self.state / "logs").glob("rank-*.jsonl")):
-            for line in path.read_text().splitlines():
-                row = json.loads(line)
-                if event is None or row["event"] == event:
-                    rows.append(row)
-        return rows
+        return [row for row in read_events(self.state / "logs") if event is None or row["event"] == event]
 
 
 def launch(state: Path, *args: str, env: dict | None = None, timeout: float = 300) -> Launch:

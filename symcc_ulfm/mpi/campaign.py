@@ -28,7 +28,7 @@ from ..errors import CapabilityError, CheckFailed, PolicyError, ProtocolError, S
 from ..store.atomic import read_bytes, write_replace
 from ..store.heartbeat import Heartbeat, heartbeat_path, last_heartbeat
 from ..store.joblock import RanksLock
-from ..store.runlog import last_event_time
+from ..store.runlog import Event, last_event_time
 from ..store.trust import check_layout
 from .capability import compare, probe, require_ulfm
 from .context import RankContext
@@ -94,7 +94,7 @@ def _start(ctx: RankContext | None, world: MPI.Comm, stable: int, early: SymccUl
     policy = ctx.policy
     policy_sha = sha256_hex(policy.to_bytes())
     host = socket.gethostname()
-    ctx.log.event("startup", host=host, pid=os.getpid(), ulfm=policy.ulfm)
+    ctx.log.event(Event.STARTUP, host=host, pid=os.getpid(), ulfm=policy.ulfm)
 
     facts = probe() if policy.ulfm else {"ulfm": False}
     problem = None
@@ -203,7 +203,7 @@ def start_generation(ctx: RankContext) -> str:
     ctx.post_revocation_sentinel()
     ctx.clear_failed_scratch()
     ctx.log.event(
-        "generation-start", role=role, seconds=time.monotonic() - mark, layout_sha256=membership.layout.sha256,
+        Event.GENERATION_START, role=role, seconds=time.monotonic() - mark, layout_sha256=membership.layout.sha256,
         active=list(membership.active), spares=list(membership.spares), masters=list(membership.layout.masters),
     )
     return role

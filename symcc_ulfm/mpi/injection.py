@@ -15,7 +15,7 @@ import os
 import signal
 
 from ..core.schedule import INJECTED_EXIT_CODE, FailureEvent
-from ..store.runlog import RankLog
+from ..store.runlog import Event, RankLog
 
 
 class Injector:
@@ -36,7 +36,7 @@ class Injector:
 
     def _die(self, event: FailureEvent, phase: str, overdue: bool = False) -> None:
         how = "SIGKILL" if event.sigkill else f"exit {INJECTED_EXIT_CODE}"
-        self.log.event("inject", phase=phase, spec=str(event), how=how, **({"overdue": True} if overdue else {}))
+        self.log.event(Event.INJECT, phase=phase, spec=str(event), how=how, **({"overdue": True} if overdue else {}))
         self.log.sync()
         if event.sigkill:
             os.kill(os.getpid(), signal.SIGKILL)
