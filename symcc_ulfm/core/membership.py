@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import MembershipConflict, ScheduleError
 from .canonical import Canonical
 from .layout import Layout, compute_layout
-from .schedule import FailureEvent
+from .schedule import FailureEvent, Phase
 
 SNAPSHOT_FORMAT = "symcc-ulfm-snapshot/1"
 PREPARE_FORMAT = "symcc-ulfm-prepare/1"
@@ -314,13 +314,13 @@ def _check_event(current: Membership, event: FailureEvent, events: list[FailureE
     if event.rank not in current.live:
         raise ScheduleError("failure_schedule", f"{where}: rank {event.rank} is already dead in generation {event.generation}")
     role = current.role_of(event.rank)
-    if event.phase == "idle" and role != "spare":
+    if event.phase == Phase.IDLE and role != "spare":
         raise ScheduleError("failure_schedule", f"{where}: @idle needs a warm spare; rank {event.rank} is a {role}")
-    if event.phase == "commit" and role != "master":
+    if event.phase == Phase.COMMIT and role != "master":
         raise ScheduleError("failure_schedule", f"{where}: @commit needs a master; rank {event.rank} is a {role}")
-    if event.phase == "work" and role not in ("master", "worker"):
+    if event.phase == Phase.WORK and role not in ("master", "worker"):
         raise ScheduleError("failure_schedule", f"{where}: @work needs an active rank; rank {event.rank} is a {role}")
-    if event.phase == "recovery" and all(e.phase == "recovery" for e in events):
+    if event.phase == Phase.RECOVERY and all(e.phase == Phase.RECOVERY for e in events):
         raise ScheduleError(
             "failure_schedule", f"{where}: @recovery needs another failure in generation {event.generation} to recover from"
         )

@@ -24,6 +24,7 @@ from ..core.limits import MAX_POLICY_BYTES
 from ..core.membership import initial_membership, resume
 from ..core.modes import modes_from_env
 from ..core.policy import Policy
+from ..core.schedule import Phase
 from ..errors import CapabilityError, CheckFailed, PolicyError, ProtocolError, SymccUlfmError
 from ..store.atomic import read_bytes, write_replace
 from ..store.heartbeat import Heartbeat, heartbeat_path, last_heartbeat
@@ -242,7 +243,7 @@ def wait_as_spare(ctx: RankContext) -> None:
     It joins the final agreement only then: an agreement left pending while the others never
     enter it would be reported as incomplete by every rank at finalize.
     """
-    ctx.injector.maybe("idle", ctx.generation)
+    ctx.injector.maybe(Phase.IDLE, ctx.generation)
     notices = Mailbox(ctx.global_comm, MPI.ANY_SOURCE, TAG_CONTROL, ctx.policy.max_message_bytes)
     backoff = Backoff()
     while time.time() < ctx.deadline and not ctx.exhausted:

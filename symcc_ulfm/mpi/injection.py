@@ -7,6 +7,9 @@ An event of generation G whose point the rank never reached in G (another failur
 first: ``0:2,0:5`` where rank 5 dies before rank 2 holds a lease) is *overdue*: the rank dies
 as it enters the recovery that ends G, before the first shrink, so every event of G is in the
 receipt of G+1 and the schedule means what it says.
+
+The points are ``core.schedule.Phase``; a point that is not one of them raises instead of
+never firing.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import os
 import signal
 
-from ..core.schedule import INJECTED_EXIT_CODE, FailureEvent
+from ..core.schedule import INJECTED_EXIT_CODE, PHASES, FailureEvent, Phase
 from ..store.runlog import Event, RankLog
 
 
@@ -23,7 +26,10 @@ class Injector:
         self.mine = {(e.generation, e.phase): e for e in schedule if e.rank == stable}
         self.log = log
 
-    def maybe(self, phase: str, generation: int) -> None:
+    def maybe(self, phase: Phase, generation: int) -> None:
+        """Die here if the schedule names this rank at ``phase`` of ``generation``."""
+        if phase not in PHASES:
+            raise ValueError(f"{phase!r} is not an injection point; expected one of {', '.join(PHASES)}")
         event = self.mine.get((generation, phase))
         if event is not None:
             self._die(event, phase)
@@ -31,7 +37,7 @@ class Injector:
     def overdue(self, generation: int) -> None:
         """Recovery of ``generation`` begins: an event of it that did not fire fires now."""
         for (g, phase), event in sorted(self.mine.items()):
-            if g == generation and phase != "recovery":
+            if g == generation and phase != Phase.RECOVERY:
                 self._die(event, phase, overdue=True)
 
     def _die(self, event: FailureEvent, phase: str, overdue: bool = False) -> None:

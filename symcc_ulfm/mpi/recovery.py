@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 
 from ..core.membership import commit, discover_missing, plan
+from ..core.schedule import Phase
 from ..errors import MembershipConflict, RecoveryTimeout, StoreError
 from ..store.runlog import Event
 from .context import RankContext
@@ -78,7 +79,7 @@ def _attempt(ctx: RankContext, base, steps: dict[str, float]):
     mark = time.monotonic()
     first = ops.shrink(base, "recovery shrink")
     mark = _step(steps, "shrink", mark)
-    ctx.injector.maybe("recovery", old.generation)
+    ctx.injector.maybe(Phase.RECOVERY, old.generation)
 
     ok, survivors = _gather(ctx, first, "recovery discovery")
     missing = discover_missing(old, survivors) if ok else ()
