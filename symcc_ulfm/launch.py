@@ -22,20 +22,22 @@ from .core.canonical import canonical_json, digest
 from .core.limits import MAX_POLICY_BYTES, MAX_SMALL_JSON_BYTES
 from .core.modes import FileModes
 from .core.policy import Policy
-from .endpoint import measure_endpoint
 from .errors import CheckFailed, IntegrityError, PolicyError, StoreError, SymccUlfmError, WalCorruption
 from .evidence.oracle import judge
 from .executors import create
 from .executors.sandbox import Sandbox, grace_s
+from .final_coverage import measure_final_coverage
 from .job import JOB_OUTPUT, JobResult
 from .job import run_job as _run_job
 from .mpiexec import job_environment, mpiexec_command
-from .store.atomic import ensure_dir, read_bytes, write_new, write_replace
+from .store.atomic import write_new, write_replace
 from .store.corpus import Corpus
+from .store.dirs import ensure_dir
 from .store.heartbeat import last_heartbeat
 from .store.identity import require_same, write_identity
 from .store.joblock import OwnerLock, ranks_gone
 from .store.paths import StateDir
+from .store.reads import read_bytes
 from .store.runlog import last_event_time
 from .store.snapshots import SnapshotStore
 from .store.trust import check_entries, check_layout, check_state_dir
@@ -195,9 +197,9 @@ def run_job(
 
 
 def conclude(state: StateDir, minimum_hosts: int | None = None) -> dict:
-    """After the job, once every rank is gone: re-measure endpoint coverage (contained, bounded in
-    time), run the oracle, store its verdict. A target that fails the measurement costs the
-    endpoint figure, never the verdict; a verdict that cannot be stored (a full disk) is still
+    """After the job, once every rank is gone: re-measure the final corpus's coverage (contained,
+    bounded in time), run the oracle, store its verdict. A target that fails the measurement
+    costs the endpoint-edges figure, never the verdict; a verdict that cannot be stored (a full disk) is still
     returned, with ``store_error`` saying why."""
     left = ranks_gone(state.root, state.modes.snapshot, 2.0)
     if left:
@@ -205,7 +207,7 @@ def conclude(state: StateDir, minimum_hosts: int | None = None) -> dict:
     store_error = None
     if (state.root / "outcome.json").exists():
         try:
-            measure_endpoint(state)
+            measure_final_coverage(state)
         except SymccUlfmError as exc:  # the measurement or its file: recorded instead, if it can be
             store_error = _store(state.endpoint, {"error": f"{type(exc).__name__}: {exc}"[:2000]}, state)
     verdict = judge(state.root, minimum_hosts=minimum_hosts)

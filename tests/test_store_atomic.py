@@ -19,9 +19,11 @@ from helpers_store import run_unprivileged, unprivileged_unavailable, world_trav
 from symcc_ulfm.core.modes import FileModes
 from symcc_ulfm.errors import StoreError
 from symcc_ulfm.store import atomic
-from symcc_ulfm.store.atomic import ensure_dir, read_bytes, write_new, write_replace
+from symcc_ulfm.store.atomic import write_new, write_replace
+from symcc_ulfm.store.dirs import ensure_dir
 from symcc_ulfm.store.locks import exclusive
 from symcc_ulfm.store.paths import StateDir
+from symcc_ulfm.store.reads import read_bytes
 from symcc_ulfm.store.runlog import RankLog
 
 

@@ -26,9 +26,10 @@ from ..core.modes import modes_from_env
 from ..core.policy import Policy
 from ..core.schedule import Phase
 from ..errors import CapabilityError, CheckFailed, PolicyError, ProtocolError, SymccUlfmError
-from ..store.atomic import read_bytes, write_replace
+from ..store.atomic import write_replace
 from ..store.heartbeat import Heartbeat, heartbeat_path, last_heartbeat
 from ..store.joblock import RanksLock
+from ..store.reads import read_bytes
 from ..store.runlog import Event, last_event_time
 from ..store.trust import check_layout
 from .capability import compare, probe, require_ulfm

@@ -16,8 +16,8 @@ from ..core.modes import FileModes
 from ..core.policy import Policy
 from ..errors import ProtocolError
 from ..executors import Executor, create
-from ..store.atomic import clear_dir, remove_dir
 from ..store.corpus import Corpus
+from ..store.dirs import clear_dir, remove_dir
 from ..store.identity import read_identity, require_same
 from ..store.joblock import RanksLock
 from ..store.paths import StateDir

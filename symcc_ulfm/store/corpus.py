@@ -20,8 +20,10 @@ from pathlib import Path
 from ..core.canonical import is_sha256_hex
 from ..core.limits import MAX_RECORD_BYTES
 from ..errors import CorpusIntegrityError, StoreError
-from .atomic import Barrier, link_new, link_open_file, read_bytes, write_new
+from .atomic import link_new, link_open_file, write_new
 from .crashpoints import crash_point
+from .durability import Barrier
+from .reads import read_bytes
 from .record import record_lines
 from .staging import Staged
 

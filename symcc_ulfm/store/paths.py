@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.modes import FileModes
-from .atomic import ensure_dir
+from .dirs import ensure_dir
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
-from .atomic import check_regular
+from .reads import check_regular
 
 BURST = 20  # lines per key and second that RankLog.limited writes
 _WINDOW_S = 1.0

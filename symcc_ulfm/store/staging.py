@@ -34,7 +34,9 @@ from pathlib import Path
 
 from ..core.limits import MAX_OBJECT_BYTES
 from ..errors import IntegrityError, StoreError
-from .atomic import Barrier, check_regular, ensure_dir, read_bytes, read_to_end
+from .dirs import ensure_dir
+from .durability import Barrier
+from .reads import check_regular, read_bytes, read_to_end
 
 _STAGED = re.compile(r"staging/worker-([0-9]+)/([A-Za-z0-9._:-]{1,128})@([0-9a-f]{64})")
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
