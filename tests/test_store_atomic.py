@@ -374,7 +374,6 @@ def test_state_dir_create_modes(tmp_path, hostile_umask):
         assert mode_of(p) == 0o750, p
     for p in (state.corpus / "objects", state.corpus / "claims"):
         assert mode_of(p) == 0o755, p
-    assert state.worker_staging(3) == state.root / "staging" / "worker-3"
     assert state.rank_log(7) == state.root / "logs" / "rank-7.jsonl"
     assert state.policy.name == "policy.json" and state.endpoint.name == "endpoint.json"
     assert StateDir(str(tmp_path / "state"), FileModes()).create().root == state.root  # idempotent

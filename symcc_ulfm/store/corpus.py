@@ -109,11 +109,6 @@ class Corpus:
                 f"SHA-256 {hashlib.sha256(existing).hexdigest()}); refusing to overwrite"
             )
 
-    def claim(self, sha256: str, work: str, record: Path | str, barrier: Barrier | None = None) -> str:
-        """Claim ``sha256`` for ``work``, whose committing WAL record is at ``record`` (linked, see
-        the module docstring); returns the work hash of whoever holds the claim, or ``seed``."""
-        return work if self.claim_new(sha256, record, barrier) else self.claim_owner(sha256)
-
     def claim_new(self, sha256: str, record: Path | str, barrier: Barrier | None = None) -> bool:
         """Create the claim of ``sha256`` as a link to ``record``; False when a claim exists."""
         if link_new(record, f"{self._claims}/{_name(sha256)}", barrier):

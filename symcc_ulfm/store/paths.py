@@ -86,9 +86,6 @@ class StateDir:
     def endpoint(self) -> Path:
         return self.root / "endpoint.json"
 
-    def worker_staging(self, worker: int) -> Path:
-        return self.staging / f"worker-{worker}"
-
     def rank_log(self, stable: int) -> Path:
         return self.logs / f"rank-{stable}.jsonl"
 
