@@ -113,8 +113,8 @@ def symcc_env(output_dir: Path) -> dict[str, str]:
 def exited(pid: int, timeout_s: float) -> bool:
     """Whether the process exits within ``timeout_s``, told by its pidfd the moment it does.
 
-    ``Popen.wait(timeout=...)`` polls with sleeps that double up to 50 ms, which added 15-30 ms
-    to every 50-ms SymCC run of the loop before 2026-12-03T09:20Z (the baseline table's loops)."""
+    ``Popen.wait(timeout=...)`` polls with sleeps that double up to 50 ms, 15-30 ms too late for
+    a 50-ms SymCC run (``docs/notes.md``)."""
     fd = os.pidfd_open(pid)
     try:
         return bool(select.select([fd], [], [], timeout_s)[0])

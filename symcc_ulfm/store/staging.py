@@ -5,11 +5,12 @@ Staged paths travel in RESULT messages and manifests as ``staging/worker-<w>/<le
 ``O_NOFOLLOW`` relative to its parent (no ``..``, no absolute path, no symlink anywhere on the
 way).
 
-The lease is part of the file name, not a directory of its own: a directory per lease cost an
-inode allocation and an inode free per commit, and on ext4 without a journal every inode freed
-in the last half minute is skipped, one by one, by each later allocation (``recently_deleted``
-in ``fs/ext4/ialloc.c``), which made every file creation of a busy campaign slower. A staged
-file itself is never freed when its record commits: it becomes the corpus object (a link).
+The lease is part of the file name, not a directory of its own: a directory per lease would
+cost an inode allocation and an inode free per commit, and on ext4 without a journal every
+inode freed in the last half minute is skipped, one by one, by each later allocation
+(``recently_deleted`` in ``fs/ext4/ialloc.c``), which slows every file creation of a busy
+campaign. A staged file itself is never freed when its record commits: it becomes the corpus
+object (a link).
 
 A worker also notes in ``running-<g>`` which lease it is executing in generation g (one file per
 generation, rewritten in place, never synced: it must outlive the worker's process, not the
