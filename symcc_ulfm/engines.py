@@ -24,12 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from .core.budget import job_timeout
-from .core.hosts import format_hosts
 from .core.modes import FileModes
 from .core.policy import Policy
 from .errors import CheckFailed
 from .mpi import engine
-from .mpiexec import FT_FLAGS, find_mpiexec, forwarded_variables, job_environment, mpi_flags
+from .mpiexec import FT_FLAGS, find_mpiexec, forwarded_variables, host_flags, job_environment, mpi_flags
 
 IPP_ROOT_VAR = "SYMCC_ULFM_IPP_ROOT"
 
@@ -53,9 +52,7 @@ def engine_mpi_args(policy: Policy, modes: FileModes, with_ft: bool = True) -> l
     flags = mpi_flags(policy.ulfm)
     if not with_ft:
         flags = [f for f in flags if f not in FT_FLAGS]
-    if policy.hosts:
-        flags += ["-H", format_hosts(policy.hosts), "--map-by", "slot"]
-    return [*flags, *forwarded_variables(modes)]
+    return [*flags, *host_flags(policy), *forwarded_variables(modes)]
 
 
 def _is_engine_death(value: Any) -> bool:

@@ -55,6 +55,11 @@ def job_environment(modes: FileModes, base: dict[str, str] | None = None) -> dic
     return env
 
 
+def host_flags(policy: Policy) -> list[str]:
+    """The policy's hosts, one rank per slot in order (none on a single machine)."""
+    return ["-H", format_hosts(policy.hosts), "--map-by", "slot"] if policy.hosts else []
+
+
 def forwarded_variables(modes: FileModes) -> list[str]:
     names = [HOT_PATH_VAR, *modes.as_env()]
     return [arg for name in names for arg in ("-x", name)]
@@ -69,9 +74,7 @@ def mpiexec_command(
     extra: list[str] | None = None,
 ) -> list[str]:
     """The full command line of a campaign job (printed by ``symcc-ulfm launch``)."""
-    command = [mpiexec or find_mpiexec(), *mpi_flags(policy.ulfm)]
-    if policy.hosts:
-        command += ["-H", format_hosts(policy.hosts), "--map-by", "slot"]
+    command = [mpiexec or find_mpiexec(), *mpi_flags(policy.ulfm), *host_flags(policy)]
     command += [*forwarded_variables(modes), *(extra or []), "-n", str(policy.ranks)]
     command += [python or sys.executable, "-m", "symcc_ulfm.mpi.rank", str(state_dir)]
     return command
