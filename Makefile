@@ -41,7 +41,7 @@ evidence: setup $(KERNEL_SPEC)
 	echo "run directory: $$run"; \
 	$(BIN)/papermill -k $(KERNEL) --log-level WARNING notebooks/f447_run.ipynb "$$run/run.ipynb" \
 		-p run_dir "$$run" $$params; status=$$?; \
-	$(BIN)/python -c "import sys; from symcc_ulfm.cluster import ensure_stopped; ensure_stopped(sys.argv[1])" "$$id"; \
+	$(BIN)/python -c "import sys; from symcc_ulfm.engines import ensure_stopped; ensure_stopped(sys.argv[1])" "$$id"; \
 	if [ $$status -ne 0 ]; then mkdir -p "$(EVIDENCE_DIR)/.failed" && mv "$$run" "$(EVIDENCE_DIR)/.failed/"; \
 		echo "make evidence: the notebook failed (papermill exit $$status); not accepted, kept in $(EVIDENCE_DIR)/.failed/$$id"; \
 		exit $$status; fi; \

@@ -113,8 +113,8 @@ def symcc_env(output_dir: Path) -> dict[str, str]:
 def exited(pid: int, timeout_s: float) -> bool:
     """Whether the process exits within ``timeout_s``, told by its pidfd the moment it does.
 
-    ``Popen.wait(timeout=...)`` polls with sleeps that double up to 50 ms, which added 15-30 ms
-    to every 50-ms SymCC run of the loop before 2026-12-03T09:20Z (the baseline table's loops)."""
+    ``Popen.wait(timeout=...)`` polls with sleeps that double up to 50 ms, 15-30 ms too late for
+    a 50-ms SymCC run (``docs/notes.md``)."""
     fd = os.pidfd_open(pid)
     try:
         return bool(select.select([fd], [], [], timeout_s)[0])
@@ -183,29 +183,29 @@ def run_campaign(name: str, binaries: dict[str, Path], seed_dir: Path, seconds: 
                  workers: int, variant: str) -> Measurement:
     """``variant``: "" (content dedup, as the loops), "map" (a QSYM coverage map per worker) or
     "afl" (the AFL twin's coverage, measured in batches)."""
+    sys.path.insert(0, str(ROOT))
+    from symcc_ulfm import launch_process
+
     state = run_dir / "state"
     options = [f"seeds={seed_dir}"]
     if variant == "map":
         options.append('env={"SYMCC_AFL_COVERAGE_MAP": "qsym.map"}')
     elif variant == "afl":
         options.append(f"afl_binary={binaries['afl']}")
-    command = [
-        sys.executable, "-m", "symcc_ulfm", "launch", "--executor", "symcc", "--target", str(binaries["symcc"]),
+    args = [
+        "--executor", "symcc", "--target", str(binaries["symcc"]),
         *(arg for option in options for arg in ("--executor-option", option)),
         "--failure-schedule", "", "--deadline", str(seconds),
         "--ranks", str(workers + 1), "--warm-spares", "0", "--workers-per-master", str(workers),
-        "--state-dir", str(state), "--json",
     ]
     cpu0 = children_cpu()
-    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    proc = launch_process.run(state, args, cwd=ROOT)
     cpu = children_cpu() - cpu0
     (run_dir / "launch.stdout").write_text(proc.stdout)
     (run_dir / "launch.stderr").write_text(proc.stderr)
-    try:
-        report = json.loads(proc.stdout)
-    except ValueError:
-        report = {}
-    notes = {"returncode": proc.returncode, "command": command, "passed": report.get("passed"),
+    report = proc.verdict
+    notes = {"returncode": proc.returncode, "command": launch_process.command(state, args),
+             "passed": report.get("passed"),
              "problems": report.get("problems"), "wal_unique": report.get("wal_unique")}
     system = f"campaign-{workers}w" + (f"-{variant}" if variant else "")
     return Measurement(name, system, rnd, seconds, report.get("wal_analyzed", 0),

@@ -36,6 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from symcc_ulfm import launch_process
+from symcc_ulfm.store.runlog import Event, LogFollower, read_events
+
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -295,24 +298,13 @@ def descendants(pid: int) -> list[Any]:
 # -- campaigns ---------------------------------------------------------------------------------
 
 
-def read_events(state: Path) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for path in sorted((Path(state) / "logs").glob("rank-*.jsonl")):
-        for line in path.read_bytes().splitlines():
-            with contextlib.suppress(ValueError):
-                rows.append(json.loads(line))
-    return rows
-
-
 class Live:
     """A campaign while it runs: its logs read incrementally, its rank pids, timed actions."""
 
     def __init__(self, state: Path, process: subprocess.Popen):
-        from symcc_ulfm.evidence.timeline import LogTail
-
         self.state = Path(state)
         self.process = process
-        self.tail = LogTail(self.state)
+        self.tail = LogFollower(self.state / "logs")
         self.pids: dict[int, int] = {}
         self.roles: dict[int, str] = {}
         self.t0: float | None = None  # first generation-start of generation 0 (wall time)
@@ -321,9 +313,9 @@ class Live:
     def poll(self) -> None:
         for event in self.tail.poll():
             kind = event.get("event")
-            if kind == "startup":
+            if kind == Event.STARTUP:
                 self.pids[event["rank"]] = event["pid"]
-            elif kind == "generation-start":
+            elif kind == Event.GENERATION_START:
                 if event["generation"] == 0:
                     self.t0 = event["t"] if self.t0 is None else min(self.t0, event["t"])
                 self.roles[event["rank"]] = event["role"]
@@ -351,19 +343,18 @@ def run_campaign(state: Path, workload: Workload, *, ranks: int, spares: int, pe
     search is exhausted earlier, so that every window is the same length.
     """
     state = Path(state)
-    command = [PYTHON, "-m", "symcc_ulfm", "launch", "--state-dir", str(state), "--json",
-               "--ranks", str(ranks), "--warm-spares", str(spares), "--workers-per-master", str(per_master),
-               "--deadline", str(deadline), "--failure-schedule", schedule, "--seed", str(seed), "--run-to-deadline",
-               *workload.launch_args()]
+    args = ["--ranks", str(ranks), "--warm-spares", str(spares), "--workers-per-master", str(per_master),
+            "--deadline", str(deadline), "--failure-schedule", schedule, "--seed", str(seed), "--run-to-deadline",
+            *workload.launch_args()]
     if not ulfm:
-        command.append("--no-ulfm")
+        args.append("--no-ulfm")
     for key, value in sorted((timeouts or {}).items()):
-        command += ["--timeout", f"{key}={value}"]
+        args += ["--timeout", f"{key}={value}"]
     state.parent.mkdir(parents=True, exist_ok=True)
     out_path, err_path = state.parent / f"{state.name}.stdout", state.parent / f"{state.name}.stderr"
     pending = sorted(actions or [], key=lambda a: a[0])
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=ROOT, start_new_session=True)
+        process = launch_process.start(state, args, cwd=ROOT, stdout=out, stderr=err, new_session=True)
         live = Live(state, process)
         limit = time.monotonic() + deadline + 300
         try:
@@ -379,15 +370,14 @@ def run_campaign(state: Path, workload: Workload, *, ranks: int, spares: int, pe
         except BaseException:
             kill_group(process)
             raise
-    lines = [x for x in out_path.read_text(errors="replace").splitlines() if x.startswith("{")]
-    if not lines:
+    verdict = launch_process.verdict_of(out_path.read_text(errors="replace"))
+    if not verdict:
         raise RuntimeError(f"launch gave no verdict (exit {process.returncode}): "
                            f"{err_path.read_text(errors='replace')[-2000:]}")
-    verdict = json.loads(lines[-1])
     verdict.pop("command", None)
-    events = read_events(state)
+    events = read_events(state / "logs")
     outcome = json.loads((state / "outcome.json").read_text()) if (state / "outcome.json").exists() else None
-    commits = [e["t"] for e in events if e.get("event") == "commit"]
+    commits = [e["t"] for e in events if e.get("event") == Event.COMMIT]
     result = {"verdict": {k: verdict.get(k) for k in (
         "passed", "problems", "notes", "final_generation", "receipts", "promoted", "masters", "workers",
         "wal_analyzed", "wal_generated", "wal_unique", "wal_novel", "double_counted", "public_objects",
@@ -446,23 +436,23 @@ def recovery_breakdown(events: list[dict[str, Any]],
     ``other`` is what the phases do not cover (phases are maxima over ranks, so they can overlap).
     """
     if failures is None:
-        failures = [(e["t"], e["generation"], e["rank"]) for e in events if e.get("event") == "inject"]
+        failures = [(e["t"], e["generation"], e["rank"]) for e in events if e.get("event") == Event.INJECT]
     by_kind: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
     for e in events:
         by_kind[e.get("event", "")].append(e)
     out = []
     for t_fail, generation, victim in failures:
         nxt = generation + 1
-        first = [e["t"] for e in by_kind["first-work"] if e["generation"] == nxt]
-        start = [e["t"] for e in by_kind["recovery-start"] if e["generation"] == generation and e["t"] >= t_fail - 1]
+        first = [e["t"] for e in by_kind[Event.FIRST_WORK] if e["generation"] == nxt]
+        start = [e["t"] for e in by_kind[Event.RECOVERY_START] if e["generation"] == generation and e["t"] >= t_fail - 1]
         phases: dict[str, float] = {}
-        for e in by_kind["recovery-done"]:
+        for e in by_kind[Event.RECOVERY_DONE]:
             if e["generation"] == nxt:
                 for name, value in e["steps"].items():
                     phases[name] = max(phases.get(name, 0.0), value)
-        resplit = [e["seconds"] for e in by_kind["generation-start"] if e["generation"] == nxt]
-        replay = [e["seconds"] for e in by_kind["master-ready"] if e["generation"] == nxt]
-        ready = [e["t"] for e in by_kind["master-ready"] if e["generation"] == nxt]
+        resplit = [e["seconds"] for e in by_kind[Event.GENERATION_START] if e["generation"] == nxt]
+        replay = [e["seconds"] for e in by_kind[Event.MASTER_READY] if e["generation"] == nxt]
+        ready = [e["t"] for e in by_kind[Event.MASTER_READY] if e["generation"] == nxt]
         row = {"victim": victim, "generation": generation,
                "to_first_work_s": round(min(first) - t_fail, 4) if first else None,
                "detect_s": round(min(start) - t_fail, 4) if start else None,

@@ -51,8 +51,9 @@ import altair as alt
 from IPython.display import Markdown, display
 from tqdm import tqdm
 
-from symcc_ulfm import cluster, plots, replay
+from symcc_ulfm import plots, replay
 from symcc_ulfm.core.modes import modes_from_env
+from symcc_ulfm.engines import engine_mpi_args, run_on_engines
 from symcc_ulfm.evidence import provenance, rundir, timeline
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.evidence.verify import verify
@@ -74,7 +75,7 @@ record = provenance.capture_policy(policy, seeds_dir=seeds_dir)
 provenance.write(run.provenance, record)
 print(f"run {run.run_id}\n  dir {run.root}\n  policy {policy.sha256}\n"
       f"  source tree {record['source_tree']['sha256']}\n  seeds {record['seed_input']}")
-print("  engines: mpiexec " + " ".join(cluster.engine_mpi_args(policy, modes, with_ft)))
+print("  engines: mpiexec " + " ".join(engine_mpi_args(policy, modes, with_ft)))
 
 # %% [markdown]
 # ## The campaign on all engines
@@ -97,8 +98,8 @@ with tqdm(total=policy.deadline_s, unit="s", bar_format="{l_bar}{bar}| {n:.1f}/{
         bar.n = min(tail.elapsed(time.time()), policy.deadline_s)
         bar.set_postfix(generation=tail.generation, commits=tail.commits, injected=",".join(tail.injected) or "-")
 
-    engines = cluster.run_on_engines(policy, state.root, modes, cluster_id=run.run_id, before_campaign=live_check,
-                                     progress=show_progress, with_ft=with_ft)
+    engines = run_on_engines(policy, state.root, modes, cluster_id=run.run_id, before_campaign=live_check,
+                             progress=show_progress, with_ft=with_ft)
     show_progress()
 run.engines.write_text(json.dumps(engines.to_json(), indent=1, sort_keys=True) + "\n")
 run.engines_output.write_text(engines.output)

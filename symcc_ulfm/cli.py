@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import executors
 from .core.reference import REFERENCE, REFERENCE_SCHEDULE
 from .errors import CheckFailed, ConfigError, SymccUlfmError, TargetError
 
@@ -298,7 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state-dir", help="state directory (default runs/launch-<time>)")
     p.add_argument("--seeds", help="directory of seed inputs (or an AFL output dir: its queue/) instead of the "
                                    "executor's own; with --resume, more seeds for the campaign")
-    p.add_argument("--executor", default="concolic", help="concolic (default), simulate or symcc")
+    p.add_argument("--executor", default=REFERENCE["executor"],
+                   help=f"{', '.join(executors.names())} (default {REFERENCE['executor']})")
     p.add_argument("--target", help="built-in target name, module:function, file.py:function, or a SymCC binary")
     p.add_argument("--executor-option", action="append", metavar="KEY=VALUE", help="executor option (repeatable)")
     p.add_argument("--hosts", default="", help="host spec such as node-a:9,node-b:1")
@@ -349,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("explore", help="one process, no MPI: search a target and keep what it finds")
     p.add_argument("--target", required=True)
-    p.add_argument("--executor", default="concolic")
+    p.add_argument("--executor", default=REFERENCE["executor"])
     p.add_argument("--executor-option", action="append", metavar="KEY=VALUE")
     p.add_argument("--seeds", help="directory of seed inputs (default: the target's shipped seeds)")
     p.add_argument("--seconds", type=float, default=20.0)

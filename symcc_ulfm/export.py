@@ -19,8 +19,9 @@ from pathlib import Path
 from .core.finding import TERMINAL_KINDS
 from .core.modes import FileModes
 from .errors import ConfigError
-from .store.atomic import ensure_dir, write_new
+from .store.atomic import write_new
 from .store.corpus import Corpus
+from .store.dirs import ensure_dir
 from .store.findings import read_findings, state_of
 
 LAYOUTS = ("afl",)

@@ -30,7 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import launch_process
 from .job import JOB_OUTPUT
+from .store.runlog import Event, read_events, read_log
 
 SIMULATE = ["--executor", "simulate", "--executor-option", "cost_s=0.02"]
 
@@ -92,32 +94,14 @@ class Outcome:
 def _launch(state: Path, args: list[str], timeout: float = 600, env: dict | None = None,
             started: list | None = None) -> dict:
     """Run ``launch``; ``started`` receives its process (for the actions that signal it)."""
-    command = [sys.executable, "-m", "symcc_ulfm", "launch", "--state-dir", str(state), "--json", *args]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, **(env or {})})
+    process = launch_process.start(state, args, env=env)
     if started is not None:
         started.append(process)
-    try:
-        out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        out, err = process.communicate()
-    lines = [line for line in out.splitlines() if line.startswith("{")]
-    verdict = json.loads(lines[-1]) if lines else {"passed": False, "problems": [err[-2000:]]}
-    verdict["exit"] = process.returncode
-    verdict["stderr"] = err[-2000:]
+    done = launch_process.finish(process, timeout)
+    verdict = done.verdict or {"passed": False, "problems": [done.stderr[-2000:]]}
+    verdict["exit"] = done.returncode
+    verdict["stderr"] = done.stderr[-2000:]
     return verdict
-
-
-def _events(state: Path) -> list[dict]:
-    rows = []
-    for path in sorted((state / "logs").glob("rank-*.jsonl")):
-        for line in path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                continue
-    return rows
 
 
 def _wait_for(predicate: Callable[[], object], limit: float) -> object:
@@ -131,18 +115,15 @@ def _wait_for(predicate: Callable[[], object], limit: float) -> object:
 
 
 def _pid_of(state: Path, rank: int) -> int | None:
-    log = state / "logs" / f"rank-{rank}.jsonl"
-    if not log.exists():
-        return None
-    for row in map(json.loads, log.read_text().splitlines()):
-        if row["event"] == "startup":
+    for row in read_log(state / "logs" / f"rank-{rank}.jsonl"):
+        if row["event"] == Event.STARTUP:
             return row["pid"]
     return None
 
 
 def _started_at(state: Path) -> float | None:
     snap = state / "membership" / "generation-0-snapshot.json"
-    if not snap.exists() or not any(e["event"] == "commit" for e in _events(state)):
+    if not snap.exists() or not read_events(state / "logs", Event.COMMIT):
         return None
     return json.loads(snap.read_text())["started_at"]
 

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .core.budget import job_timeout, ranks_over_s
 from .core.policy import Policy
 from .errors import CheckFailed, ConfigError, Interrupted, StoreError
 from .store.joblock import RanksProbe, ranks_gone
@@ -61,16 +62,6 @@ class JobResult:
 
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.output.decode("utf-8", "replace").splitlines()[-lines:])
-
-
-def job_timeout(policy: Policy) -> float:
-    t = policy.timeouts
-    return t.startup_s + policy.deadline_s + t.shutdown_grace_s + t.job_grace_s
-
-
-def ranks_over_s(policy: Policy) -> float:
-    """How long ranks may outlive ``mpiexec`` (a bounded finalize) before they are killed."""
-    return policy.timeouts.finalize_s + 5.0
 
 
 def run_job(

@@ -17,31 +17,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cluster import job_environment, mpiexec_command
+from .core.budget import check_lease
 from .core.canonical import canonical_json, digest
 from .core.limits import MAX_POLICY_BYTES, MAX_SMALL_JSON_BYTES
 from .core.modes import FileModes
 from .core.policy import Policy
-from .endpoint import measure_endpoint
 from .errors import CheckFailed, IntegrityError, PolicyError, StoreError, SymccUlfmError, WalCorruption
 from .evidence.oracle import judge
 from .executors import create
 from .executors.sandbox import Sandbox, grace_s
-from .job import JOB_OUTPUT, JobResult, job_timeout
+from .final_coverage import measure_final_coverage
+from .job import JOB_OUTPUT, JobResult
 from .job import run_job as _run_job
-from .store.atomic import ensure_dir, read_bytes, write_new, write_replace
+from .mpiexec import job_environment, mpiexec_command
+from .store.atomic import write_new, write_replace
 from .store.corpus import Corpus
+from .store.dirs import ensure_dir
 from .store.heartbeat import last_heartbeat
 from .store.identity import require_same, write_identity
 from .store.joblock import OwnerLock, ranks_gone
 from .store.paths import StateDir
+from .store.reads import read_bytes
 from .store.runlog import last_event_time
 from .store.snapshots import SnapshotStore
 from .store.trust import check_entries, check_layout, check_state_dir
 from .store.wal import WorkWAL
 
-__all__ = ["JOB_OUTPUT", "JobResult", "check_executor", "conclude", "job_timeout", "prepare_state_dir", "release",
-           "run_job"]
+__all__ = ["JOB_OUTPUT", "JobResult", "check_executor", "conclude", "prepare_state_dir", "release", "run_job"]
 _OWNED: dict[Path, OwnerLock] = {}  # state directories this process holds (prepare_state_dir .. release)
 
 
@@ -70,25 +72,8 @@ def check_executor(policy: Policy, seeds: list[bytes] | None = None) -> Executor
                               execution, executor.run_limit_s)
     finally:
         executor.close()
-    check_time_limits(policy, probe)
+    check_lease(policy, probe.run_limit_s, probe.execution_limit_s)
     return probe
-
-
-def check_time_limits(policy: Policy, probe: ExecutorProbe) -> None:
-    """The executor's limits must fit the lease: a worker that runs an input for as long as its
-    executor allows must never look stuck to its master, which fences it after ``lease_s``.
-
-    One lease can take a whole run plus the coverage runs of its children, which the worker
-    bounds by half the lease, plus one execution that overruns (its limit and the sandbox's
-    grace); twice that must fit in ``lease_s`` (the worker's next lease waits behind it).
-    """
-    execution = probe.execution_limit_s
-    needed = 2 * (probe.run_limit_s + execution)
-    if policy.timeouts.lease_s < needed:
-        raise PolicyError("timeouts.lease_s", f"{policy.timeouts.lease_s:g} s is too short for this executor: one run may "
-                                              f"take {probe.run_limit_s:g} s and one execution {execution:g} s (with "
-                                              f"the sandbox's grace), so a lease needs at least {needed:g} s; raise it "
-                                              f"(--timeout lease_s=...) or lower the executor's time limits")
 
 
 def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume: bool = False,
@@ -212,9 +197,9 @@ def run_job(
 
 
 def conclude(state: StateDir, minimum_hosts: int | None = None) -> dict:
-    """After the job, once every rank is gone: re-measure endpoint coverage (contained, bounded in
-    time), run the oracle, store its verdict. A target that fails the measurement costs the
-    endpoint figure, never the verdict; a verdict that cannot be stored (a full disk) is still
+    """After the job, once every rank is gone: re-measure the final corpus's coverage (contained,
+    bounded in time), run the oracle, store its verdict. A target that fails the measurement
+    costs the endpoint-edges figure, never the verdict; a verdict that cannot be stored (a full disk) is still
     returned, with ``store_error`` saying why."""
     left = ranks_gone(state.root, state.modes.snapshot, 2.0)
     if left:
@@ -222,7 +207,7 @@ def conclude(state: StateDir, minimum_hosts: int | None = None) -> dict:
     store_error = None
     if (state.root / "outcome.json").exists():
         try:
-            measure_endpoint(state)
+            measure_final_coverage(state)
         except SymccUlfmError as exc:  # the measurement or its file: recorded instead, if it can be
             store_error = _store(state.endpoint, {"error": f"{type(exc).__name__}: {exc}"[:2000]}, state)
     verdict = judge(state.root, minimum_hosts=minimum_hosts)

@@ -17,10 +17,10 @@ from .core.modes import FileModes
 from .core.policy import Policy
 from .errors import ConfigError
 from .executors import create
-from .store.atomic import read_bytes
 from .store.corpus import Corpus
 from .store.findings import UniqueFinding, read_findings, select, state_of
 from .store.paths import StateDir
+from .store.reads import read_bytes
 
 REPLAY_FORMAT = "symcc-ulfm-replay/1"
 

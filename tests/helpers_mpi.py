@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from symcc_ulfm import launch_process
+from symcc_ulfm.store.runlog import read_events
 
 FAST_SIMULATE = ["--executor", "simulate", "--executor-option", "cost_s=0.02"]
 
@@ -20,20 +19,9 @@ class Launch:
     state: Path
 
     def log_events(self, event: str | None = None) -> list[dict]:
-        rows = []
-        for path in sorted((self.state / "logs").glob("rank-*.jsonl")):
-            for line in path.read_text().splitlines():
-                row = json.loads(line)
-                if event is None or row["event"] == event:
-                    rows.append(row)
-        return rows
+        return [row for row in read_events(self.state / "logs") if event is None or row["event"] == event]
 
 
 def launch(state: Path, *args: str, env: dict | None = None, timeout: float = 300) -> Launch:
-    command = [sys.executable, "-m", "symcc_ulfm", "launch", "--state-dir", str(state), "--json", *args]
-    done = subprocess.run(
-        command, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    verdict = json.loads(lines[-1]) if lines else {}
-    return Launch(done.returncode, verdict, done.stderr, state)
+    done = launch_process.run(state, args, timeout=timeout, env=env)
+    return Launch(done.returncode, done.verdict, done.stderr, state)

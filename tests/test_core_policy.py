@@ -165,7 +165,8 @@ def test_policy_from_json_rejects_unknown_timeout_field_and_format():
         ({"deadline_s": 7 * 86400 + 1}, "deadline_s"),
         ({"deadline_s": "15"}, "deadline_s"),
         ({"deadline_s": True}, "deadline_s"),
-        ({"executor": "afl"}, "executor"),
+        ({"executor": "no such executor"}, "executor"),
+        ({"executor": ""}, "executor"),
         ({"executor": None}, "executor"),
         ({"target": ""}, "target"),
         ({"target": "   "}, "target"),
@@ -390,3 +391,19 @@ def test_parse_schedule_rejects_non_string():
 def test_failure_event_from_json_rejections(value):
     with pytest.raises(ScheduleError):
         FailureEvent.from_json(value)
+
+
+def test_the_executor_registry_owns_the_names():
+    """The core takes any well-formed name; every entry point that builds a policy from user input
+    checks it against the registry (the one list of executors)."""
+    from symcc_ulfm import executors
+    from symcc_ulfm.evidence.rundir import policy_from_parameters
+    from symcc_ulfm.launch import check_executor
+
+    assert executors.names() == ["concolic", "simulate", "symcc"]
+    policy = build_policy(executor="afl")
+    with pytest.raises(PolicyError, match="unknown executor 'afl'; expected one of concolic, simulate, symcc"):
+        check_executor(policy)
+    with pytest.raises(PolicyError) as refused:
+        policy_from_parameters(executor="afl")
+    assert refused.value.field == "executor"

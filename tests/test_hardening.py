@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from symcc_ulfm.errors import StoreError, UnsafeFile
-from symcc_ulfm.store.atomic import ensure_dir, read_bytes
+from symcc_ulfm.store.dirs import ensure_dir
 from symcc_ulfm.store.joblock import OwnerLock, holders, ranks_gone
+from symcc_ulfm.store.reads import read_bytes
 from symcc_ulfm.store.runlog import RankLog
 
 OTHER_UID = 4242  # the second user of the multinode gate (needs no passwd entry)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from helpers_mpi import FAST_SIMULATE, launch
 
+from symcc_ulfm import launch_process
 from symcc_ulfm.evidence.oracle import judge
 from symcc_ulfm.evidence.oracle_rules import canonical, sha256
 from symcc_ulfm.evidence.seal import seal
@@ -29,14 +30,12 @@ SMALL = ["--ranks", "4", "--warm-spares", "0", "--workers-per-master", "3", "--f
 
 
 def start(state: Path, *args: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "symcc_ulfm", "launch", "--state-dir", str(state), "--json", *args]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return launch_process.start(state, args)
 
 
 def finish(process: subprocess.Popen, timeout: float = 300) -> tuple[int, dict, str]:
-    out, err = process.communicate(timeout=timeout)
-    lines = [line for line in out.splitlines() if line.startswith("{")]
-    return process.returncode, json.loads(lines[-1]) if lines else {}, err
+    done = launch_process.finish(process, timeout)
+    return done.returncode, done.verdict, done.stderr
 
 
 def wait_for(predicate, limit: float = 120.0):

@@ -58,3 +58,16 @@ def test_sigkill_at_the_scheduled_point(tmp_path):
     code, events = _run(tmp_path, "0:2@commit!", 2, "work:0,commit:0")
     assert code == -9
     assert [(e["phase"], e["how"]) for e in events] == [("commit", "SIGKILL")]
+
+
+def test_an_injection_point_that_does_not_exist_fails(tmp_path):
+    from symcc_ulfm.core.schedule import PHASES, Phase, parse_schedule
+    from symcc_ulfm.mpi.injection import Injector
+    from symcc_ulfm.store.runlog import RankLog
+
+    assert PHASES == ("work", "commit", "recovery", "idle") and Phase.COMMIT == "commit"
+    injector = Injector(parse_schedule("0:2@commit"), 2, RankLog(tmp_path / "rank-2.jsonl", 2, 0o600))
+    with pytest.raises(ValueError, match="'comit' is not an injection point"):
+        injector.maybe("comit", 0)
+    with pytest.raises(AttributeError):
+        Phase.COMIT  # noqa: B018

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from symcc_ulfm.cluster import cluster_processes, ipp_root
+from symcc_ulfm.engines import cluster_processes, ipp_root
 from symcc_ulfm.evidence.oracle import judge
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.evidence.verify import verify

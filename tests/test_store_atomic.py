@@ -19,9 +19,11 @@ from helpers_store import run_unprivileged, unprivileged_unavailable, world_trav
 from symcc_ulfm.core.modes import FileModes
 from symcc_ulfm.errors import StoreError
 from symcc_ulfm.store import atomic
-from symcc_ulfm.store.atomic import ensure_dir, read_bytes, write_new, write_replace
+from symcc_ulfm.store.atomic import write_new, write_replace
+from symcc_ulfm.store.dirs import ensure_dir
 from symcc_ulfm.store.locks import exclusive
 from symcc_ulfm.store.paths import StateDir
+from symcc_ulfm.store.reads import read_bytes
 from symcc_ulfm.store.runlog import RankLog
 
 
@@ -372,7 +374,6 @@ def test_state_dir_create_modes(tmp_path, hostile_umask):
         assert mode_of(p) == 0o750, p
     for p in (state.corpus / "objects", state.corpus / "claims"):
         assert mode_of(p) == 0o755, p
-    assert state.worker_staging(3) == state.root / "staging" / "worker-3"
     assert state.rank_log(7) == state.root / "logs" / "rank-7.jsonl"
     assert state.policy.name == "policy.json" and state.endpoint.name == "endpoint.json"
     assert StateDir(str(tmp_path / "state"), FileModes()).create().root == state.root  # idempotent

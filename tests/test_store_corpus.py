@@ -129,11 +129,10 @@ def test_claims_first_owner_wins_and_persist(env, tmp_path):
     first = _record(c.root / "w1.json", W1, [name])
     second = _record(c.root / "w2.json", W2, [name])
     assert c.claim_owner(name) is None
-    assert c.claim(name, W1, first) == W1
-    assert c.claim(name, W2, second) == W1
+    assert c.claim_new(name, first) and not c.claim_new(name, second)
     assert c.claim_owner(name) == W1
     reopened = Corpus(c.root, c.object_mode, c.claim_mode)
-    assert reopened.claim(name, W2, second) == W1 and reopened.claim_owner(name) == W1
+    assert not reopened.claim_new(name, second) and reopened.claim_owner(name) == W1
     assert os.path.samefile(c.claims / name, first)  # a link to the record: no new inode, no copy
     assert stat.S_IMODE(os.stat(c.claims / name).st_mode) == 0o600
 
@@ -143,7 +142,7 @@ def test_seed_claims(env):
     name = c.publish_seed(b"seed input")
     assert c.read(name) == b"seed input" and c.claim_owner(name) == SEED_OWNER and c.is_seed(name)
     assert c.publish_seed(b"seed input") == name  # idempotent
-    assert c.claim(name, W1, _record(c.root / "w1.json", W1, [name])) == SEED_OWNER
+    assert not c.claim_new(name, _record(c.root / "w1.json", W1, [name])) and c.claim_owner(name) == SEED_OWNER
     other, _ = c.put(b"other")
     assert not c.is_seed(other)
 
@@ -157,10 +156,9 @@ def test_corrupt_claim_is_detected(env, content):
     c = env.corpus
     name, _ = c.put(b"obj")
     (c.claims / name).write_bytes(content)
+    assert not c.claim_new(name, _record(c.root / "w1.json", W1, [name]))  # the corrupt claim stays
     with pytest.raises(CorpusIntegrityError):
         c.claim_owner(name)
-    with pytest.raises(CorpusIntegrityError):
-        c.claim(name, W1, _record(c.root / "w1.json", W1, [name]))
 
 
 def test_names_of_missing_directory(tmp_path):

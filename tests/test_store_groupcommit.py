@@ -10,8 +10,9 @@ import pytest
 
 from symcc_ulfm.core.modes import FileModes
 from symcc_ulfm.errors import FenceError, StoreError
-from symcc_ulfm.store.atomic import Barrier, write_new, write_replace
+from symcc_ulfm.store.atomic import write_new, write_replace
 from symcc_ulfm.store.corpus import Corpus
+from symcc_ulfm.store.durability import Barrier
 from symcc_ulfm.store.paths import StateDir
 from symcc_ulfm.store.querystore import QueryStore
 from symcc_ulfm.store.record import work_hash

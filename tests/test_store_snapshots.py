@@ -13,7 +13,7 @@ from helpers_store import POLICY_SHA, run_unprivileged, unprivileged_unavailable
 from symcc_ulfm.core.canonical import canonical_json
 from symcc_ulfm.core.membership import Prepare, commit, initial_membership, plan
 from symcc_ulfm.errors import MembershipConflict, SnapshotCorruption, StoreError
-from symcc_ulfm.store.atomic import MODE_HINT
+from symcc_ulfm.store.reads import MODE_HINT
 from symcc_ulfm.store.snapshots import SnapshotStore
 
 

@@ -4,13 +4,10 @@ Everything here is deterministic in its inputs (no clock: the campaign start tim
 in), so every survivor computes byte-identical snapshots and receipts and can check the one
 the writer stored.
 
-Epochs and the deadline budget: a campaign runs as one or more *epochs*, one per job. Epoch 0
-starts with generation 0; when a whole job is lost and ``launch --resume`` starts a new one, a
-*resume* receipt opens the next epoch. Within an epoch the wall deadline counts from the
-epoch's start and is never extended by recovery; across epochs the campaign's
-``deadline_s`` is a budget: ``consumed_s`` is the time earlier epochs used (from their start
-to their last durable activity), so an epoch ends at ``epoch_started_at + deadline_s -
-consumed_s``.
+Epochs: a campaign runs as one or more *epochs*, one per job. Epoch 0 starts with generation
+0; when a whole job is lost and ``launch --resume`` starts a new one, a *resume* receipt opens
+the next epoch and records the budget earlier epochs used (``consumed_s``); how that bounds
+the epoch is ``core.budget``'s.
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import MembershipConflict, ScheduleError
 from .canonical import Canonical
 from .layout import Layout, compute_layout
-from .schedule import FailureEvent
+from .schedule import FailureEvent, Phase
 
 SNAPSHOT_FORMAT = "symcc-ulfm-snapshot/1"
 PREPARE_FORMAT = "symcc-ulfm-prepare/1"
@@ -51,10 +48,6 @@ class Membership(Canonical):
         object.__setattr__(self, "layout", compute_layout(self.generation, self.active, self.workers_per_master))
         if self.epoch_started_at is None:
             object.__setattr__(self, "epoch_started_at", self.started_at)
-
-    def deadline(self, deadline_s: float) -> float:
-        """Wall time at which this epoch ends (see the module docstring)."""
-        return self.epoch_started_at + max(0.0, deadline_s - self.consumed_s)
 
     @property
     def live(self) -> tuple[int, ...]:
@@ -321,13 +314,13 @@ def _check_event(current: Membership, event: FailureEvent, events: list[FailureE
     if event.rank not in current.live:
         raise ScheduleError("failure_schedule", f"{where}: rank {event.rank} is already dead in generation {event.generation}")
     role = current.role_of(event.rank)
-    if event.phase == "idle" and role != "spare":
+    if event.phase == Phase.IDLE and role != "spare":
         raise ScheduleError("failure_schedule", f"{where}: @idle needs a warm spare; rank {event.rank} is a {role}")
-    if event.phase == "commit" and role != "master":
+    if event.phase == Phase.COMMIT and role != "master":
         raise ScheduleError("failure_schedule", f"{where}: @commit needs a master; rank {event.rank} is a {role}")
-    if event.phase == "work" and role not in ("master", "worker"):
+    if event.phase == Phase.WORK and role not in ("master", "worker"):
         raise ScheduleError("failure_schedule", f"{where}: @work needs an active rank; rank {event.rank} is a {role}")
-    if event.phase == "recovery" and all(e.phase == "recovery" for e in events):
+    if event.phase == Phase.RECOVERY and all(e.phase == Phase.RECOVERY for e in events):
         raise ScheduleError(
             "failure_schedule", f"{where}: @recovery needs another failure in generation {event.generation} to recover from"
         )

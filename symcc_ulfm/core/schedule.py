@@ -16,10 +16,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 
 from ..errors import ScheduleError
 
-PHASES = ("work", "commit", "recovery", "idle")
+
+class Phase(StrEnum):
+    """The injection points: where in its generation a scheduled victim dies (see the module docstring)."""
+
+    WORK = "work"
+    COMMIT = "commit"
+    RECOVERY = "recovery"
+    IDLE = "idle"
+
+
+PHASES = tuple(Phase)
 INJECTED_EXIT_CODE = 86
 _EVENT = re.compile(r"(?P<generation>[0-9]{1,9}):(?P<rank>[0-9]{1,9})(?:@(?P<phase>[a-z]+))?(?P<kill>!)?")
 _FORM = "comma-separated G:R[@work|commit|recovery|idle][!], e.g. 0:2,1:3 or 0:4@commit!"
@@ -29,11 +40,11 @@ _FORM = "comma-separated G:R[@work|commit|recovery|idle][!], e.g. 0:2,1:3 or 0:4
 class FailureEvent:
     generation: int
     rank: int
-    phase: str = "work"
+    phase: str = Phase.WORK
     sigkill: bool = False
 
     def __str__(self) -> str:
-        phase = "" if self.phase == "work" else f"@{self.phase}"
+        phase = "" if self.phase == Phase.WORK else f"@{self.phase}"
         return f"{self.generation}:{self.rank}{phase}{'!' if self.sigkill else ''}"
 
     def to_json(self) -> dict:
@@ -71,12 +82,12 @@ def parse_schedule(text: str) -> tuple[FailureEvent, ...]:
             shown = item if len(item) <= 40 else f"{item[:40]}... ({len(item)} characters)"
             raise ScheduleError("failure_schedule", f"{shown!r} is not an event (numbers have at most 9 digits); "
                                                     f"expected {_FORM}")
-        phase = match["phase"] or "work"
+        phase = match["phase"] or Phase.WORK
         if phase not in PHASES:
             raise ScheduleError(
                 "failure_schedule", f"{item!r}: unknown phase {phase!r}; expected one of {', '.join(PHASES)}"
             )
-        events.append(FailureEvent(int(match["generation"]), int(match["rank"]), phase, bool(match["kill"])))
+        events.append(FailureEvent(int(match["generation"]), int(match["rank"]), str(phase), bool(match["kill"])))
     if len(set((e.generation, e.rank) for e in events)) != len(events):
         raise ScheduleError("failure_schedule", f"{text!r} names the same rank twice in one generation")
     return tuple(sorted(events))

@@ -63,11 +63,10 @@ def locate_state(path: str | Path) -> Path:
 
 
 class _Judge(MembershipChecks, FindingChecks, LogChecks):
-    def __init__(self, root: Path, minimum_hosts: int | None):
+    def __init__(self, root: Path):
         self.root = root
         self.problems: list[str] = []
         self.notes: list[str] = []
-        self.minimum_hosts_override = minimum_hosts
 
     def fail(self, message: str) -> None:
         self.problems.append(message)
@@ -234,7 +233,7 @@ def parse_schedule(text: str) -> list[tuple[int, int, str]]:
 
 def judge(state_dir: str | Path, minimum_hosts: int | None = None) -> dict[str, Any]:
     root = locate_state(state_dir)
-    j = _Judge(root, minimum_hosts)
+    j = _Judge(root)
     result: dict[str, Any] = {"passed": False, "policy_sha256": None}
     try:
         return _judge(j, result, minimum_hosts)

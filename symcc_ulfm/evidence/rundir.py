@@ -29,12 +29,11 @@ from typing import Any
 
 from ..core.policy import Policy, build_policy
 from ..core.reference import REFERENCE
+from ..executors import check_name
 
 RUN_PREFIX = "f447"
 NOTEBOOK_NAME = "run.ipynb"
 SUMS_NAME = "SHA256SUMS.txt"
-# The notebook's parameters that make up the policy; their defaults are the reference campaign.
-POLICY_PARAMETERS: dict[str, Any] = REFERENCE
 
 
 def repo_root() -> Path:
@@ -43,11 +42,13 @@ def repo_root() -> Path:
 
 
 def policy_from_parameters(**params: Any) -> Policy:
-    """The campaign policy of the notebook parameters (unknown names are an error)."""
-    unknown = sorted(set(params) - set(POLICY_PARAMETERS))
+    """The campaign policy of the notebook parameters, whose defaults are the reference campaign's
+    (unknown names are an error, and so is an executor the registry does not have)."""
+    unknown = sorted(set(params) - set(REFERENCE))
     if unknown:
         raise TypeError(f"not policy parameters: {', '.join(unknown)}")
-    values = {**POLICY_PARAMETERS, **params}
+    values = {**REFERENCE, **params}
+    check_name(values["executor"])
     values["deadline_s"] = float(values["deadline_s"])
     values["executor_options"] = dict(values["executor_options"] or {})
     return build_policy(**values)
@@ -144,7 +145,7 @@ def main(argv: list[str]) -> int:
         if not sep:
             print(f"not NAME=VALUE: {pair!r}", file=sys.stderr)
             return 2
-        if name in POLICY_PARAMETERS:
+        if name in REFERENCE:
             params[name] = parse_value(value)
     print(new_run_dir(policy_from_parameters(**params), argv[0]).root)
     return 0

@@ -12,13 +12,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..store.runlog import Event, LogFollower, read_events
+
 
 class LogTail:
-    """Incremental reader of ``logs/rank-*.jsonl``: only complete lines, each line once."""
+    """A campaign's progress while it runs (commits, generation, injected failures), from its rank logs."""
 
     def __init__(self, state_dir: str | Path):
-        self.logs = Path(state_dir) / "logs"
-        self._offsets: dict[Path, int] = {}
+        self._follower = LogFollower(Path(state_dir) / "logs")
         self.commits = 0
         self.generation = 0
         self.injected: list[str] = []
@@ -30,36 +31,18 @@ class LogTail:
 
     def poll(self) -> list[dict[str, Any]]:
         """New events since the last call (a half-written last line waits for the next call)."""
-        events: list[dict[str, Any]] = []
-        for path in sorted(self.logs.glob("rank-*.jsonl")) if self.logs.is_dir() else []:
-            offset = self._offsets.get(path, 0)
-            with open(path, "rb") as handle:
-                handle.seek(offset)
-                chunk = handle.read()
-            complete = chunk[: chunk.rfind(b"\n") + 1]
-            self._offsets[path] = offset + len(complete)
-            for line in complete.splitlines():
-                try:
-                    events.append(json.loads(line))
-                except ValueError:
-                    continue
+        events = self._follower.poll()
         for event in events:
             kind = event.get("event")
-            if kind == "commit":
+            if kind == Event.COMMIT:
                 self.commits += 1
-            elif kind == "inject":
+            elif kind == Event.INJECT:
                 self.injected.append(str(event.get("spec")))
-            elif kind == "generation-start" and event.get("generation") == 0:
+            elif kind == Event.GENERATION_START and event.get("generation") == 0:
                 t = float(event["t"])
                 self.started = t if self.started is None else min(self.started, t)
             self.generation = max(self.generation, int(event.get("generation", 0)))
         return events
-
-
-def read_events(state_dir: str | Path) -> list[dict[str, Any]]:
-    """Every complete event of every rank, sorted by time."""
-    events = LogTail(state_dir).poll()
-    return sorted(events, key=lambda e: (e.get("t", 0.0), e.get("rank", 0)))
 
 
 def _membership(state_dir: Path) -> list[dict[str, Any]]:
@@ -86,11 +69,11 @@ def timeline(state_dir: str | Path, bin_s: float = 1.0) -> dict[str, list[dict[s
     generations = _membership(root)
     if not generations:
         return {"membership": [], "failures": [], "promotions": [], "throughput": [], "masters": []}
-    events = read_events(root)
+    events = read_events(root / "logs")
     t0 = generations[0]["snapshot"]["started_at"]
     end = max([e["t"] for e in events] + [t0]) - t0
     starts = _generation_starts(events, generations, t0)
-    deaths = {e["rank"]: e["t"] - t0 for e in events if e.get("event") == "inject"}
+    deaths = {e["rank"]: e["t"] - t0 for e in events if e.get("event") == Event.INJECT}
     membership = []
     for index, gen in enumerate(generations):
         start = starts[gen["generation"]]
@@ -100,10 +83,10 @@ def timeline(state_dir: str | Path, bin_s: float = 1.0) -> dict[str, list[dict[s
             membership.append({"rank": rank, "generation": gen["generation"], "role": role,
                                "start": round(start, 4), "end": round(max(until, start), 4)})
     failures = [{"rank": e["rank"], "t": round(e["t"] - t0, 4), "spec": e.get("spec"), "phase": e.get("phase"),
-                 "generation": e.get("generation")} for e in events if e.get("event") == "inject"]
+                 "generation": e.get("generation")} for e in events if e.get("event") == Event.INJECT]
     promotions = [{"rank": rank, "t": round(starts[gen["generation"]], 4), "generation": gen["generation"]}
                   for gen in generations if gen["receipt"] for rank in gen["receipt"]["promoted"]]
-    commits = [e for e in events if e.get("event") == "commit"]
+    commits = [e for e in events if e.get("event") == Event.COMMIT]
     return {
         "membership": membership,
         "failures": failures,
@@ -117,7 +100,7 @@ def _generation_starts(events: list[dict], generations: list[dict], t0: float) -
     """A generation starts at its first ``generation-start`` event (generation 0 at the campaign start)."""
     starts = {0: 0.0}
     for event in events:
-        if event.get("event") == "generation-start":
+        if event.get("event") == Event.GENERATION_START:
             g = event["generation"]
             starts[g] = min(starts.get(g, float("inf")), event["t"] - t0)
     previous = 0.0

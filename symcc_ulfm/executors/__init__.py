@@ -23,14 +23,13 @@ _REGISTRY: dict[str, str] = {
     "symcc": "symcc_ulfm.executors.symcc:SymccExecutor",
 }
 
-DEFAULT_EXECUTOR = "concolic"
-
-
 def names() -> list[str]:
+    """The executors that exist: the one list of them."""
     return sorted(_REGISTRY)
 
 
 def check_name(name: str) -> str:
+    """``name`` if the registry has it, else :class:`PolicyError` naming the field ``executor``."""
     if name not in _REGISTRY:
         raise PolicyError("executor", f"unknown executor {name!r}; expected one of {', '.join(names())}")
     return name
@@ -57,4 +56,4 @@ def create(name: str, target: str | None = None, options: Mapping[str, Any] | No
     return executor
 
 
-__all__ = ["Executor", "RunResult", "DEFAULT_EXECUTOR", "names", "check_name", "create", "engine"]
+__all__ = ["Executor", "RunResult", "names", "check_name", "create", "engine"]

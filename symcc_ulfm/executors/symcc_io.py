@@ -194,7 +194,7 @@ class Scratch:
     def __init__(self, base: Path):
         if not base.is_dir():
             raise TargetError("scratch_dir", f"{base}: not a directory")
-        self.removed_stale = remove_stale(base)
+        remove_stale(base)
         token = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=base)).name
         self.root = base / token
         pending = base / f".{token}.lock-new"

@@ -37,7 +37,8 @@ from ..stats.common import StatsInputError
 from ..stats.intervals import mean_normal_ci, model_wilson, paired_relative_change
 from ..stats.saturation import fit_saturation
 from ..stats.usl import model_usl
-from ..store.atomic import ensure_dir, write_replace
+from ..store.atomic import write_replace
+from ..store.dirs import ensure_dir
 from .selection import METRICS, Selection, is_failed, load_protocol, read_cells, select
 
 ANALYSIS_DIR = "analysis"

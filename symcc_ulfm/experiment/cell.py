@@ -32,7 +32,8 @@ from typing import Any
 
 from ..core.modes import FileModes
 from ..launch import JobResult, conclude, prepare_state_dir, release, run_job
-from ..store.atomic import ensure_dir, write_new
+from ..store.atomic import write_new
+from ..store.dirs import ensure_dir
 from ..store.findings import read_findings
 from ..store.paths import StateDir
 from .jsonfile import DIR_MODE, FILE_MODE, read_json, write_json

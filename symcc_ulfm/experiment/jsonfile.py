@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..store.atomic import read_bytes, write_replace
+from ..store.atomic import write_replace
+from ..store.reads import read_bytes
 
 FILE_MODE = 0o644
 DIR_MODE = 0o755

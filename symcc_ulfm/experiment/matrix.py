@@ -37,7 +37,9 @@ from ..core.modes import modes_from_env
 from ..errors import ConfigError, MatrixCellsFailed, ProvenanceChanged
 from ..evidence import provenance
 from ..launch import check_executor
-from ..store.atomic import ensure_dir, read_bytes, write_new
+from ..store.atomic import write_new
+from ..store.dirs import ensure_dir
+from ..store.reads import read_bytes
 from . import protocol as protocols
 from .analysis import analyze
 from .cell import cell_failed, run_cell

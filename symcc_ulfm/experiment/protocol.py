@@ -36,9 +36,10 @@ import random
 from pathlib import Path
 from typing import Any
 
+from .. import executors
 from ..core.canonical import canonical_json, digest
 from ..core.layout import compute_layout
-from ..core.policy import EXECUTORS, Policy, build_policy
+from ..core.policy import Policy, build_policy
 from ..errors import ConfigError
 from .selection import cell_dir_name
 
@@ -95,8 +96,8 @@ def validate(value: Any) -> dict:
     _int_field(protocol, "seed", 0, 2**63 - 1)
     if not _is_positive_number(protocol["window_s"]):
         raise StudyProtocolError("window_s", f"{protocol['window_s']!r}: expected seconds > 0")
-    if protocol["executor"] not in EXECUTORS:
-        raise StudyProtocolError("executor", f"{protocol['executor']!r}: expected one of {', '.join(EXECUTORS)}")
+    if protocol["executor"] not in executors.names():
+        raise StudyProtocolError("executor", f"{protocol['executor']!r}: expected one of {', '.join(executors.names())}")
     if protocol["target"] is not None and (not isinstance(protocol["target"], str) or not protocol["target"].strip()):
         raise StudyProtocolError("target", f"{protocol['target']!r}: expected null, a built-in name, module:function "
                             "or file.py:function")

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from ..core.canonical import digest
 from ..errors import ConfigError
-from ..store.atomic import read_bytes
+from ..store.reads import read_bytes
 
 PROTOCOL_FILE = "protocol.json"
 CELLS_DIR = "cells"

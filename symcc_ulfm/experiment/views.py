@@ -16,7 +16,6 @@ from ..stats.saturation import saturation
 from ..stats.usl import usl
 from .selection import METRICS
 
-THROUGHPUT = ("generated_per_s", "unique_per_s", "novel_per_s")
 USL_MODELS = {"generated_per_s": "usl_generated_per_s", "unique_per_s": "usl_unique_per_s"}
 COVERAGE_MODEL = "coverage_endpoint_edges"
 _CURVE_POINTS = 64

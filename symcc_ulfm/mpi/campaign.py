@@ -18,16 +18,19 @@ from pathlib import Path
 from mpi4py import MPI
 
 from ..core import envelope
+from ..core.budget import consumed_after, final_agreement_s
 from ..core.canonical import canonical_json, sha256_hex
 from ..core.limits import MAX_POLICY_BYTES
 from ..core.membership import initial_membership, resume
 from ..core.modes import modes_from_env
 from ..core.policy import Policy
+from ..core.schedule import Phase
 from ..errors import CapabilityError, CheckFailed, PolicyError, ProtocolError, SymccUlfmError
-from ..store.atomic import read_bytes, write_replace
+from ..store.atomic import write_replace
 from ..store.heartbeat import Heartbeat, heartbeat_path, last_heartbeat
 from ..store.joblock import RanksLock
-from ..store.runlog import last_event_time
+from ..store.reads import read_bytes
+from ..store.runlog import Event, last_event_time
 from ..store.trust import check_layout
 from .capability import compare, probe, require_ulfm
 from .context import RankContext
@@ -93,7 +96,7 @@ def _start(ctx: RankContext | None, world: MPI.Comm, stable: int, early: SymccUl
     policy = ctx.policy
     policy_sha = sha256_hex(policy.to_bytes())
     host = socket.gethostname()
-    ctx.log.event("startup", host=host, pid=os.getpid(), ulfm=policy.ulfm)
+    ctx.log.event(Event.STARTUP, host=host, pid=os.getpid(), ulfm=policy.ulfm)
 
     facts = probe() if policy.ulfm else {"ulfm": False}
     problem = None
@@ -171,8 +174,7 @@ def open_next_epoch(ctx: RankContext, hosts: tuple[str, ...], job_started: float
     signs = [t for t in (last_event_time(ctx.state.logs, before=job_started),
                          last_heartbeat(ctx.state.logs, before=job_started)) if t is not None]
     last = max(signs, default=previous.epoch_started_at)
-    used = previous.consumed_s + max(0.0, last - previous.epoch_started_at)
-    consumed = min(ctx.policy.deadline_s, used)
+    consumed = consumed_after(previous.consumed_s, previous.epoch_started_at, last, ctx.policy.deadline_s)
     nxt, receipt = resume(previous, time.time(), consumed, hosts)
     ctx.snapshots.commit(nxt, receipt)
     ctx.log.event("resume", from_generation=previous.generation, epoch=nxt.epoch, consumed_s=consumed,
@@ -203,7 +205,7 @@ def start_generation(ctx: RankContext) -> str:
     ctx.post_revocation_sentinel()
     ctx.clear_failed_scratch()
     ctx.log.event(
-        "generation-start", role=role, seconds=time.monotonic() - mark, layout_sha256=membership.layout.sha256,
+        Event.GENERATION_START, role=role, seconds=time.monotonic() - mark, layout_sha256=membership.layout.sha256,
         active=list(membership.active), spares=list(membership.spares), masters=list(membership.layout.masters),
     )
     return role
@@ -211,9 +213,8 @@ def start_generation(ctx: RankContext) -> str:
 
 def final_agreement(ctx: RankContext) -> None:
     """Every rank's last collective of a generation; spares post it as soon as the generation starts."""
-    timeouts = ctx.policy.timeouts
     request, _ = ctx.ops.start_agree(ctx.final_comm, 1, "final agreement")
-    bound = max(0.0, ctx.remaining()) + timeouts.shutdown_grace_s + 2 * timeouts.recovery_step_s
+    bound = final_agreement_s(ctx.remaining(), ctx.policy.timeouts)
     try:
         wait_request(request, "final agreement", bound, watch=[ctx.revocation])
     except WaitTimeout as exc:
@@ -243,7 +244,7 @@ def wait_as_spare(ctx: RankContext) -> None:
     It joins the final agreement only then: an agreement left pending while the others never
     enter it would be reported as incomplete by every rank at finalize.
     """
-    ctx.injector.maybe("idle", ctx.generation)
+    ctx.injector.maybe(Phase.IDLE, ctx.generation)
     notices = Mailbox(ctx.global_comm, MPI.ANY_SOURCE, TAG_CONTROL, ctx.policy.max_message_bytes)
     backoff = Backoff()
     while time.time() < ctx.deadline and not ctx.exhausted:

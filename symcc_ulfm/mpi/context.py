@@ -9,14 +9,15 @@ from pathlib import Path
 
 from mpi4py import MPI
 
+from ..core.budget import epoch_deadline
 from ..core.canonical import digest
 from ..core.membership import Membership
 from ..core.modes import FileModes
 from ..core.policy import Policy
 from ..errors import ProtocolError
 from ..executors import Executor, create
-from ..store.atomic import clear_dir, remove_dir
 from ..store.corpus import Corpus
+from ..store.dirs import clear_dir, remove_dir
 from ..store.identity import read_identity, require_same
 from ..store.joblock import RanksLock
 from ..store.paths import StateDir
@@ -63,8 +64,9 @@ class RankContext:
 
     @property
     def deadline(self) -> float:
-        """Wall time at which this epoch ends; never extended by recovery (``core.membership``)."""
-        return self.membership.deadline(self.policy.deadline_s)
+        """Wall time at which this epoch ends; never extended by recovery (``core.budget``)."""
+        m = self.membership
+        return epoch_deadline(m.epoch_started_at, m.consumed_s, self.policy.deadline_s)
 
     def remaining(self) -> float:
         return self.deadline - time.time()

@@ -7,6 +7,9 @@ An event of generation G whose point the rank never reached in G (another failur
 first: ``0:2,0:5`` where rank 5 dies before rank 2 holds a lease) is *overdue*: the rank dies
 as it enters the recovery that ends G, before the first shrink, so every event of G is in the
 receipt of G+1 and the schedule means what it says.
+
+The points are ``core.schedule.Phase``; a point that is not one of them raises instead of
+never firing.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from __future__ import annotations
 import os
 import signal
 
-from ..core.schedule import INJECTED_EXIT_CODE, FailureEvent
-from ..store.runlog import RankLog
+from ..core.schedule import INJECTED_EXIT_CODE, PHASES, FailureEvent, Phase
+from ..store.runlog import Event, RankLog
 
 
 class Injector:
@@ -23,7 +26,10 @@ class Injector:
         self.mine = {(e.generation, e.phase): e for e in schedule if e.rank == stable}
         self.log = log
 
-    def maybe(self, phase: str, generation: int) -> None:
+    def maybe(self, phase: Phase, generation: int) -> None:
+        """Die here if the schedule names this rank at ``phase`` of ``generation``."""
+        if phase not in PHASES:
+            raise ValueError(f"{phase!r} is not an injection point; expected one of {', '.join(PHASES)}")
         event = self.mine.get((generation, phase))
         if event is not None:
             self._die(event, phase)
@@ -31,12 +37,12 @@ class Injector:
     def overdue(self, generation: int) -> None:
         """Recovery of ``generation`` begins: an event of it that did not fire fires now."""
         for (g, phase), event in sorted(self.mine.items()):
-            if g == generation and phase != "recovery":
+            if g == generation and phase != Phase.RECOVERY:
                 self._die(event, phase, overdue=True)
 
     def _die(self, event: FailureEvent, phase: str, overdue: bool = False) -> None:
         how = "SIGKILL" if event.sigkill else f"exit {INJECTED_EXIT_CODE}"
-        self.log.event("inject", phase=phase, spec=str(event), how=how, **({"overdue": True} if overdue else {}))
+        self.log.event(Event.INJECT, phase=phase, spec=str(event), how=how, **({"overdue": True} if overdue else {}))
         self.log.sync()
         if event.sigkill:
             os.kill(os.getpid(), signal.SIGKILL)

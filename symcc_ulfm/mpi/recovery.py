@@ -24,7 +24,9 @@ from __future__ import annotations
 import time
 
 from ..core.membership import commit, discover_missing, plan
+from ..core.schedule import Phase
 from ..errors import MembershipConflict, RecoveryTimeout, StoreError
+from ..store.runlog import Event
 from .context import RankContext
 from .transport import FailureDetected, allgather_ints
 from .watchdog import bounded
@@ -38,7 +40,7 @@ class _Retry(Exception):
 
 def recover(ctx: RankContext, cause: FailureDetected) -> None:
     started = time.monotonic()
-    ctx.log.event("recovery-start", cause=cause.where, error_class=cause.error_class)
+    ctx.log.event(Event.RECOVERY_START, cause=cause.where, error_class=cause.error_class)
     for comm in (ctx.global_comm, ctx.group_comm, ctx.master_comm, ctx.final_comm):
         ctx.ops.revoke(comm)
     ctx.injector.overdue(ctx.generation)
@@ -54,7 +56,7 @@ def recover(ctx: RankContext, cause: FailureDetected) -> None:
             continue
         ctx.global_comm = base
         ctx.log.event(
-            "recovery-done", missing=list(receipt.missing) if receipt else [],
+            Event.RECOVERY_DONE, missing=list(receipt.missing) if receipt else [],
             promoted=list(receipt.promoted) if receipt else [], attempts=attempt,
             seconds=time.monotonic() - started, steps=steps,
         )
@@ -77,7 +79,7 @@ def _attempt(ctx: RankContext, base, steps: dict[str, float]):
     mark = time.monotonic()
     first = ops.shrink(base, "recovery shrink")
     mark = _step(steps, "shrink", mark)
-    ctx.injector.maybe("recovery", old.generation)
+    ctx.injector.maybe(Phase.RECOVERY, old.generation)
 
     ok, survivors = _gather(ctx, first, "recovery discovery")
     missing = discover_missing(old, survivors) if ok else ()

@@ -19,17 +19,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..errors import ConfigError
-
-# Imports what a rank imports first and checks the state directory as the rank's user would.
-_PROBE = (
-    "import os, sys, mpi4py, symcc_ulfm.mpi.rank, symcc_ulfm.store.atomic; d = sys.argv[1]; os.listdir(d); "
-    "sys.exit(0 if os.access(d, os.R_OK | os.W_OK | os.X_OK) else 'cannot write ' + d)"
-)
+from ..mpi.access_probe import mpi4py_dir
 
 
 def probe(prefix: list[str], state_dir: Path, python: str | None = None) -> str | None:
-    """Run the access probe through ``prefix`` (e.g. setpriv as the uid); None when it passes."""
-    command = [*prefix, python or sys.executable, "-c", _PROBE, str(state_dir)]
+    """Run the access probe (``mpi.access_probe``) through ``prefix`` (e.g. setpriv as the uid); None when it passes."""
+    command = [*prefix, python or sys.executable, "-m", "symcc_ulfm.mpi.access_probe", str(state_dir)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     if done.returncode == 0:
         return None
@@ -39,12 +34,10 @@ def probe(prefix: list[str], state_dir: Path, python: str | None = None) -> str 
 
 def targets(state_dir: Path) -> list[Path]:
     """What a rank must reach: the interpreter (as called and resolved), site-packages, the source."""
-    import mpi4py
-
     import symcc_ulfm
 
-    return [Path(sys.executable), Path(sys.executable).resolve(), Path(mpi4py.__file__).parent,
-            Path(symcc_ulfm.__file__).parent, Path(state_dir)]
+    return [Path(sys.executable), Path(sys.executable).resolve(), mpi4py_dir(), Path(symcc_ulfm.__file__).parent,
+            Path(state_dir)]
 
 
 def _can_search(info: os.stat_result, uid: int, gid: int) -> bool:

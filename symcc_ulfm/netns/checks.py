@@ -1,7 +1,9 @@
-"""What the cross-node gate asserts, read back from the state directory with plain JSON and hashlib.
+"""What the cross-node gate asserts, read back from the state directory after the job.
 
-Like the oracle, these checks do not use the store: they re-read the files themselves. Each
-check returns ``(facts, problems)``; facts go into ``gate.json``, problems fail the gate.
+The rank logs are read with the log format's reader (``store.runlog``); snapshots and corpus
+objects with plain JSON and hashlib (the oracle, run by the gate as well, re-reads everything
+with its own parser). Each check returns ``(facts, problems)``; facts go into ``gate.json``,
+problems fail the gate.
 """
 
 from __future__ import annotations
@@ -13,16 +15,12 @@ from typing import Any
 
 from ..core.hosts import host_of_rank, parse_hosts
 from ..core.modes import SNAPSHOT_MODE_VAR
+from ..store.runlog import Event, read_log
 from .topology import Host
 
 # The single-host reference run (10 ranks, 2 spares, 3 workers per master, schedule 0:2,1:3).
 EXPECTED = {"final_generation": 2, "promoted": [8, 9], "final_active": [0, 1, 4, 5, 6, 7, 8, 9], "surviving_hosts": 2}
-READ_EVENT = "corpus-read-verified"
-
-
-def _events(log: Path, event: str) -> list[dict]:
-    rows = (json.loads(line) for line in log.read_text().splitlines() if line.strip())
-    return [row for row in rows if row.get("event") == event]
+READ_EVENT = Event.CORPUS_READ_VERIFIED
 
 
 def check_oracle(verdict: dict) -> tuple[dict, list[str]]:
@@ -66,7 +64,7 @@ def check_remote_reads(state: Path, remote: Host) -> tuple[list[dict], list[str]
         log = state / "logs" / f"rank-{rank}.jsonl"
         if name != remote.name or not log.exists():
             continue
-        for event in _events(log, READ_EVENT):
+        for event in (row for row in read_log(log) if row.get("event") == READ_EVENT):
             path = state / "corpus" / "objects" / event["sha256"]
             data = path.read_bytes() if path.is_file() else None
             recomputed = hashlib.sha256(data).hexdigest() if data is not None else None

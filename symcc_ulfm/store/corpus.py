@@ -20,8 +20,10 @@ from pathlib import Path
 from ..core.canonical import is_sha256_hex
 from ..core.limits import MAX_RECORD_BYTES
 from ..errors import CorpusIntegrityError, StoreError
-from .atomic import Barrier, link_new, link_open_file, read_bytes, write_new
+from .atomic import link_new, link_open_file, write_new
 from .crashpoints import crash_point
+from .durability import Barrier
+from .reads import read_bytes
 from .record import record_lines
 from .staging import Staged
 
@@ -106,11 +108,6 @@ class Corpus:
                 f"corpus object {sha256} exists with different content ({len(existing)} bytes, "
                 f"SHA-256 {hashlib.sha256(existing).hexdigest()}); refusing to overwrite"
             )
-
-    def claim(self, sha256: str, work: str, record: Path | str, barrier: Barrier | None = None) -> str:
-        """Claim ``sha256`` for ``work``, whose committing WAL record is at ``record`` (linked, see
-        the module docstring); returns the work hash of whoever holds the claim, or ``seed``."""
-        return work if self.claim_new(sha256, record, barrier) else self.claim_owner(sha256)
 
     def claim_new(self, sha256: str, record: Path | str, barrier: Barrier | None = None) -> bool:
         """Create the claim of ``sha256`` as a link to ``record``; False when a claim exists."""

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from ..errors import StoreError
-from .atomic import check_regular
+from .reads import check_regular
 
 INTERVAL_S = 0.5
 WIDTH = 32

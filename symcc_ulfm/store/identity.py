@@ -16,7 +16,8 @@ from typing import Any
 from ..core.canonical import canonical_json, digest
 from ..core.limits import MAX_SMALL_JSON_BYTES
 from ..errors import IntegrityError, ProvenanceChanged
-from .atomic import read_bytes, write_new
+from .atomic import write_new
+from .reads import read_bytes
 
 IDENTITY_FORMAT = "symcc-ulfm-executor/1"
 

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from ..errors import ConfigError, StoreError, UnsafeFile
-from .atomic import MODE_HINT
+from .reads import MODE_HINT
 
 OWNER_LOCK = "launch.lock"
 RANKS_LOCK = "ranks.lock"

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.modes import FileModes
-from .atomic import ensure_dir
+from .dirs import ensure_dir
 
 
 @dataclass(frozen=True)
@@ -85,9 +85,6 @@ class StateDir:
     @property
     def endpoint(self) -> Path:
         return self.root / "endpoint.json"
-
-    def worker_staging(self, worker: int) -> Path:
-        return self.staging / f"worker-{worker}"
 
     def rank_log(self, stable: int) -> Path:
         return self.logs / f"rank-{stable}.jsonl"

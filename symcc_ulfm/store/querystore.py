@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import FenceError, StaleGeneration, StoreError
-from .atomic import ensure_dir
+from .dirs import ensure_dir
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -9,6 +9,12 @@ fragment dropped when it is opened again, as a torn WAL append is; readers ignor
 Repetitive events a peer can provoke (a flood of rejected messages) go through
 :meth:`RankLog.limited`: at most ``BURST`` lines per second per key, the rest counted and
 reported with the next line logged for that key.
+
+This module owns the format: the line (``t``, ``generation``, ``rank``, ``event``, fields),
+the file names (``logs/rank-<stable>.jsonl``), the names of the events other modules read
+(:class:`Event`) and the reader (:class:`LogFollower`, :func:`read_log`, :func:`read_events`).
+The oracle keeps a reader of its own (``evidence.oracle_logs``), so that a bug here cannot
+hide in the checker.
 """
 
 from __future__ import annotations
@@ -16,10 +22,12 @@ from __future__ import annotations
 import json
 import os
 import time
+from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from ..errors import StoreError
-from .atomic import check_regular
+from .reads import check_regular
 
 BURST = 20  # lines per key and second that RankLog.limited writes
 _WINDOW_S = 1.0
@@ -27,6 +35,21 @@ _TAIL_CHUNK = 64 << 10
 _LOG_LIMIT = 1 << 62  # a log is never read whole: its size only bounds where a tail search begins
 _OPEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+LOG_GLOB = "rank-*.jsonl"
+
+
+class Event(StrEnum):
+    """Events that modules other than their writer read (a misspelt name fails at import)."""
+
+    STARTUP = "startup"  # pid, host: a rank's process is up
+    GENERATION_START = "generation-start"  # role, seconds (of the re-split): work of a generation may begin
+    COMMIT = "commit"  # a work item's results are published (the master that committed them)
+    INJECT = "inject"  # phase, spec, how: this rank dies now (an injected failure)
+    CORPUS_READ_VERIFIED = "corpus-read-verified"  # sha256, length: a worker read an input back and checked it
+    RECOVERY_START = "recovery-start"  # cause, error_class: this rank enters recovery
+    RECOVERY_DONE = "recovery-done"  # missing, steps (seconds per step): the next generation is committed
+    MASTER_READY = "master-ready"  # replayed, reclaimed, seconds: a master replayed the WAL and may lease
+    FIRST_WORK = "first-work"  # worker: a master's first lease of a generation
 
 
 class RankLog:
@@ -130,7 +153,7 @@ def last_event_time(logs_dir: Path, before: float) -> float | None:
     ``before`` is found: the lines of the job that is starting come last and are few.
     """
     latest = None
-    for path in Path(logs_dir).glob("rank-*.jsonl"):
+    for path in Path(logs_dir).glob(LOG_GLOB):
         t = _last_before(path, before)
         if t is not None:
             latest = t if latest is None else max(latest, t)
@@ -171,3 +194,77 @@ def _time_of(line: bytes) -> float | None:
     except (ValueError, KeyError, TypeError, IndexError, RecursionError):
         return None
     return float(t) if type(t) in (int, float) else None
+
+
+class LogFollower:
+    """Incremental reader of a directory of rank logs: complete lines only, each line once.
+
+    A line not yet terminated (being written, or torn) waits for a later :meth:`poll`; a line
+    that is not a JSON object is skipped. A log that is not a regular file raises StoreError.
+    """
+
+    def __init__(self, logs_dir: str | Path):
+        self.logs = Path(logs_dir)
+        self._offsets: dict[Path, int] = {}
+
+    def poll(self) -> list[dict[str, Any]]:
+        """The events written since the last call, log by log."""
+        events: list[dict[str, Any]] = []
+        for path in sorted(self.logs.glob(LOG_GLOB)) if self.logs.is_dir() else []:
+            offset = self._offsets.get(path, 0)
+            chunk = _read_from(path, offset)
+            complete = chunk[: chunk.rfind(b"\n") + 1]
+            self._offsets[path] = offset + len(complete)
+            events += _parse(complete)
+        return events
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    """The complete events of one rank log, in the order written (none when it does not exist)."""
+    if not Path(path).exists():
+        return []
+    data = _read_from(Path(path), 0)
+    return _parse(data[: data.rfind(b"\n") + 1])
+
+
+def read_events(logs_dir: str | Path, event: Event | None = None) -> list[dict[str, Any]]:
+    """Every complete event of every rank log in ``logs_dir`` (only ``event`` when given), by time."""
+    rows = [row for row in LogFollower(logs_dir).poll() if event is None or row.get("event") == event]
+    return sorted(rows, key=lambda row: (row.get("t", 0.0), row.get("rank", 0)))
+
+
+def _read_from(path: Path, offset: int) -> bytes:
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        return b""
+    except OSError as exc:
+        raise StoreError(f"cannot read log {path}: {exc.strerror or exc}") from exc
+    try:
+        info = os.fstat(fd)
+        check_regular(info, path, _LOG_LIMIT)
+        size = info.st_size
+        chunks = []
+        while offset < size:
+            chunk = os.pread(fd, min(size - offset, 1 << 20), offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise StoreError(f"cannot read log {path}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+
+
+def _parse(complete: bytes) -> list[dict[str, Any]]:
+    rows = []
+    for line in complete.splitlines():
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows

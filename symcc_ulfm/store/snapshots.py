@@ -28,8 +28,9 @@ from ..core.membership import (
     resume,
 )
 from ..errors import MembershipConflict, SnapshotCorruption, StoreError
-from .atomic import read_bytes, write_new, write_replace
+from .atomic import write_new, write_replace
 from .crashpoints import crash_point
+from .reads import read_bytes
 
 _RECEIPT = re.compile(r"receipt-(\d+)\.json")
 class SnapshotStore:

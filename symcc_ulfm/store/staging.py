@@ -5,11 +5,12 @@ Staged paths travel in RESULT messages and manifests as ``staging/worker-<w>/<le
 ``O_NOFOLLOW`` relative to its parent (no ``..``, no absolute path, no symlink anywhere on the
 way).
 
-The lease is part of the file name, not a directory of its own: a directory per lease cost an
-inode allocation and an inode free per commit, and on ext4 without a journal every inode freed
-in the last half minute is skipped, one by one, by each later allocation (``recently_deleted``
-in ``fs/ext4/ialloc.c``), which made every file creation of a busy campaign slower. A staged
-file itself is never freed when its record commits: it becomes the corpus object (a link).
+The lease is part of the file name, not a directory of its own: a directory per lease would
+cost an inode allocation and an inode free per commit, and on ext4 without a journal every
+inode freed in the last half minute is skipped, one by one, by each later allocation
+(``recently_deleted`` in ``fs/ext4/ialloc.c``), which slows every file creation of a busy
+campaign. A staged file itself is never freed when its record commits: it becomes the corpus
+object (a link).
 
 A worker also notes in ``running-<g>`` which lease it is executing in generation g (one file per
 generation, rewritten in place, never synced: it must outlive the worker's process, not the
@@ -34,7 +35,9 @@ from pathlib import Path
 
 from ..core.limits import MAX_OBJECT_BYTES
 from ..errors import IntegrityError, StoreError
-from .atomic import Barrier, check_regular, ensure_dir, read_bytes, read_to_end
+from .dirs import ensure_dir
+from .durability import Barrier
+from .reads import check_regular, read_bytes, read_to_end
 
 _STAGED = re.compile(r"staging/worker-([0-9]+)/([A-Za-z0-9._:-]{1,128})@([0-9a-f]{64})")
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)

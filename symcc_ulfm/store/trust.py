@@ -16,7 +16,7 @@ refuses (exit 2, naming the path):
   directory where a file belongs, a FIFO where a log belongs.
 
 Every file below is then opened without following a symbolic link at its last component, and
-directories are created without following one (``atomic.ensure_dir``). Members of the shared
+directories are created without following one (``dirs.ensure_dir``). Members of the shared
 group are trusted as the multinode contract says: they run ranks on the same state.
 """
 
@@ -28,7 +28,7 @@ import stat
 from pathlib import Path
 
 from ..errors import ConfigError, StoreError, UnsafeFile
-from .atomic import MODE_HINT
+from .reads import MODE_HINT
 
 # top-level entries of a state directory and the type each must have (store.paths)
 LAYOUT_DIRS = ("membership", "wal", "wal/records", "wal/locks", "query-store", "corpus", "corpus/objects",

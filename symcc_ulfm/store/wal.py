@@ -24,10 +24,13 @@ from typing import Any
 from ..core.canonical import is_sha256_hex
 from ..core.limits import MAX_RECORD_BYTES
 from ..errors import FenceError, StaleGeneration, StoreError, UnsafeFile, WalCorruption
-from .atomic import Barrier, append_line, read_bytes, write_new
+from .appends import append_line
+from .atomic import write_new
 from .corpus import Corpus
 from .crashpoints import crash_point
+from .durability import Barrier
 from .locks import LockFile, exclusive
+from .reads import read_bytes
 from .record import (
     WAL_FORMAT,
     canonical_manifest,

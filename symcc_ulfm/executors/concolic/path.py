@@ -63,10 +63,6 @@ def site_of(frame) -> int:
     return hit[0]
 
 
-def current_site() -> int:
-    return site_of(sys._getframe(1))
-
-
 @dataclass
 class Path:
     """Entries in execution order: ``(BRANCH, condition, site)`` or ``(PIN, equality, 0)``."""

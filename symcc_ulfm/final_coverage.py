@@ -1,7 +1,8 @@
-"""Endpoint coverage: replay the final public corpus through the executor's coverage.
+"""The final corpus's coverage: replay the public corpus through the executor's coverage, once, after the job.
 
-Counted once at the end, independently of what the masters judged during the campaign, and
-written to ``endpoint.json`` in the state directory (the oracle reports its ``edges``). The
+Counted independently of what the masters judged during the campaign, and written to
+``endpoint.json`` in the state directory (the counter DESIGN.md §8 calls "endpoint edges":
+the oracle reports its ``edges``). The
 executor is the contained one (target code never runs in ``launch``); inputs of ``crash``,
 ``hang`` and ``oom`` findings are not executed again, and the whole measurement has a time
 budget: what it could not measure in time is counted in ``unmeasured``, never waited for.
@@ -16,16 +17,17 @@ from .core.canonical import canonical_json, digest
 from .core.policy import Policy
 from .executors import create
 from .executors.base import edge_of
-from .store.atomic import read_bytes, write_replace
+from .store.atomic import write_replace
 from .store.corpus import Corpus
 from .store.findings import terminal_inputs
 from .store.paths import StateDir
+from .store.reads import read_bytes
 
-ENDPOINT_FORMAT = "symcc-ulfm-endpoint/2"
+FINAL_COVERAGE_FORMAT = "symcc-ulfm-endpoint/2"
 BATCH = 256
 
 
-def measure_endpoint(state: StateDir) -> dict:
+def measure_final_coverage(state: StateDir) -> dict:
     """Measure the corpus within the policy's ``timeouts.endpoint_s``; write and return endpoint.json."""
     policy = Policy.from_json(json.loads(read_bytes(state.policy)))
     corpus = Corpus(state.corpus, state.modes.corpus, state.modes.snapshot)
@@ -51,7 +53,7 @@ def measure_endpoint(state: StateDir) -> dict:
     finally:
         executor.close()
     result = {
-        "format": ENDPOINT_FORMAT,
+        "format": FINAL_COVERAGE_FORMAT,
         "edges": len({edge_of(c) for c in coverage}),
         "coverage_ids": len(coverage),
         "objects": measured,

