@@ -16,12 +16,12 @@ from collections.abc import Callable
 
 from ..core import envelope
 from ..core.finding import TERMINAL_KINDS
-from ..core.scheduler import (
+from ..core.frontier import (
     PRIORITY_NOVEL,
     PRIORITY_RECLAIMED,
     PRIORITY_SEED,
     PRIORITY_UNIQUE,
-    MasterScheduler,
+    FrontierQueue,
 )
 from ..errors import FenceError, IntegrityError, ProtocolError
 from .context import RankContext
@@ -31,7 +31,7 @@ class Frontier:
     def __init__(self, ctx: RankContext, masters: tuple[int, ...]):
         self.ctx = ctx
         self.masters = masters
-        self.sched = MasterScheduler(ctx.stable, masters)
+        self.sched = FrontierQueue(ctx.stable, masters)
         self.priority: dict[str, int] = {}
         self.hints: dict[str, dict | None] = {}
         self.totals = {"analyzed": 0, "generated": 0, "unique": 0, "novel": 0, "findings": 0}

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 from ..core import envelope, poison
 from ..core.envelope import Fence, check_fence
+from ..core.frontier import PRIORITY_UNIQUE
 from ..core.report import check_stats, distinct_objects
-from ..core.scheduler import PRIORITY_UNIQUE
 from ..core.termination import Status
 from ..errors import FenceError, IntegrityError, ProtocolError, StoreError
 from ..store.atomic import Barrier

@@ -1,8 +1,8 @@
-"""A master's scheduling decisions: which input goes next, what is novel, where frontier goes.
+"""A master's frontier: the priority queue of inputs it owns, its coverage, where items go.
 
-Pure: the MPI master loop feeds it facts (a worker is ready, a result was committed, a peer
-master forwarded frontier) and carries out what it returns (lease this input, forward those
-items). Durable checks (is this work already done in the WAL?) stay with the caller.
+Which input goes next, which of a result's candidates are novel, which master owns a
+forwarded item (rendezvous ownership). Pure: durable checks (is this work already done in the
+WAL?) stay with the caller.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class Judged:
 
 
 @dataclass
-class MasterScheduler:
+class FrontierQueue:
     me: int
     masters: tuple[int, ...]
     coverage: set[int] = field(default_factory=set)
