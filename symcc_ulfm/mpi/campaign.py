@@ -41,6 +41,7 @@ from .transport import (
     Mailbox,
     WaitTimeout,
     allgather_blobs,
+    hot_rounds_for,
     wait_request,
     warm_up,
 )
@@ -117,8 +118,8 @@ def _start(ctx: RankContext | None, world: MPI.Comm, stable: int, early: SymccUl
     if len({e["executor"] for e in exchanged}) != 1:
         raise CapabilityError(f"ranks disagree on the executor identity: {[e['executor'] for e in exchanged]}")
     ctx.peers = [{"host": e["host"], "pid": e["pid"]} for e in exchanged]
-    Backoff.configure(sum(e["host"] == host for e in exchanged), os.cpu_count() or 1)
-    warm_up(world, "warm-up", policy.timeouts.startup_s)
+    ctx.hot_rounds = hot_rounds_for(sum(e["host"] == host for e in exchanged), os.cpu_count() or 1)
+    warm_up(world, "warm-up", policy.timeouts.startup_s, ctx.hot_rounds)
     ctx.log.event("capability", facts=facts, executor_sha256=executor_sha, ranks=world.Get_size())
 
     if world.Get_size() != policy.ranks:
@@ -215,7 +216,7 @@ def final_agreement(ctx: RankContext) -> None:
     request, _ = ctx.ops.start_agree(ctx.final_comm, 1, "final agreement")
     bound = max(0.0, ctx.remaining()) + timeouts.shutdown_grace_s + 2 * timeouts.recovery_step_s
     try:
-        wait_request(request, "final agreement", bound, watch=[ctx.revocation])
+        wait_request(request, "final agreement", bound, watch=[ctx.revocation], hot_rounds=ctx.hot_rounds)
     except WaitTimeout as exc:
         ctx.log.event("final-agreement-timeout", error=str(exc))
 
@@ -245,7 +246,7 @@ def wait_as_spare(ctx: RankContext) -> None:
     """
     ctx.injector.maybe("idle", ctx.generation)
     notices = Mailbox(ctx.global_comm, MPI.ANY_SOURCE, TAG_CONTROL, ctx.policy.max_message_bytes)
-    backoff = Backoff()
+    backoff = Backoff(ctx.hot_rounds)
     while time.time() < ctx.deadline and not ctx.exhausted:
         ctx.check_revocation()
         try:

@@ -25,7 +25,7 @@ from ..store.snapshots import SnapshotStore
 from ..store.wal import WorkWAL
 from .ft import PlainOps, UlfmOps
 from .injection import Injector
-from .transport import TAG_REVOKE, Inbox
+from .transport import HOT_ROUNDS, TAG_REVOKE, Inbox
 
 
 @dataclass
@@ -47,6 +47,7 @@ class RankContext:
     exhausted: bool = False  # this rank learned that the search is exhausted (core.termination)
     opened_at: float = field(default_factory=time.time)  # before this process wrote any log line
     ranks_lock: RanksLock | None = None  # this rank's share of ranks.lock (store.joblock), held for its life
+    hot_rounds: int = HOT_ROUNDS  # of every Backoff of this rank (transport.hot_rounds_for)
     _executor: Executor | None = field(default=None, repr=False)
     _executor_sha: str | None = None
     _executor_checked: bool = False

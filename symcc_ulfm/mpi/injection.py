@@ -23,10 +23,11 @@ class Injector:
         self.mine = {(e.generation, e.phase): e for e in schedule if e.rank == stable}
         self.log = log
 
-    def maybe(self, phase: str, generation: int) -> None:
+    def maybe(self, phase: str, generation: int, stimulus: str | None = None) -> None:
+        """Die here if the schedule says so; ``stimulus`` (logged) is the master event that reached the point."""
         event = self.mine.get((generation, phase))
         if event is not None:
-            self._die(event, phase)
+            self._die(event, phase, stimulus=stimulus)
 
     def overdue(self, generation: int) -> None:
         """Recovery of ``generation`` begins: an event of it that did not fire fires now."""
@@ -34,9 +35,10 @@ class Injector:
             if g == generation and phase != "recovery":
                 self._die(event, phase, overdue=True)
 
-    def _die(self, event: FailureEvent, phase: str, overdue: bool = False) -> None:
+    def _die(self, event: FailureEvent, phase: str, overdue: bool = False, stimulus: str | None = None) -> None:
         how = "SIGKILL" if event.sigkill else f"exit {INJECTED_EXIT_CODE}"
-        self.log.event("inject", phase=phase, spec=str(event), how=how, **({"overdue": True} if overdue else {}))
+        extra = {**({"overdue": True} if overdue else {}), **({"stimulus": stimulus} if stimulus else {})}
+        self.log.event("inject", phase=phase, spec=str(event), how=how, **extra)
         self.log.sync()
         if event.sigkill:
             os.kill(os.getpid(), signal.SIGKILL)

@@ -44,7 +44,7 @@ class Exhaustion:
         payload = envelope.encode(kind, self.limit, generation=self.gen, master=self.me, **fields)
         self.outbox.send(self.ctx.master_comm, self.masters.index(dest), TAG_CONTROL, payload, f"{kind} to {dest}")
 
-    def _messages(self):
+    def _messages(self, stimulus: str):
         for source, inbox in self.inboxes.items():
             try:
                 raw = inbox.test(f"control from master {source}")
@@ -54,15 +54,16 @@ class Exhaustion:
                 if message.get("generation") != self.gen or message.get("master") != source:
                     raise ProtocolError(f"{message['type']} of generation {message['generation']} from {source}")
             except ProtocolError as exc:
-                self.ctx.log.limited("message-rejected", source, source=source, reason=str(exc))
+                self.ctx.log.limited("message-rejected", source, source=source, reason=str(exc), stimulus=stimulus)
                 continue
             yield source, message
 
-    def poll(self, status: Status, now: float) -> bool:
-        """Answer probes, run waves (coordinator); True once the search is known to be exhausted."""
+    def poll(self, status: Status, now: float, stimulus: str) -> bool:
+        """Answer probes, run waves (coordinator); True once the search is known to be exhausted.
+        ``stimulus``: the master's event that polled (``core.master_state``), logged with every line."""
         if not self.enabled:
             return False
-        for source, message in self._messages():
+        for source, message in self._messages(stimulus):
             kind = message["type"]
             if kind == "PROBE" and self.waves is None:
                 self._send(source, "STATUS", wave=message["wave"], idle=status.idle, sent=status.sent,
@@ -73,12 +74,13 @@ class Exhaustion:
                 self.waves.reply(source, message["wave"],
                                  Status(message["idle"], message["sent"], message["received"]))
             else:
-                self.ctx.log.limited("message-rejected", source, source=source, reason=f"{kind} is not for this master")
+                self.ctx.log.limited("message-rejected", source, source=source, reason=f"{kind} is not for this master",
+                                     stimulus=stimulus)
         if self.waves is None:
             return False
         if self.waves.complete:
             if self.waves.exhausted():
-                self._announce()
+                self._announce(stimulus)
                 return True
             self.waves.replies = {}
             self.next_wave_at = now + WAVE_INTERVAL_S
@@ -90,13 +92,13 @@ class Exhaustion:
             self.next_wave_at = now + WAVE_INTERVAL_S
         return False
 
-    def _announce(self) -> None:
+    def _announce(self, stimulus: str) -> None:
         for master in self.masters[1:]:
             self._send(master, "EXHAUSTED")
         notice = envelope.encode("EXHAUSTED", self.limit, generation=self.gen, master=self.me)
         for spare in self.ctx.membership.spares:
             self.outbox.send(self.ctx.global_comm, self.ctx.global_rank(spare), TAG_CONTROL, notice, f"EXHAUSTED to {spare}")
-        self.ctx.log.event("search-exhausted", waves=self.waves.wave, at=time.time())
+        self.ctx.log.event("search-exhausted", waves=self.waves.wave, at=time.time(), stimulus=stimulus)
 
     def cancel(self) -> None:
         for inbox in self.inboxes.values():

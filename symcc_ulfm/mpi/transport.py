@@ -69,9 +69,8 @@ class Backoff:
     spare, a worker with no work) polls 20 times a second and uses almost no CPU.
     """
 
-    hot_rounds = HOT_ROUNDS
-
-    def __init__(self):
+    def __init__(self, hot_rounds: int = HOT_ROUNDS):
+        self.hot_rounds = hot_rounds
         self.reset()
 
     def idle(self) -> None:
@@ -91,10 +90,12 @@ class Backoff:
         self.delay = MIN_SLEEP_S / 2
         self.idle_since = None
 
-    @classmethod
-    def configure(cls, local_ranks: int, cores: int) -> None:
-        """Hot polling only when every rank on this host can have a core of its own."""
-        cls.hot_rounds = HOT_ROUNDS if local_ranks <= cores else 0
+
+
+def hot_rounds_for(local_ranks: int, cores: int) -> int:
+    """A :class:`Backoff`'s hot rounds: hot polling only when every rank on this host can have a
+    core of its own."""
+    return HOT_ROUNDS if local_ranks <= cores else 0
 
 
 _RETAINED: list[Inbox] = []
@@ -231,10 +232,11 @@ class Outbox:
         self._pending = []
 
 
-def wait_request(request: MPI.Request, where: str, timeout_s: float, watch: list[Inbox] | None = None) -> Any:
+def wait_request(request: MPI.Request, where: str, timeout_s: float, watch: list[Inbox] | None = None,
+                 hot_rounds: int = HOT_ROUNDS) -> Any:
     """Wait for one request, also testing ``watch`` inboxes (sentinels); bounded by ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
-    backoff = Backoff()
+    backoff = Backoff(hot_rounds)
     status = MPI.Status()
     while True:
         try:
@@ -288,7 +290,7 @@ def revoke_quietly(comm: MPI.Comm | None) -> None:
         pass
 
 
-def warm_up(comm: MPI.Comm, where: str, timeout_s: float) -> None:
+def warm_up(comm: MPI.Comm, where: str, timeout_s: float, hot_rounds: int = HOT_ROUNDS) -> None:
     """Exchange one message with every peer before any rank can die.
 
     A survivor that never talked to the rank that dies can hang in the next collective
@@ -306,7 +308,7 @@ def warm_up(comm: MPI.Comm, where: str, timeout_s: float) -> None:
     except MPI.Exception as exc:
         raise failure(where, exc) from None
     for _, request in requests:
-        wait_request(request, where, timeout_s)
+        wait_request(request, where, timeout_s, hot_rounds=hot_rounds)
     for peer, buf in buffers.items():
         if int.from_bytes(buf, "big") != peer:
             raise FailureDetected(f"{where}: warm-up with rank {peer} returned the wrong rank", MPI.ERR_OTHER)

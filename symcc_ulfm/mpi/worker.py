@@ -1,6 +1,6 @@
 """The worker loop: READY, then WORK -> run the executor -> stage candidates -> RESULT, until STOP.
 
-The master keeps up to ``master.PIPELINE`` leases per worker, so the next WORK is usually queued
+The master keeps up to ``core.master_state.PIPELINE`` leases per worker, so the next WORK is usually queued
 here before the RESULT of the current one leaves: the worker never idles through the master's
 commit round. Leases run in the order they were sent.
 
@@ -51,7 +51,7 @@ class WorkerLoop:
         outbox = Outbox()
         outbox.send(ctx.group_comm, 0, TAG_DATA, envelope.encode("READY", self.limit, generation=self.gen,
                                                                  worker=ctx.stable), "READY")
-        backoff = Backoff()
+        backoff = Backoff(ctx.hot_rounds)
         give_up = ctx.deadline + ctx.policy.timeouts.shutdown_grace_s + ctx.policy.timeouts.recovery_step_s
         queue: deque[dict] = deque()  # leased WORK in the order the master sent it
         stopped = False
