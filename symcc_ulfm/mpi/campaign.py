@@ -17,6 +17,7 @@ from pathlib import Path
 
 from mpi4py import MPI
 
+from ..backoff import Backoff, hot_rounds_for
 from ..core import envelope
 from ..core.canonical import canonical_json, sha256_hex
 from ..core.limits import MAX_POLICY_BYTES
@@ -32,16 +33,14 @@ from ..store.trust import check_layout
 from .capability import compare, probe, require_ulfm
 from .context import RankContext
 from .ft import ops_for
-from .master import MasterLoop
+from .master import run_master
 from .recovery import recover
 from .transport import (
     TAG_CONTROL,
-    Backoff,
     FailureDetected,
     Mailbox,
     WaitTimeout,
     allgather_blobs,
-    hot_rounds_for,
     wait_request,
     warm_up,
 )
@@ -224,12 +223,7 @@ def final_agreement(ctx: RankContext) -> None:
 def run_generation(ctx: RankContext) -> None:
     role = start_generation(ctx)
     if role == "master":
-        loop = MasterLoop(ctx)
-        try:
-            loop.prepare()
-            loop.run()
-        finally:
-            loop.close()
+        run_master(ctx)
     elif role == "worker":
         WorkerLoop(ctx).run()
     elif role == "spare":

@@ -19,6 +19,7 @@ import hashlib
 import time
 from collections import deque
 
+from ..backoff import Backoff
 from ..core import envelope
 from ..core.finding import MAX_PER_RESULT
 from ..core.limits import MAX_OBJECT_BYTES
@@ -27,7 +28,7 @@ from ..store.atomic import Barrier
 from ..store.staging import WorkerStaging
 from .adversary import adversary_mode, misbehave
 from .context import RankContext
-from .transport import TAG_DATA, Backoff, Mailbox, Outbox
+from .transport import TAG_DATA, Mailbox, Outbox
 
 
 class WorkerLoop:
