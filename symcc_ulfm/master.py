@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 from .backoff import Backoff
 from .core import master_events as ev
@@ -33,9 +34,10 @@ from .transport import DATA, FRONTIER, SENTINEL, PeerFailure, Transport
 
 
 class MasterDriver:
-    def __init__(self, ctx: RankState, transport: Transport):
+    def __init__(self, ctx: RankState, transport: Transport, clock: Callable[[], float] = time.time):
         self.ctx = ctx
         self.transport = transport
+        self.clock = clock  # the wall time every event carries
         self.gen = ctx.generation
         layout = ctx.membership.layout
         self.workers = layout.group_of(ctx.stable).workers
@@ -81,7 +83,7 @@ class MasterDriver:
     # -- the loop ------------------------------------------------------------------------------
 
     def prepare(self) -> None:
-        self.feed(ev.Start(time.time()))
+        self.feed(ev.Start(self.clock()))
 
     def run(self) -> None:
         """Serve until stopped, then let the last sends complete; a failure is counted, then raised."""
@@ -97,7 +99,7 @@ class MasterDriver:
                 self.transport.progress()
                 backoff.idle()
         except PeerFailure:
-            self.feed(ev.Failed(time.time()))
+            self.feed(ev.Failed(self.clock()))
             raise
         finally:
             self.ctx.exhausted = self.ctx.exhausted or self.state.exhausted
@@ -113,22 +115,22 @@ class MasterDriver:
             message = self._receive(w, DATA, f"data from worker {w}")
             if message is not None:
                 heard = True
-                self.feed(ev.FromWorker(time.time(), w, message))
+                self.feed(ev.FromWorker(self.clock(), w, message))
         for m in self.peer_masters:
             message = self._receive(m, FRONTIER, f"frontier from master {m}")
             if message is not None:
                 heard = True
-                self.feed(ev.FromMaster(time.time(), m, message))
+                self.feed(ev.FromMaster(self.clock(), m, message))
         self.transport.progress()
         rounds = self.state.rounds
-        self.feed(ev.Tick(time.time()))
+        self.feed(ev.Tick(self.clock()))
         return heard or self.state.rounds != rounds
 
     def _receive(self, source: int, channel: str, where: str) -> bytes | None:
         try:
             return self.transport.receive(source, channel, where)
         except ProtocolError as exc:
-            self.feed(ev.Refused(time.time(), source, str(exc)))
+            self.feed(ev.Refused(self.clock(), source, str(exc)))
             return None
 
     # -- instructions -----------------------------------------------------------------------------
@@ -146,23 +148,23 @@ class MasterDriver:
                 problems.append((work, str(problem)))
             else:
                 records.append(record)
-        return ev.Scanned(time.time(), tuple(records), tuple(problems))
+        return ev.Scanned(self.clock(), tuple(records), tuple(problems))
 
     def _replay(self, instruction: ev.Replay) -> ev.Replayed:
         """Replay one committing record; an integrity error leaves it committing (never overwritten)."""
         try:
             done = self.ctx.wal.replay_commit_once(instruction.work, self.state.committer)
         except IntegrityError as exc:
-            return ev.Replayed(time.time(), instruction.work, None, str(exc))
-        return ev.Replayed(time.time(), instruction.work, done)
+            return ev.Replayed(self.clock(), instruction.work, None, str(exc))
+        return ev.Replayed(self.clock(), instruction.work, done)
 
     def _list_corpus(self, instruction: ev.ListCorpus) -> ev.Listed:
         corpus = self.ctx.corpus
-        return ev.Listed(time.time(), tuple((name, corpus.is_seed(name)) for name in corpus.names()))
+        return ev.Listed(self.clock(), tuple((name, corpus.is_seed(name)) for name in corpus.names()))
 
     def _poll(self, instruction: ev.PollExhaustion) -> ev.Polled:
         status = Status(instruction.idle, instruction.sent, instruction.received)
-        return ev.Polled(time.time(), self.exhaustion.poll(status, instruction.now, instruction.stimulus))
+        return ev.Polled(self.clock(), self.exhaustion.poll(status, instruction.now, instruction.stimulus))
 
     def _open_batch(self, instruction: ev.OpenBatch) -> None:
         self.group = self._batch.enter_context(self.ctx.wal.batch(self.barrier, self.locks))
@@ -176,15 +178,15 @@ class MasterDriver:
     def _sync(self, instruction: ev.Barrier) -> ev.Synced:
         self._transaction.close()
         self.barrier.sync()
-        return ev.Synced(time.time(), self.barrier.syncs)
+        return ev.Synced(self.clock(), self.barrier.syncs)
 
     def _accept(self, instruction: ev.Accept) -> ev.Accepted:
         try:
             self.store.accept(instruction.generation, instruction.shard, instruction.token, instruction.work,
                               instruction.worker)
         except (IntegrityError, FenceError, ProtocolError) as exc:
-            return ev.Accepted(time.time(), str(exc))
-        return ev.Accepted(time.time())
+            return ev.Accepted(self.clock(), str(exc))
+        return ev.Accepted(self.clock())
 
     def _write_manifest(self, instruction: ev.WriteManifest) -> ev.Committing:
         manifest = instruction.manifest
@@ -193,8 +195,8 @@ class MasterDriver:
         try:
             self.group.begin(instruction.work, instruction.lease, {**manifest, "objects": objects})  # checks every staged object
         except (IntegrityError, FenceError, ProtocolError) as exc:
-            return ev.Committing(time.time(), str(exc))
-        return ev.Committing(time.time())
+            return ev.Committing(self.clock(), str(exc))
+        return ev.Committing(self.clock())
 
     def _release(self, instruction: ev.Release) -> None:
         self.store.release(instruction.token)
@@ -203,8 +205,8 @@ class MasterDriver:
         try:
             claimed = self.group.publish(instruction.work)
         except IntegrityError as exc:
-            return ev.Published(time.time(), instruction.work, None, str(exc))
-        return ev.Published(time.time(), instruction.work, claimed)
+            return ev.Published(self.clock(), instruction.work, None, str(exc))
+        return ev.Published(self.clock(), instruction.work, claimed)
 
     def _lease(self, instruction: ev.Lease) -> ev.Leased:
         ctx, worker, input_hash = self.ctx, instruction.worker, instruction.input_hash
@@ -223,10 +225,10 @@ class MasterDriver:
             outcome, error = "refused", str(exc)
         else:
             outcome, error = "leased", None
-        return ev.Leased(time.time(), outcome, work, token, self.store.shard, lease, error)
+        return ev.Leased(self.clock(), outcome, work, token, self.store.shard, lease, error)
 
     def _mark_done(self, instruction: ev.MarkDone) -> ev.Done:
-        return ev.Done(time.time(), self.group.finish(instruction.work, instruction.claimed, self.state.committer))
+        return ev.Done(self.clock(), self.group.finish(instruction.work, instruction.claimed, self.state.committer))
 
     def _send(self, instruction: ev.Send) -> None:
         self.transport.send(instruction.worker, DATA, instruction.payload, instruction.what)
@@ -255,7 +257,7 @@ class MasterDriver:
         candidates = [r for r in instruction.lapsed if sum(lease["worker"] in died.get(lease["generation"], ())
                                                            for lease in poison.record_leases(r)) >= limit]
         if not candidates:
-            return ev.Quarantined(time.time(), (), ())
+            return ev.Quarantined(self.clock(), (), ())
         settled, works = [], []
         with self.ctx.wal.batch(self.barrier, self.locks) as group, self.store.transaction():
             for record in candidates:
@@ -271,7 +273,7 @@ class MasterDriver:
             group.sync()
             done = [group.finish(work, claimed, self.state.committer) for work, claimed in published]
             done = [record for record, (_, claimed) in zip(done, published, strict=True) if claimed is not None]
-        return ev.Quarantined(time.time(), tuple(settled), tuple(done))
+        return ev.Quarantined(self.clock(), tuple(settled), tuple(done))
 
     def _settle_poison(self, group: GroupCommit, record: dict, strikes: list[poison.Strike], stimulus: str) -> str:
         input_hash, me = record["input_hash"], self.ctx.stable
@@ -279,7 +281,7 @@ class MasterDriver:
         lease = {"generation": self.gen, "master": me, "shard": self.store.shard, "token": token, "worker": me}
         group.lease(input_hash, self.ctx.executor_sha, lease)
         finding = {"kind": "crash", "signature": poison.SIGNATURE, "detail": poison.detail(strikes),
-                   "sha256": input_hash, "time": time.time()}
+                   "sha256": input_hash, "time": self.clock()}
         manifest = {
             "generation": self.gen, "master": me, "worker": me, "shard": self.store.shard, "lease": token,
             "input_hash": input_hash, "work_hash": record["work_hash"], "objects": [], "generated": 0,
