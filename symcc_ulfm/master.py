@@ -62,8 +62,9 @@ class MasterDriver:
             ev.Accept: self._accept, ev.WriteManifest: self._write_manifest, ev.Release: self._release,
             ev.Publish: self._publish, ev.Lease: self._lease, ev.Barrier: self._sync, ev.MarkDone: self._mark_done,
             ev.CloseBatch: self._close_batch, ev.Send: self._send, ev.Forward: self._forward,
-            ev.Inject: self._inject, ev.Kill: self._kill, ev.Stop: lambda instruction: None,
+            ev.Inject: self._inject, ev.Kill: self._kill, ev.Stop: self._stop,
         }
+        self.stopped = False
 
     def feed(self, event: ev.Event) -> None:
         """Handle an event, perform its instructions, feed back the fact the last one found; an
@@ -89,10 +90,10 @@ class MasterDriver:
         """Serve until stopped, then let the last sends complete; a failure is counted, then raised."""
         backoff = Backoff(self.ctx.hot_rounds)
         try:
-            while not self.state.stopped:
+            while not self.stopped:
                 if self.step():
                     backoff.reset()
-                elif not self.state.stopped:
+                elif not self.stopped:
                     backoff.idle()
             while self.transport.busy:
                 self.transport.check()
@@ -238,6 +239,9 @@ class MasterDriver:
 
     def _inject(self, instruction: ev.Inject) -> None:
         self.ctx.injector.maybe(instruction.phase, self.gen, stimulus=instruction.stimulus)
+
+    def _stop(self, instruction: ev.Stop) -> None:
+        self.stopped = True
 
     def _kill(self, instruction: ev.Kill) -> None:
         """ULFM only detects processes that die; a stopped one would hold its lease, and block the

@@ -116,13 +116,13 @@ class LoopbackBench:
         return self.endpoints[rank]
 
     def pump(self) -> None:
-        if not self.driver.state.stopped:
+        if not self.driver.stopped:
             self.now += self.STEP_S
             self.driver.step()
 
     def idle(self, seconds: float) -> None:
         end = self.now + seconds
-        while self.now < end and not self.driver.state.stopped:
+        while self.now < end and not self.driver.stopped:
             self.pump()
 
     def expect(self, rank: int, source: int, channel: str) -> dict | None:
@@ -131,7 +131,7 @@ class LoopbackBench:
             raw = self.endpoints[rank].receive(source, channel, f"{channel} from {source}")
             if raw is not None:
                 return envelope.decode(raw, LIMIT)
-            if self.driver.state.stopped:
+            if self.driver.stopped:
                 return None
             self.pump()
         raise AssertionError("the master neither answered nor stopped")
@@ -140,7 +140,7 @@ class LoopbackBench:
         """Sends complete at once."""
 
     def finish(self) -> None:
-        while not self.driver.state.stopped:
+        while not self.driver.stopped:
             self.pump()
         self.driver.close()
 

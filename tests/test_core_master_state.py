@@ -155,7 +155,7 @@ def test_a_replay_left_committing_by_an_integrity_error_is_logged_not_counted():
     out = state.handle(ev.Replayed(1.0, h("w"), None, "object tampered"))
     assert isinstance(out[-1], ev.Quarantine)  # nothing replayed: no second scan
     assert [i.fields["work_hash"] for i in out if isinstance(i, ev.Log)] == [h("w")]
-    assert state.totals["analyzed"] == 0
+    assert state.frontier.totals["analyzed"] == 0
 
 
 def test_lapsed_leases_of_older_generations_go_first():
@@ -200,7 +200,7 @@ def test_a_result_is_committed_then_published_and_done_in_the_next_round():
     assert [type(i) for i in third][:3] == [ev.PollExhaustion, ev.Barrier, ev.Log]
     (commit,) = model.logs("commit")
     assert commit.fields["generated"] == 2 and commit.fields["novel"] == 2
-    assert model.state.totals["analyzed"] == 1
+    assert model.state.frontier.totals["analyzed"] == 1
 
 
 def test_results_wait_for_the_commit_delay_to_share_a_barrier():
@@ -292,7 +292,7 @@ def test_a_hostile_worker_message_is_rejected_and_logged(name):
     performed += model.feed(ev.Tick(4.0))
     rejected = [i for i in performed if isinstance(i, ev.Log) and i.event in ("message-rejected", "result-rejected")]
     assert rejected and rejected[0].key == 1
-    assert ev.MarkDone not in [type(i) for i in performed] and model.state.totals["analyzed"] == 0
+    assert ev.MarkDone not in [type(i) for i in performed] and model.state.frontier.totals["analyzed"] == 0
 
 
 def test_a_result_from_a_worker_holding_no_lease_is_rejected():
@@ -317,8 +317,8 @@ def test_a_frontier_message_queues_owned_inputs_and_learns_coverage():
     raw = envelope.encode("FRONTIER", LIMIT, generation=0, master=4, coverage=[9],
                           items=[{"input_hash": mine, "priority": 2, "hint": {"depth": 1}}])
     assert state.handle(ev.FromMaster(1.0, 4, raw)) == []
-    assert state.queue.next_input() == mine and state.hints[mine] == {"depth": 1}
-    assert 9 in state.queue.coverage and state.items_received == 1
+    assert state.queue.next_input() == mine and state.frontier.hints[mine] == {"depth": 1}
+    assert 9 in state.queue.coverage and state.frontier.items_received == 1
 
 
 def test_transport_refusals_are_logged_rate_limited_by_source():
@@ -394,7 +394,7 @@ def test_a_failure_counts_the_durable_done_records_without_forwarding():
     performed = model.feed(ev.Failed(5.0))
     assert [type(i) for i in performed][0] is ev.Barrier
     assert not any(isinstance(i, ev.Forward) for i in performed)
-    assert model.state.totals["analyzed"] == 1
+    assert model.state.frontier.totals["analyzed"] == 1
 
 
 def test_a_fact_nobody_asked_for_is_a_bug():
@@ -434,7 +434,7 @@ def test_every_wal_ordering_holds_for_any_interleaving(steps, seeds):
     _check_orderings(model.done)
     sent = len(model.sent("WORK"))
     assert sent == model.state.dispatched
-    assert model.state.held() + model.state.totals["analyzed"] + len(model.state.pending) + sum(
+    assert model.state.held() + model.state.frontier.totals["analyzed"] + len(model.state.pending) + sum(
         1 for i in model.done if isinstance(i, ev.Log) and i.event == "result-rejected") <= sent
     assert all(len(q) <= PIPELINE for q in model.state.outstanding.values())
 

@@ -74,7 +74,7 @@ def test_loopback_a_failed_worker_ends_the_generation_after_counting_what_is_dur
         bench.driver.run()
     bench.driver.close()
     assert wal_state(bench.root, SEED)["state"] == "done"
-    assert bench.driver.state.totals["analyzed"] == 1
+    assert bench.driver.state.frontier.totals["analyzed"] == 1
     assert sha(b"left-behind") in wal_state(bench.root, SEED)["done"]["claimed"]
 
 

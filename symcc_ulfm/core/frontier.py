@@ -1,8 +1,12 @@
-"""A master's frontier: the priority queue of inputs it owns, its coverage, where items go.
+"""A master's frontier: what to analyze next, what it counted, where new inputs go.
 
-Which input goes next, which of a result's candidates are novel, which master owns a
-forwarded item (rendezvous ownership). Pure: durable checks (is this work already done in the
-WAL?) stay with the caller.
+:class:`FrontierQueue`: which input goes next, which of a result's candidates are novel,
+which master owns a forwarded item (rendezvous ownership). :class:`Frontier`: the queue plus
+the priorities and hints of inputs, the counts of durable done records, and the FRONTIER
+messages that carry new inputs and coverage to their owners. Priorities, hints and coverage
+come back from the done manifests, so nothing depends on the memory of a master that died.
+Inputs of a ``crash``, ``hang`` or ``oom`` finding are never queued (``core.finding``). Pure:
+durable checks (is this work already done in the WAL?) stay with the caller.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+from . import envelope
+from .finding import TERMINAL_KINDS
 from .ownership import owner
 
 PRIORITY_RECLAIMED = 4  # leased in an earlier generation and never settled: in flight when it ended
@@ -99,3 +105,85 @@ class FrontierQueue:
             else:
                 forward.setdefault(dest, []).append((input_hash, priority))
         return forward
+
+
+def terminal(manifest: dict) -> set[str]:
+    """Inputs of the manifest's ``crash``, ``hang`` and ``oom`` findings: never expanded further."""
+    return {f["sha256"] for f in manifest["findings"] if f["kind"] in TERMINAL_KINDS}
+
+
+class Frontier:
+    def __init__(self, me: int, masters: tuple[int, ...], generation: int, limit: int):
+        self.me = me
+        self.masters = masters
+        self.generation = generation
+        self.limit = limit
+        self.queue = FrontierQueue(me, masters)
+        self.priority: dict[str, int] = {}
+        self.hints: dict[str, dict | None] = {}
+        self.totals = {"analyzed": 0, "generated": 0, "unique": 0, "novel": 0, "findings": 0}
+        self.items_sent = 0  # FRONTIER messages that carried inputs, sent and received (core.termination)
+        self.items_received = 0
+
+    def priority_of(self, input_hash: str) -> int:
+        return self.priority.get(input_hash, PRIORITY_UNIQUE)
+
+    def learn(self, record: dict) -> set[str]:
+        """Priorities, hints and coverage of a done record; the inputs it says must not be queued."""
+        claimed = set(record["done"]["claimed"])
+        for obj in record["manifest"]["objects"]:
+            if obj["sha256"] in claimed:
+                self.priority[obj["sha256"]] = PRIORITY_NOVEL if obj["novel"] else PRIORITY_UNIQUE
+                self.hints[obj["sha256"]] = obj["hint"]
+                self.queue.absorb(obj["coverage"])
+        return terminal(record["manifest"])
+
+    def account(self, record: dict) -> tuple[dict, list[tuple[int, bytes]]]:
+        """Count a durable done record, learn its coverage, route its new objects.
+
+        Returns the fields of its ``commit`` log line and the FRONTIER messages for peer masters
+        (their new inputs and the new coverage). A record is a replay when it was marked done
+        by another master or generation than the one that wrote its manifest.
+        """
+        manifest, done = record["manifest"], record["done"]
+        replayed = (manifest["master"], manifest["generation"]) != (done["master"], done["generation"])
+        claimed = set(done["claimed"])
+        objects = [o for o in manifest["objects"] if o["sha256"] in claimed]
+        novel = [o for o in objects if o["novel"]]
+        stopped = terminal(manifest)
+        for name in stopped:
+            self.queue.forget(name)
+        new_coverage: set[int] = set()
+        for obj in objects:
+            new_coverage |= self.queue.absorb(obj["coverage"])
+            self.hints[obj["sha256"]] = obj["hint"]
+            self.priority[obj["sha256"]] = PRIORITY_NOVEL if obj["novel"] else PRIORITY_UNIQUE
+        self.queue.forget(record["input_hash"])
+        self.totals["analyzed"] += 1
+        self.totals["generated"] += manifest["generated"]
+        self.totals["unique"] += len(objects)
+        self.totals["novel"] += len(novel)
+        self.totals["findings"] += len(manifest["findings"])
+        line = {"work_hash": record["work_hash"], "worker": manifest["worker"], "generated": manifest["generated"],
+                "unique": len(objects), "novel": len(novel), "replayed": replayed,
+                "findings": len(manifest["findings"]), "executions": manifest["stats"].get("executions", 0),
+                "edges": len(self.queue.coverage)}
+        forward = self.queue.route([(o["sha256"], self.priority[o["sha256"]]) for o in objects
+                                    if o["sha256"] not in stopped])
+        out = []
+        for m in self.masters:
+            if m == self.me or (m not in forward and not new_coverage):
+                continue
+            items = [{"input_hash": h, "priority": p, "hint": self.hints.get(h)} for h, p in forward.get(m, [])]
+            self.items_sent += bool(items)
+            out.append((m, envelope.encode("FRONTIER", self.limit, generation=self.generation, master=self.me,
+                                           items=items, coverage=sorted(new_coverage))))
+        return line, out
+
+    def take(self, message: dict) -> None:
+        """A peer's FRONTIER message (checked by the caller): its coverage and the inputs it hands over."""
+        self.queue.absorb(message["coverage"])
+        self.items_received += bool(message["items"])
+        for item in message["items"]:
+            self.hints[item["input_hash"]] = item["hint"]
+            self.queue.offer(item["input_hash"], item["priority"])

@@ -41,8 +41,7 @@ from ..errors import FenceError, ProtocolError
 from . import envelope
 from . import master_events as ev
 from .envelope import Fence, check_fence
-from .finding import TERMINAL_KINDS
-from .frontier import PRIORITY_NOVEL, PRIORITY_RECLAIMED, PRIORITY_SEED, PRIORITY_UNIQUE, FrontierQueue
+from .frontier import PRIORITY_RECLAIMED, PRIORITY_SEED, PRIORITY_UNIQUE, Frontier
 from .report import check_stats, distinct_objects
 from .termination import Status
 
@@ -76,9 +75,8 @@ class Round:
     """One round of group commit in progress."""
 
     dispatch: bool
-    now: float  # the tick that started it
     results: deque
-    then: Callable[[], None]
+    then: Callable[[], None]  # what the tick that started it does next
     current: tuple | None = None
     staged: list[str] = field(default_factory=list)
     publishing: deque = field(default_factory=deque)
@@ -87,6 +85,20 @@ class Round:
     work_out: list[tuple[int, bytes]] = field(default_factory=list)
     finishing: deque = field(default_factory=deque)
     leasing: str = ""  # the input of the lease being taken
+
+
+@dataclass
+class Recovery:
+    """The start of a generation in progress: replay, reclaim, rebuild."""
+
+    at: float
+    records: tuple[dict, ...] = ()
+    replays: deque | None = None  # committing records to replay; None until the first scan
+    replayed: int = 0
+    outgoing: list[tuple[int, bytes]] = field(default_factory=list)  # FRONTIER of the replays
+    settled: set[str] = field(default_factory=set)
+    lapsed: list[dict] = field(default_factory=list)
+    quarantined: int = 0
 
 
 def findings_of(message: dict, now: float) -> list[dict]:
@@ -101,21 +113,12 @@ def findings_of(message: dict, now: float) -> list[dict]:
     return list(out.values())
 
 
-def terminal(manifest: dict) -> set[str]:
-    """Inputs of the manifest's ``crash``, ``hang`` and ``oom`` findings: never expanded further."""
-    return {f["sha256"] for f in manifest["findings"] if f["kind"] in TERMINAL_KINDS}
-
-
 class MasterState:
     def __init__(self, config: MasterConfig):
         self.config = config
         self.gen = config.generation
-        self.queue = FrontierQueue(config.me, config.masters)
-        self.priority: dict[str, int] = {}
-        self.hints: dict[str, dict | None] = {}
-        self.totals = {"analyzed": 0, "generated": 0, "unique": 0, "novel": 0, "findings": 0}
-        self.items_sent = 0  # FRONTIER messages that carried inputs, sent and received (core.termination)
-        self.items_received = 0
+        self.frontier = Frontier(config.me, config.masters, config.generation, config.limit)
+        self.queue = self.frontier.queue
         self.ready: set[int] = set()  # workers that sent READY
         self.outstanding: dict[int, deque[Outstanding]] = {w: deque() for w in config.workers}
         self.progress_at: dict[int, float] = {}  # when each worker last made progress (for fencing)
@@ -135,7 +138,7 @@ class MasterState:
         self.stopped = False
         self._round: Round | None = None
         self._awaiting: tuple[type, Callable] | None = None  # the fact the machine waits for
-        self._start: dict = {}
+        self._start: Recovery | None = None
         self._seq = 0
         self._stimulus = ""
         self._now = 0.0
@@ -195,30 +198,32 @@ class MasterState:
     def status(self) -> Status:
         """Idle: nothing queued, leased, waiting to be committed or counted (``core.termination``)."""
         idle = not (self.queue.pending or self.held() or self.waiting or self.pending or self.unaccounted)
-        return Status(idle, self.items_sent, self.items_received)
+        return Status(idle, self.frontier.items_sent, self.frontier.items_received)
 
     # -- start: replay, reclaim, rebuild -------------------------------------------------------------
 
     def _on_start(self, event: ev.Start) -> None:
-        self._start = {"at": event.now, "replayed": 0, "outgoing": []}
+        self._start = Recovery(event.now)
         self._ask(ev.Scan, self._scanned)
 
     def _scanned(self, fact: ev.Scanned) -> None:
         for work, error in fact.problems:
             self._log("integrity-error", work_hash=work, error=error)
-        self._start["records"] = fact.records
-        if "replays" not in self._start:
-            self._start["replays"] = deque(r["work_hash"] for r in fact.records
-                                           if r["state"] == "committing" and self.queue.owns(r["input_hash"]))
-            self._replay_next()
+        start = self._start
+        start.records = fact.records
+        if start.replays is None:
+            start.replays = deque(r["work_hash"] for r in fact.records
+                                  if r["state"] == "committing" and self.queue.owns(r["input_hash"]))
+            self._replay_committing()
         else:
             self._reclaim()
 
-    def _replay_next(self) -> None:
-        """``committing -> done`` for the records this master owns, one at a time."""
-        if self._start["replays"]:
-            self._ask(ev.Replay, self._replayed, self._start["replays"].popleft())
-        elif self._start["replayed"]:
+    def _replay_committing(self) -> None:
+        """``committing -> done`` for the records this master owns, one at a time; then scan again."""
+        start = self._start
+        if start.replays:
+            self._ask(ev.Replay, self._replayed, start.replays.popleft())
+        elif start.replayed:
             self._ask(ev.Scan, self._scanned)
         else:
             self._reclaim()
@@ -227,55 +232,45 @@ class MasterState:
         if fact.error is not None:
             self._log("integrity-error", work_hash=fact.work, error=fact.error)
         elif {k: fact.record["done"][k] for k in ("generation", "master")} == self.committer:
-            self._start["replayed"] += 1  # else another master marked it done first and counts it
+            self._start.replayed += 1  # else another master marked it done first and counts it
             # peers may have scanned the corpus before these objects existed: tell their owners
-            self._start["outgoing"] += self._account(fact.record)
-        self._replay_next()
+            self._start.outgoing += self._account(fact.record)
+        self._replay_committing()
 
     def _reclaim(self) -> None:
-        settled: set[str] = set()
-        lapsed = []
-        for record in self._start["records"]:
+        """Learn from the done records; the leases of older generations are lapsed (``core.poison``
+        settles those that killed too many workers)."""
+        start = self._start
+        for record in start.records:
             if record["state"] == "done":
-                settled.add(record["input_hash"])
-                settled |= self._learn(record)
+                start.settled.add(record["input_hash"])
+                start.settled |= self.frontier.learn(record)
             elif record["state"] == "leased" and record["lease"]["generation"] < self.gen:
                 if self.queue.owns(record["input_hash"]):
-                    lapsed.append(record)
-        self._start.update(settled=settled, lapsed=lapsed)
-        self._ask(ev.Quarantine, self._quarantined, tuple(lapsed))
+                    start.lapsed.append(record)
+        self._ask(ev.Quarantine, self._quarantined, tuple(start.lapsed))
 
     def _quarantined(self, fact: ev.Quarantined) -> None:
-        self._start["quarantined"] = len(fact.settled)
-        self._start["settled"] |= set(fact.settled)
+        self._start.quarantined = len(fact.settled)
+        self._start.settled |= set(fact.settled)
         self.unaccounted += fact.done
         self._ask(ev.ListCorpus, self._listed)
 
     def _listed(self, fact: ev.Listed) -> None:
-        start = self._start
-        for name in start["settled"]:
+        """Rebuild the queue: lapsed work first, then every object of the corpus not settled."""
+        start, self._start = self._start, None
+        for name in start.settled:
             self.queue.forget(name)
-        for record in start["lapsed"]:  # work that was in flight goes first
+        for record in start.lapsed:  # work that was in flight goes first
             self.queue.offer(record["input_hash"], PRIORITY_RECLAIMED)
         for name, seed in fact.names:
-            if name not in start["settled"]:
-                self.queue.offer(name, self.priority.get(name, PRIORITY_SEED if seed else PRIORITY_UNIQUE))
-        self._log("master-ready", replayed=start["replayed"], reclaimed=len(start["lapsed"]) - start["quarantined"],
-                  quarantined=start["quarantined"], frontier=self.queue.pending, seconds=fact.now - start["at"],
+            if name not in start.settled:
+                self.queue.offer(name, self.frontier.priority.get(name, PRIORITY_SEED if seed else PRIORITY_UNIQUE))
+        self._log("master-ready", replayed=start.replayed, reclaimed=len(start.lapsed) - start.quarantined,
+                  quarantined=start.quarantined, frontier=self.queue.pending, seconds=fact.now - start.at,
                   masters=list(self.config.masters))
-        for master, payload in start["outgoing"]:
+        for master, payload in start.outgoing:
             self._emit(ev.Forward, master, payload)
-        self._start = {}
-
-    def _learn(self, record: dict) -> set[str]:
-        """Priorities, hints and coverage of a done record; the inputs it says must not be queued."""
-        claimed = set(record["done"]["claimed"])
-        for obj in record["manifest"]["objects"]:
-            if obj["sha256"] in claimed:
-                self.priority[obj["sha256"]] = PRIORITY_NOVEL if obj["novel"] else PRIORITY_UNIQUE
-                self.hints[obj["sha256"]] = obj["hint"]
-                self.queue.absorb(obj["coverage"])
-        return terminal(record["manifest"])
 
     # -- messages ----------------------------------------------------------------------------------
 
@@ -316,16 +311,12 @@ class MasterState:
         except (ProtocolError, FenceError) as exc:
             self._log_limited("message-rejected", source, source=source, reason=str(exc))
             return
-        self.queue.absorb(message["coverage"])
-        self.items_received += bool(message["items"])
-        for item in message["items"]:
-            self.hints[item["input_hash"]] = item["hint"]
-            self.queue.offer(item["input_hash"], item["priority"])
+        self.frontier.take(message)
 
     # -- a tick: fencing, deadline, exhaustion, a round ----------------------------------------------
 
     def _on_tick(self, event: ev.Tick) -> None:
-        if self._start or self.stopped:
+        if self._start is not None or self.stopped:
             raise RuntimeError("a tick before the master is ready or after it stopped")
         now = self._tick = event.now
         self._fence_expired(now)
@@ -343,7 +334,7 @@ class MasterState:
         now = self._tick
         if fact.exhausted:
             self.stopping_since, self.exhausted = now, True
-            self._log("exhausted", totals=self.totals, remaining_s=self.config.deadline - now)
+            self._log("exhausted", totals=self.frontier.totals, remaining_s=self.config.deadline - now)
         self._round_or_settle(now)
 
     def _fence_expired(self, now: float) -> None:
@@ -364,7 +355,7 @@ class MasterState:
     def _round_or_settle(self, now: float) -> None:
         dispatch = self.stopping_since is None
         if self._due(dispatch, now):
-            self._begin_round(dispatch, now, lambda: self._after_tick(now))
+            self._begin_round(dispatch, lambda: self._after_tick(now))
         elif self.unaccounted and not self.waiting and not self.pending:
             self._settle(lambda: self._after_tick(now))
         else:
@@ -385,14 +376,14 @@ class MasterState:
 
     # -- one round of group commit ----------------------------------------------------------------
 
-    def _begin_round(self, dispatch: bool, now: float, then: Callable[[], None]) -> None:
+    def _begin_round(self, dispatch: bool, then: Callable[[], None]) -> None:
         self.rounds += 1
-        self._round = Round(dispatch, now, deque(self.waiting), then)
+        self._round = Round(dispatch, deque(self.waiting), then)
         self.waiting = []
         self._emit(ev.OpenBatch)
-        self._commit_next()
+        self._leased_to_committing()
 
-    def _commit_next(self) -> None:
+    def _leased_to_committing(self) -> None:
         """``leased -> committing`` for each waiting result, in order."""
         r = self._round
         while r.results:
@@ -400,27 +391,27 @@ class MasterState:
             try:
                 check_stats(message["stats"], self.config.lease_s)  # the worker's word, recorded only
             except ProtocolError as exc:
-                self._reject(worker, held, str(exc))
+                self._leased_to_queued(worker, held, str(exc))
                 continue
             fence = held.fence
             self._ask(ev.Accept, self._accepted, worker, message["generation"], message["shard"], message["lease"],
                       fence.work_hash)
             return
         r.publishing = deque(self.pending)
-        self._publish_next()
+        self._publish_committing()
 
     def _accepted(self, fact: ev.Accepted) -> None:
         worker, message, held = self._round.current
         if fact.error is not None:
-            self._reject(worker, held, fact.error)
-            return self._commit_next()
+            self._leased_to_queued(worker, held, fact.error)
+            return self._leased_to_committing()
         fence = held.fence
         judged = self.queue.judge(distinct_objects(message["candidates"]))
         try:
             findings = findings_of(message, fact.now)
         except FenceError as exc:
-            self._reject(worker, held, str(exc))
-            return self._commit_next()
+            self._leased_to_queued(worker, held, str(exc))
+            return self._leased_to_committing()
         objects = [{"sha256": j.sha256, "length": j.length, "novel": j.novel, "coverage": list(j.coverage),
                     "hint": j.hint} for j in judged]
         manifest = {
@@ -435,16 +426,16 @@ class MasterState:
     def _committing(self, fact: ev.Committing) -> None:
         worker, message, held, judged = self._round.current
         if fact.error is not None:
-            self._reject(worker, held, fact.error)
-            return self._commit_next()
+            self._leased_to_queued(worker, held, fact.error)
+            return self._leased_to_committing()
         seconds = message["stats"].get("seconds", 0.0)
         self.task_s = seconds if not self.task_s else 0.8 * self.task_s + 0.2 * seconds
         for j in judged:  # learn the coverage now: the next round's results are judged before this round is counted
             self.queue.absorb(j.coverage)
         self._round.staged.append(held.fence.work_hash)
-        self._commit_next()
+        self._leased_to_committing()
 
-    def _reject(self, worker: int, held: Outstanding, reason: str) -> None:
+    def _leased_to_queued(self, worker: int, held: Outstanding, reason: str) -> None:
         """``leased -> queued``: release the lease, put the input back (or drop it)."""
         self._emit(ev.Release, held.fence.lease)
         self._requeue_rejected(held.fence.input_hash, held.priority, reason)
@@ -458,7 +449,7 @@ class MasterState:
         else:
             self._log("input-dropped", input_hash=input_hash, rejections=count, reason=reason)
 
-    def _publish_next(self) -> None:
+    def _publish_committing(self) -> None:
         """Claims and objects of the records whose manifests the last barrier made durable."""
         r = self._round
         if r.publishing:
@@ -466,13 +457,13 @@ class MasterState:
             return
         if r.dispatch:
             r.slots = deque(self._free_slots())
-            self._lease_next()
+            self._to_leased()
         else:
             self._ask(ev.Barrier, self._round_synced)
 
     def _published(self, fact: ev.Published) -> None:
         self._round.published.append((fact.work, self._claimed(fact)))
-        self._publish_next()
+        self._publish_committing()
 
     def _claimed(self, fact: ev.Published) -> list[str] | None | bool:
         """What a publication claimed; False when integrity stops it (logged)."""
@@ -488,7 +479,7 @@ class MasterState:
             slots += [w for w in self.config.workers if w in self.ready and len(self.outstanding[w]) == depth]
         return slots
 
-    def _lease_next(self) -> None:
+    def _to_leased(self) -> None:
         """``none -> leased``: fill every ready worker's pipeline while inputs are queued."""
         r = self._round
         if r.slots:
@@ -508,11 +499,11 @@ class MasterState:
             fence = Fence(self.gen, fact.shard, fact.token, fact.work, input_hash, worker)
             if not self.outstanding[worker]:
                 self.progress_at[worker] = fact.now
-            priority = self.priority.get(input_hash, PRIORITY_UNIQUE)
+            priority = self.frontier.priority_of(input_hash)
             self.outstanding[worker].append(Outstanding(fence, fact.lease, priority))
             r.work_out.append((worker, envelope.encode("WORK", self.config.limit, **fence.fields(),
-                                                       hint=self.hints.get(input_hash))))
-            return self._lease_next()
+                                                       hint=self.frontier.hints.get(input_hash))))
+            return self._to_leased()
         self._emit(ev.Release, fact.token)
         if fact.outcome == "committing":  # replayed in this batch: its lock is held
             self.queue.forget(input_hash)
@@ -520,16 +511,16 @@ class MasterState:
                 self._ask(ev.Publish, self._replay_published, fact.work)
                 return
         elif fact.outcome == "retry":
-            self._requeue_rejected(input_hash, self.priority.get(input_hash, PRIORITY_UNIQUE), fact.error)
+            self._requeue_rejected(input_hash, self.frontier.priority_of(input_hash), fact.error)
             self._log("lease-refused", input_hash=input_hash, reason=fact.error)
         elif fact.outcome == "refused":
             self.queue.forget(input_hash)
             self._log("lease-refused", input_hash=input_hash, reason=fact.error)
-        self._lease_next()
+        self._to_leased()
 
     def _replay_published(self, fact: ev.Published) -> None:
         self._round.published.append((fact.work, self._claimed(fact)))
-        self._lease_next()
+        self._to_leased()
 
     def _round_synced(self, fact: ev.Synced) -> None:
         """After the barrier: count, send WORK, mark done what the barrier made durable."""
@@ -545,9 +536,9 @@ class MasterState:
         if r.staged:
             self._emit(ev.Inject, "commit")
         r.finishing = deque((work, claimed) for work, claimed in r.published if claimed is not False)
-        self._finish_next(self._end_round)
+        self._committing_to_done(self._end_round)
 
-    def _finish_next(self, then: Callable[[], None]) -> None:
+    def _committing_to_done(self, then: Callable[[], None]) -> None:
         """``committing -> done`` for the records whose claims and objects are durable."""
         r = self._round
         if r.finishing:
@@ -560,7 +551,7 @@ class MasterState:
         _, claimed = self._round.finishing.popleft()
         if claimed is not None:  # None: it was done already, by whoever counts it
             self.unaccounted.append(fact.record)
-        self._finish_next(then)
+        self._committing_to_done(then)
 
     def _end_round(self) -> None:
         r, self._round = self._round, None
@@ -576,7 +567,7 @@ class MasterState:
         if not self.pending:
             self._ask(ev.Barrier, lambda fact: self._settled(fact, then))
             return
-        self._round = Round(False, self._now, deque(), then, publishing=deque(self.pending))
+        self._round = Round(False, deque(), then, publishing=deque(self.pending))
         self.pending = []
         self._emit(ev.OpenBatch)
         self._settle_publish()
@@ -596,7 +587,7 @@ class MasterState:
         r = self._round
         self.syncs = fact.syncs
         r.finishing = deque((work, claimed) for work, claimed in r.published if claimed is not False)
-        self._finish_next(self._settle_closed)
+        self._committing_to_done(self._settle_closed)
 
     def _settle_closed(self) -> None:
         r, self._round = self._round, None
@@ -612,7 +603,7 @@ class MasterState:
         for queue in self.outstanding.values():
             for lost in queue:
                 self._emit(ev.Release, lost.fence.lease)
-        self._log("master-stop", abandoned=self.held(), totals=self.totals, syncs=self.syncs,
+        self._log("master-stop", abandoned=self.held(), totals=self.frontier.totals, syncs=self.syncs,
                   frontier=self.queue.pending)
         reason = "exhausted" if self.exhausted else "deadline"
         for w in self.config.workers:
@@ -629,9 +620,8 @@ class MasterState:
         self.failed = True
         self._ask(ev.Barrier, lambda fact: self._account_all())
 
-    # -- accounting ---------------------------------------------------------------------------------
-
     def _account_all(self) -> None:
+        """Count the done records the last barrier made durable; forward their new inputs."""
         records, self.unaccounted = self.unaccounted, []
         for record in records:
             for master, payload in self._account(record):
@@ -639,44 +629,6 @@ class MasterState:
                     self._emit(ev.Forward, master, payload)
 
     def _account(self, record: dict) -> list[tuple[int, bytes]]:
-        """Count a durable done record, learn its coverage, route its new objects.
-
-        Returns the FRONTIER messages for peer masters (their new inputs and the new coverage).
-        A record is a replay when it was marked done by another master or generation than the
-        one that wrote its manifest.
-        """
-        manifest, done = record["manifest"], record["done"]
-        replayed = (manifest["master"], manifest["generation"]) != (done["master"], done["generation"])
-        claimed = set(done["claimed"])
-        objects = [o for o in manifest["objects"] if o["sha256"] in claimed]
-        novel = [o for o in objects if o["novel"]]
-        stopped = terminal(manifest)
-        for name in stopped:
-            self.queue.forget(name)
-        new_coverage: set[int] = set()
-        for obj in objects:
-            new_coverage |= self.queue.absorb(obj["coverage"])
-            self.hints[obj["sha256"]] = obj["hint"]
-            self.priority[obj["sha256"]] = PRIORITY_NOVEL if obj["novel"] else PRIORITY_UNIQUE
-        self.queue.forget(record["input_hash"])
-        self.totals["analyzed"] += 1
-        self.totals["generated"] += manifest["generated"]
-        self.totals["unique"] += len(objects)
-        self.totals["novel"] += len(novel)
-        self.totals["findings"] += len(manifest["findings"])
-        self._log(
-            "commit", work_hash=record["work_hash"], worker=manifest["worker"], generated=manifest["generated"],
-            unique=len(objects), novel=len(novel), replayed=replayed, findings=len(manifest["findings"]),
-            executions=manifest["stats"].get("executions", 0), edges=len(self.queue.coverage),
-        )
-        forward = self.queue.route([(o["sha256"], self.priority[o["sha256"]]) for o in objects
-                                    if o["sha256"] not in stopped])
-        out = []
-        for m in self.config.masters:
-            if m == self.config.me or (m not in forward and not new_coverage):
-                continue
-            items = [{"input_hash": h, "priority": p, "hint": self.hints.get(h)} for h, p in forward.get(m, [])]
-            self.items_sent += bool(items)
-            out.append((m, envelope.encode("FRONTIER", self.config.limit, generation=self.gen, master=self.config.me,
-                                           items=items, coverage=sorted(new_coverage))))
-        return out
+        line, messages = self.frontier.account(record)
+        self._log("commit", **line)
+        return messages
