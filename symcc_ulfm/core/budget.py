@@ -41,6 +41,11 @@ def ranks_over_s(policy: Policy) -> float:
     return policy.timeouts.finalize_s + FINALIZE_MARGIN_S
 
 
+def worker_give_up(deadline: float, timeouts: Timeouts) -> float:
+    """Wall time after which a worker that got no STOP from its master stops on its own."""
+    return deadline + timeouts.shutdown_grace_s + timeouts.recovery_step_s
+
+
 def final_agreement_s(remaining_s: float, timeouts: Timeouts) -> float:
     """How long a rank waits in the last agreement of a generation, ``remaining_s`` before the deadline."""
     return max(0.0, remaining_s) + timeouts.shutdown_grace_s + 2 * timeouts.recovery_step_s

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..core import envelope
 from ..store.staging import staged_name
-from .transport import TAG_DATA, TAG_SENTINEL
+from ..transport import DATA, SENTINEL
 
 ADVERSARY_VAR = "SYMCC_ULFM_TEST_ADVERSARY"
 
@@ -43,8 +43,9 @@ def adversary_mode(stable: int) -> str | None:
     return mode if mode in MODES else "messages"
 
 
-def misbehave(mode: str, count: int, result: bytes, state_root: Path, limit: int) -> list[tuple[int, bytes]] | None:
-    """Messages to send instead of the genuine RESULT of the ``count``-th WORK (1-based), or None."""
+def misbehave(mode: str, count: int, result: bytes, state_root: Path, limit: int) -> list[tuple[str, bytes]] | None:
+    """Messages (channel, bytes) to send instead of the genuine RESULT of the ``count``-th WORK
+    (1-based), or None."""
     message = json.loads(result)
     if mode == "crash":
         raise RuntimeError("adversary: an exception no code of the runtime expects")
@@ -52,7 +53,7 @@ def misbehave(mode: str, count: int, result: bytes, state_root: Path, limit: int
         return _staged(count, message, result, state_root)
     if mode == "flood":
         bogus = envelope.encode("READY", limit, generation=message["generation"] + 1000, worker=message["worker"])
-        return [(TAG_DATA, bogus)] * FLOOD + [(TAG_DATA, result)] if count == 1 else None
+        return [(DATA, bogus)] * FLOOD + [(DATA, result)] if count == 1 else None
     if count == 1 and message["candidates"]:
         fence = {k: message[k] for k in ("generation", "shard", "lease", "work_hash", "input_hash", "worker")}
         forged = {**message, "lease": f"{message['generation']}.0.999999"}
@@ -60,25 +61,25 @@ def misbehave(mode: str, count: int, result: bytes, state_root: Path, limit: int
         impostor = {**message, "worker": message["worker"] + 1000}
         _corrupt_staged(state_root, message, symlink=False)
         return [
-            (TAG_DATA, os.urandom(64) + b"\xff"),
-            (TAG_DATA, b"{" + b" " * limit + b"}"),
-            (TAG_DATA, _raw(forged)),
-            (TAG_DATA, _raw(stale)),
-            (TAG_DATA, _raw(impostor)),
-            (TAG_SENTINEL, b"x"),
-            (TAG_DATA, envelope.encode("FRONTIER", limit, generation=fence["generation"], master=fence["worker"],
+            (DATA, os.urandom(64) + b"\xff"),
+            (DATA, b"{" + b" " * limit + b"}"),
+            (DATA, _raw(forged)),
+            (DATA, _raw(stale)),
+            (DATA, _raw(impostor)),
+            (SENTINEL, b"x"),
+            (DATA, envelope.encode("FRONTIER", limit, generation=fence["generation"], master=fence["worker"],
                                        items=[], coverage=[])),
-            (TAG_DATA, result),
+            (DATA, result),
         ]
     if count == 2 and message["candidates"]:
         _corrupt_staged(state_root, message, symlink=True)
-        return [(TAG_DATA, result)]
+        return [(DATA, result)]
     return None
 
 
-def _staged(count: int, message: dict, result: bytes, state_root: Path) -> list[tuple[int, bytes]] | None:
+def _staged(count: int, message: dict, result: bytes, state_root: Path) -> list[tuple[str, bytes]] | None:
     if count == 4:
-        return [(TAG_DATA, _raw({**message, "stats": {**message["stats"], "generated": 9e17}}))]
+        return [(DATA, _raw({**message, "stats": {**message["stats"], "generated": 9e17}}))]
     if count > 3 or not message["candidates"]:
         return None
     first = message["candidates"][0]
@@ -91,7 +92,7 @@ def _staged(count: int, message: dict, result: bytes, state_root: Path) -> list[
     else:
         with open(path, "wb") as handle:
             handle.truncate(4 << 30)  # sparse: nothing is written, a reader that reads it whole holds 4 GiB
-    return [(TAG_DATA, result)]
+    return [(DATA, result)]
 
 
 def _raw(message: dict) -> bytes:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from mpi4py import MPI
 
+from ..backoff import Backoff, hot_rounds_for
 from ..core import envelope
 from ..core.budget import consumed_after, final_agreement_s
 from ..core.canonical import canonical_json, sha256_hex
@@ -35,11 +36,10 @@ from ..store.trust import check_layout
 from .capability import compare, probe, require_ulfm
 from .context import RankContext
 from .ft import ops_for
-from .master import MasterLoop
+from .master import run_master
 from .recovery import recover
 from .transport import (
     TAG_CONTROL,
-    Backoff,
     FailureDetected,
     Mailbox,
     WaitTimeout,
@@ -120,8 +120,8 @@ def _start(ctx: RankContext | None, world: MPI.Comm, stable: int, early: SymccUl
     if len({e["executor"] for e in exchanged}) != 1:
         raise CapabilityError(f"ranks disagree on the executor identity: {[e['executor'] for e in exchanged]}")
     ctx.peers = [{"host": e["host"], "pid": e["pid"]} for e in exchanged]
-    Backoff.configure(sum(e["host"] == host for e in exchanged), os.cpu_count() or 1)
-    warm_up(world, "warm-up", policy.timeouts.startup_s)
+    ctx.hot_rounds = hot_rounds_for(sum(e["host"] == host for e in exchanged), os.cpu_count() or 1)
+    warm_up(world, "warm-up", policy.timeouts.startup_s, ctx.hot_rounds)
     ctx.log.event("capability", facts=facts, executor_sha256=executor_sha, ranks=world.Get_size())
 
     if world.Get_size() != policy.ranks:
@@ -216,7 +216,7 @@ def final_agreement(ctx: RankContext) -> None:
     request, _ = ctx.ops.start_agree(ctx.final_comm, 1, "final agreement")
     bound = final_agreement_s(ctx.remaining(), ctx.policy.timeouts)
     try:
-        wait_request(request, "final agreement", bound, watch=[ctx.revocation])
+        wait_request(request, "final agreement", bound, watch=[ctx.revocation], hot_rounds=ctx.hot_rounds)
     except WaitTimeout as exc:
         ctx.log.event("final-agreement-timeout", error=str(exc))
 
@@ -224,12 +224,7 @@ def final_agreement(ctx: RankContext) -> None:
 def run_generation(ctx: RankContext) -> None:
     role = start_generation(ctx)
     if role == "master":
-        loop = MasterLoop(ctx)
-        try:
-            loop.prepare()
-            loop.run()
-        finally:
-            loop.close()
+        run_master(ctx)
     elif role == "worker":
         WorkerLoop(ctx).run()
     elif role == "spare":
@@ -246,7 +241,7 @@ def wait_as_spare(ctx: RankContext) -> None:
     """
     ctx.injector.maybe(Phase.IDLE, ctx.generation)
     notices = Mailbox(ctx.global_comm, MPI.ANY_SOURCE, TAG_CONTROL, ctx.policy.max_message_bytes)
-    backoff = Backoff()
+    backoff = Backoff(ctx.hot_rounds)
     while time.time() < ctx.deadline and not ctx.exhausted:
         ctx.check_revocation()
         try:

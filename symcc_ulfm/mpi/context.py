@@ -1,121 +1,39 @@
-"""What one rank knows during a campaign: identity, policy, stores, communicators, deadline."""
+"""What one rank knows during a campaign (``rank_state.RankState``) and its communicators."""
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
 
 from mpi4py import MPI
 
-from ..core.budget import epoch_deadline
-from ..core.canonical import digest
-from ..core.membership import Membership
 from ..core.modes import FileModes
 from ..core.policy import Policy
 from ..errors import ProtocolError
-from ..executors import Executor, create
-from ..store.corpus import Corpus
-from ..store.dirs import clear_dir, remove_dir
-from ..store.identity import read_identity, require_same
-from ..store.joblock import RanksLock
+from ..rank_state import RankState
 from ..store.paths import StateDir
 from ..store.runlog import RankLog
-from ..store.snapshots import SnapshotStore
-from ..store.wal import WorkWAL
 from .ft import PlainOps, UlfmOps
 from .injection import Injector
 from .transport import TAG_REVOKE, Inbox
 
 
 @dataclass
-class RankContext:
-    stable: int
-    policy: Policy
-    state: StateDir
-    log: RankLog
-    ops: UlfmOps | PlainOps
-    injector: Injector
-    global_comm: MPI.Comm
-    membership: Membership | None = None
+class RankContext(RankState):
+    ops: UlfmOps | PlainOps | None = None
+    global_comm: MPI.Comm | None = None
     group_comm: MPI.Comm | None = None
     master_comm: MPI.Comm | None = None
     final_comm: MPI.Comm | None = None
     revocation: Inbox | None = None
-    peers: list[dict] = field(default_factory=list)  # per stable rank: host and pid (for fencing)
     world_group: MPI.Group | None = None  # the initial world's group: stable rank = rank in it
-    exhausted: bool = False  # this rank learned that the search is exhausted (core.termination)
-    opened_at: float = field(default_factory=time.time)  # before this process wrote any log line
-    ranks_lock: RanksLock | None = None  # this rank's share of ranks.lock (store.joblock), held for its life
-    _executor: Executor | None = field(default=None, repr=False)
-    _executor_sha: str | None = None
-    _executor_checked: bool = False
 
     @classmethod
     def open(cls, state_root: Path, modes: FileModes, policy: Policy, stable: int, comm: MPI.Comm, ops) -> RankContext:
         state = StateDir(state_root, modes)
         log = RankLog(state.rank_log(stable), stable, modes.snapshot)
-        return cls(stable, policy, state, log, ops, Injector(policy.failure_schedule, stable, log), comm)
-
-    @property
-    def generation(self) -> int:
-        return self.membership.generation if self.membership else 0
-
-    @property
-    def deadline(self) -> float:
-        """Wall time at which this epoch ends; never extended by recovery (``core.budget``)."""
-        m = self.membership
-        return epoch_deadline(m.epoch_started_at, m.consumed_s, self.policy.deadline_s)
-
-    def remaining(self) -> float:
-        return self.deadline - time.time()
-
-    @cached_property
-    def snapshots(self) -> SnapshotStore:
-        return SnapshotStore(self.state.membership, self.state.modes.snapshot)
-
-    @cached_property
-    def corpus(self) -> Corpus:
-        return Corpus(self.state.corpus, self.state.modes.corpus, self.state.modes.snapshot)
-
-    @cached_property
-    def wal(self) -> WorkWAL:
-        return WorkWAL(self.state.wal, self.state.root, self.corpus, self.state.modes.snapshot,
-                       self.policy.timeouts.recovery_step_s)
-
-    @property
-    def executor(self) -> Executor:
-        """This rank's executor (a worker's; contained when it runs target code), kept across generations."""
-        if self._executor is None:
-            scratch = self.state.worker_scratch(self.stable)
-            clear_dir(scratch, self.state.modes.snapshot_dir)
-            self._executor = create(self.policy.executor, self.policy.target, self.policy.executor_options, scratch)
-        return self._executor
-
-    def clear_failed_scratch(self) -> None:
-        """The lowest live rank removes what failed ranks' executions left in their scratch."""
-        if self.stable == min(self.membership.live):
-            for rank in self.membership.failed:
-                remove_dir(self.state.worker_scratch(rank))
-
-    def check_executor(self) -> None:
-        """Before the first execution: the executor must be the one the campaign was prepared with."""
-        if not self._executor_checked:
-            require_same(self.state.executor, digest(self.executor.identity()), f"rank {self.stable}'s executor")
-            self._executor_checked = True
-
-    def close_executor(self) -> None:
-        if self._executor is not None:
-            self._executor.close()
-            self._executor = None
-
-    @property
-    def executor_sha(self) -> str:
-        """The campaign's executor identity digest (``executor.json``, written by launch)."""
-        if self._executor_sha is None:
-            self._executor_sha = read_identity(self.state.executor)[1]
-        return self._executor_sha
+        return cls(stable, policy, state, log, Injector(policy.failure_schedule, stable, log), ops=ops,
+                   global_comm=comm)
 
     def global_rank(self, stable: int) -> int:
         """The transport rank of ``stable`` in the current global communicator (after shrinks)."""
@@ -135,7 +53,3 @@ class RankContext:
             reason = "a message on the revocation-sentinel tag"
         if forged is not None:
             self.log.limited("message-rejected", None, reason=reason)
-
-    def set_generation(self, membership: Membership) -> None:
-        self.membership = membership
-        self.log.generation = membership.generation

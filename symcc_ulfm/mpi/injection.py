@@ -26,13 +26,14 @@ class Injector:
         self.mine = {(e.generation, e.phase): e for e in schedule if e.rank == stable}
         self.log = log
 
-    def maybe(self, phase: Phase, generation: int) -> None:
-        """Die here if the schedule names this rank at ``phase`` of ``generation``."""
+    def maybe(self, phase: Phase, generation: int, stimulus: str | None = None) -> None:
+        """Die here if the schedule names this rank at ``phase`` of ``generation``; ``stimulus``
+        (logged) is the master event that reached the point."""
         if phase not in PHASES:
             raise ValueError(f"{phase!r} is not an injection point; expected one of {', '.join(PHASES)}")
         event = self.mine.get((generation, phase))
         if event is not None:
-            self._die(event, phase)
+            self._die(event, phase, stimulus=stimulus)
 
     def overdue(self, generation: int) -> None:
         """Recovery of ``generation`` begins: an event of it that did not fire fires now."""
@@ -40,9 +41,10 @@ class Injector:
             if g == generation and phase != Phase.RECOVERY:
                 self._die(event, phase, overdue=True)
 
-    def _die(self, event: FailureEvent, phase: str, overdue: bool = False) -> None:
+    def _die(self, event: FailureEvent, phase: str, overdue: bool = False, stimulus: str | None = None) -> None:
         how = "SIGKILL" if event.sigkill else f"exit {INJECTED_EXIT_CODE}"
-        self.log.event(Event.INJECT, phase=phase, spec=str(event), how=how, **({"overdue": True} if overdue else {}))
+        extra = {**({"overdue": True} if overdue else {}), **({"stimulus": stimulus} if stimulus else {})}
+        self.log.event(Event.INJECT, phase=phase, spec=str(event), how=how, **extra)
         self.log.sync()
         if event.sigkill:
             os.kill(os.getpid(), signal.SIGKILL)

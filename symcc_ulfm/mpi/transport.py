@@ -2,7 +2,7 @@
 
 Messages are bytes (see ``core.envelope``) moved with buffer-based calls (``Isend``/``Irecv``
 on ``MPI.BYTE``): nothing is pickled. Every wait is a ``Test`` loop with an exponential
-sleep back-off (50 us to 2 ms), so a blocked rank uses almost no CPU and every wait can be
+sleep back-off (``backoff.Backoff``), so a blocked rank uses almost no CPU and every wait can be
 bounded. Any error of a request on an FT path (``ERR_PROC_FAILED``, ``..._PENDING``,
 ``ERR_REVOKED``, and ``ERR_OTHER`` which Open MPI returns on some failed collectives) raises
 :class:`FailureDetected`, which sends the rank into recovery.
@@ -10,7 +10,6 @@ bounded. Any error of a request on an FT path (``ERR_PROC_FAILED``, ``..._PENDIN
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -19,32 +18,23 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from ..backoff import HOT_ROUNDS, Backoff
 from ..errors import ProtocolError
+from ..transport import PeerFailure
 
 TAG_DATA = 11  # READY, WORK, RESULT, STOP inside a group
 TAG_SENTINEL = 12  # never sent: a master's per-worker failure sentinel
 TAG_REVOKE = 13  # never sent: every rank's revocation sentinel on the global communicator
 TAG_FRONTIER = 14  # FRONTIER between masters
 TAG_WARMUP = 15
-TAG_CONTROL = 16  # PROBE, STATUS, EXHAUSTED: deciding that the search is exhausted (mpi/termination.py)
+TAG_CONTROL = 16  # PROBE, STATUS, EXHAUSTED: deciding that the search is exhausted (exhaustion.py)
 
-FAILURE_CLASSES = frozenset(
-    c for c in (MPI.ERR_PROC_FAILED, getattr(MPI, "ERR_PROC_FAILED_PENDING", None), MPI.ERR_REVOKED, MPI.ERR_OTHER) if c
-)
-MIN_SLEEP_S = 50e-6
-MAX_SLEEP_S = 2e-3
-LONG_SLEEP_S = 50e-3
-LONG_IDLE_S = 1.0
-HOT_ROUNDS = 200
-
-
-class FailureDetected(Exception):
+class FailureDetected(PeerFailure):
     """A request or collective failed the way a process failure or revocation makes it fail."""
 
     def __init__(self, where: str, error_class: int):
-        self.where = where
         self.error_class = error_class
-        super().__init__(f"{where}: MPI error class {error_class}")
+        super().__init__(where, f"{where}: MPI error class {error_class}")
 
 
 class WaitTimeout(Exception):
@@ -57,44 +47,6 @@ def error_class(exc: MPI.Exception) -> int:
 
 def failure(where: str, exc: MPI.Exception) -> FailureDetected:
     return FailureDetected(where, error_class(exc))
-
-
-class Backoff:
-    """Wait between polls: yield for a short hot window after progress, then sleep longer each
-    idle round, up to ``MAX_SLEEP_S``, and up to ``LONG_SLEEP_S`` once idle for ``LONG_IDLE_S``.
-
-    Right after a RESULT or a WORK the answer usually comes within milliseconds, so the first
-    idle rounds only ``sched_yield`` (when the host has a core per rank: oversubscribed, the
-    yield loop would steal the workers' CPU); a rank with nothing to do for a second (a warm
-    spare, a worker with no work) polls 20 times a second and uses almost no CPU.
-    """
-
-    hot_rounds = HOT_ROUNDS
-
-    def __init__(self):
-        self.reset()
-
-    def idle(self) -> None:
-        self.rounds += 1
-        if self.rounds <= self.hot_rounds:
-            os.sched_yield()
-            return
-        now = time.monotonic()
-        if self.idle_since is None:
-            self.idle_since = now
-        cap = LONG_SLEEP_S if now - self.idle_since >= LONG_IDLE_S else MAX_SLEEP_S
-        self.delay = min(self.delay * 2, cap)
-        time.sleep(self.delay)
-
-    def reset(self) -> None:
-        self.rounds = 0
-        self.delay = MIN_SLEEP_S / 2
-        self.idle_since = None
-
-    @classmethod
-    def configure(cls, local_ranks: int, cores: int) -> None:
-        """Hot polling only when every rank on this host can have a core of its own."""
-        cls.hot_rounds = HOT_ROUNDS if local_ranks <= cores else 0
 
 
 _RETAINED: list[Inbox] = []
@@ -226,15 +178,12 @@ class Outbox:
     def busy(self) -> bool:
         return bool(self._pending)
 
-    def abandon(self) -> None:
-        """Forget pending sends (their communicator was revoked)."""
-        self._pending = []
 
-
-def wait_request(request: MPI.Request, where: str, timeout_s: float, watch: list[Inbox] | None = None) -> Any:
+def wait_request(request: MPI.Request, where: str, timeout_s: float, watch: list[Inbox] | None = None,
+                 hot_rounds: int = HOT_ROUNDS) -> Any:
     """Wait for one request, also testing ``watch`` inboxes (sentinels); bounded by ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
-    backoff = Backoff()
+    backoff = Backoff(hot_rounds)
     status = MPI.Status()
     while True:
         try:
@@ -288,7 +237,7 @@ def revoke_quietly(comm: MPI.Comm | None) -> None:
         pass
 
 
-def warm_up(comm: MPI.Comm, where: str, timeout_s: float) -> None:
+def warm_up(comm: MPI.Comm, where: str, timeout_s: float, hot_rounds: int = HOT_ROUNDS) -> None:
     """Exchange one message with every peer before any rank can die.
 
     A survivor that never talked to the rank that dies can hang in the next collective
@@ -306,7 +255,7 @@ def warm_up(comm: MPI.Comm, where: str, timeout_s: float) -> None:
     except MPI.Exception as exc:
         raise failure(where, exc) from None
     for _, request in requests:
-        wait_request(request, where, timeout_s)
+        wait_request(request, where, timeout_s, hot_rounds=hot_rounds)
     for peer, buf in buffers.items():
         if int.from_bytes(buf, "big") != peer:
             raise FailureDetected(f"{where}: warm-up with rank {peer} returned the wrong rank", MPI.ERR_OTHER)

@@ -1,6 +1,6 @@
 """The worker loop: READY, then WORK -> run the executor -> stage candidates -> RESULT, until STOP.
 
-The master keeps up to ``master.PIPELINE`` leases per worker, so the next WORK is usually queued
+The master keeps up to ``core.master_state.PIPELINE`` leases per worker, so the next WORK is usually queued
 here before the RESULT of the current one leaves: the worker never idles through the master's
 commit round. Leases run in the order they were sent.
 
@@ -19,15 +19,19 @@ import hashlib
 import time
 from collections import deque
 
+from ..backoff import Backoff
 from ..core import envelope
+from ..core.budget import worker_give_up
 from ..core.finding import MAX_PER_RESULT
 from ..core.limits import MAX_OBJECT_BYTES
+from ..core.schedule import Phase
 from ..errors import IntegrityError, ProtocolError, SymccUlfmError
-from ..store.atomic import Barrier
+from ..store.durability import Barrier
 from ..store.staging import WorkerStaging
+from ..transport import DATA, Transport
 from .adversary import adversary_mode, misbehave
+from .channels import MpiTransport
 from .context import RankContext
-from .transport import TAG_DATA, Backoff, Mailbox, Outbox
 
 
 class WorkerLoop:
@@ -47,17 +51,16 @@ class WorkerLoop:
 
     def run(self) -> None:
         ctx = self.ctx
-        inbox = Mailbox(ctx.group_comm, 0, TAG_DATA, self.limit)
-        outbox = Outbox()
-        outbox.send(ctx.group_comm, 0, TAG_DATA, envelope.encode("READY", self.limit, generation=self.gen,
-                                                                 worker=ctx.stable), "READY")
-        backoff = Backoff()
-        give_up = ctx.deadline + ctx.policy.timeouts.shutdown_grace_s + ctx.policy.timeouts.recovery_step_s
+        transport = MpiTransport(ctx)
+        transport.send(self.master, DATA, envelope.encode("READY", self.limit, generation=self.gen, worker=ctx.stable),
+                       "READY")
+        backoff = Backoff(ctx.hot_rounds)
+        give_up = worker_give_up(ctx.deadline, ctx.policy.timeouts)
         queue: deque[dict] = deque()  # leased WORK in the order the master sent it
         stopped = False
         while not stopped:
-            ctx.check_revocation()
-            while (message := self._next_message(inbox)) is not None:  # take everything that arrived
+            transport.check()
+            while (message := self._next_message(transport)) is not None:  # take everything that arrived
                 backoff.reset()
                 if message["type"] == "STOP":
                     ctx.log.event("worker-stop", executed=self.executed, reason=message["reason"],
@@ -66,37 +69,37 @@ class WorkerLoop:
                     stopped = True
                     break
                 queue.append(message)
-            outbox.progress()
+            transport.progress()
             if queue and not stopped:
                 work = queue.popleft()
-                ctx.injector.maybe("work", self.gen)
+                ctx.injector.maybe(Phase.WORK, self.gen)
                 result = self._execute(work)
                 if self.sync_before_result:
                     self.barrier.sync()
                 planned = (misbehave(self.adversary, self.executed, result, ctx.state.root, self.limit)
                            if self.adversary else None)
-                for tag, payload in planned or [(TAG_DATA, result)]:
-                    outbox.send(ctx.group_comm, 0, tag, payload, "RESULT")
+                for channel, payload in planned or [(DATA, result)]:
+                    transport.send(self.master, channel, payload, "RESULT")
                 continue
             if not stopped and time.time() > give_up:
                 ctx.log.event("worker-stop", executed=self.executed, reason="no STOP from master in time")
                 break
             if not stopped:
                 backoff.idle()
-        while outbox.busy and time.time() < give_up:
-            ctx.check_revocation()
-            outbox.progress()
+        while transport.busy and time.time() < give_up:
+            transport.check()
+            transport.progress()
             backoff.idle()
-        inbox.cancel()
+        transport.close()
         self.staging.close()
         self.barrier.close()
 
-    def _next_message(self, inbox: Mailbox) -> dict | None:
+    def _next_message(self, transport: Transport) -> dict | None:
         """The next acceptable message from the master (WORK or STOP); rejected ones are logged."""
         ctx = self.ctx
         while True:
             try:
-                raw = inbox.test(f"data from master {self.master}")
+                raw = transport.receive(self.master, DATA, f"data from master {self.master}")
                 if raw is None:
                     return None
                 message = envelope.decode(raw, self.limit)

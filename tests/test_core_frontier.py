@@ -1,4 +1,4 @@
-"""Rendezvous ownership and the master's scheduling decisions (pure core)."""
+"""Rendezvous ownership and the master's frontier queue (pure core)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
+from symcc_ulfm.core.frontier import PRIORITY_NOVEL, PRIORITY_SEED, PRIORITY_UNIQUE, FrontierQueue
 from symcc_ulfm.core.ownership import owner, weight
-from symcc_ulfm.core.scheduler import PRIORITY_NOVEL, PRIORITY_SEED, PRIORITY_UNIQUE, MasterScheduler
 
 
 def h(i: int) -> str:
@@ -75,15 +75,15 @@ def test_minimal_movement_when_a_master_is_added():
         assert b == 9 or b == owner(x, before)
 
 
-# -- scheduler ---------------------------------------------------------------------------------
+# -- frontier queue --------------------------------------------------------------------------
 
 
-def _owned(s: MasterScheduler, n: int) -> list[str]:
+def _owned(s: FrontierQueue, n: int) -> list[str]:
     return [x for x in HASHES if s.owns(x)][:n]
 
 
 def test_priority_order_fifo_within_priority():
-    s = MasterScheduler(me=0, masters=(0,))
+    s = FrontierQueue(me=0, masters=(0,))
     s.offer(h(1), PRIORITY_UNIQUE)
     s.offer(h(2), PRIORITY_NOVEL)
     s.offer(h(3), PRIORITY_SEED)
@@ -95,7 +95,7 @@ def test_priority_order_fifo_within_priority():
 
 
 def test_offer_dedupes_and_respects_ownership():
-    s = MasterScheduler(me=0, masters=(0, 4))
+    s = FrontierQueue(me=0, masters=(0, 4))
     mine = _owned(s, 3)
     theirs = [x for x in HASHES if not s.owns(x)][:3]
     assert all(owner(x, (0, 4)) == 4 for x in theirs)
@@ -108,7 +108,7 @@ def test_offer_dedupes_and_respects_ownership():
 
 
 def test_forget_and_requeue():
-    s = MasterScheduler(me=0, masters=(0,))
+    s = FrontierQueue(me=0, masters=(0,))
     s.forget(h(1))
     assert not s.offer(h(1), 3) and s.pending == 0
     s.offer(h(2), 1)
@@ -119,7 +119,7 @@ def test_forget_and_requeue():
 
 
 def test_judge_dedupes_within_a_result_and_judges_novelty_within_it():
-    s = MasterScheduler(me=0, masters=(0,))
+    s = FrontierQueue(me=0, masters=(0,))
     s.absorb([1, 2])
     a, b, c, d = h(10), h(11), h(12), h(13)
     judged = s.judge(
@@ -139,7 +139,7 @@ def test_judge_dedupes_within_a_result_and_judges_novelty_within_it():
 
 
 def test_absorb_returns_new_ids():
-    s = MasterScheduler(me=0, masters=(0,))
+    s = FrontierQueue(me=0, masters=(0,))
     assert s.absorb([1, 2, 2]) == {1, 2}
     assert s.absorb([2, 3]) == {3}
     assert s.coverage == {1, 2, 3}
@@ -147,7 +147,7 @@ def test_absorb_returns_new_ids():
 
 def test_route_groups_by_owner_and_queues_own_items():
     masters = (0, 4, 8)
-    s = MasterScheduler(me=4, masters=masters)
+    s = FrontierQueue(me=4, masters=masters)
     items = [(x, i % 3 + 1) for i, x in enumerate(HASHES[:60])]
     forward = s.route(items)
     assert 4 not in forward

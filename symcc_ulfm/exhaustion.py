@@ -3,9 +3,9 @@
 Every master polls :meth:`Exhaustion.poll` once per loop round with its current status. The
 coordinator (the first master of the layout) probes the others in waves while it is idle
 itself; the others answer each PROBE with their status. When the coordinator decides, it sends
-EXHAUSTED to every other master and to every warm spare (on the global communicator), and each
-of them stops as at the deadline; workers learn it from their master's STOP. All of it is
-ordinary point-to-point traffic on the control tag: a failure meanwhile is detected as any
+EXHAUSTED to every other master and to every warm spare, and each of them stops as at the
+deadline; workers learn it from their master's STOP. All of it is ordinary point-to-point
+traffic on the control channel (``transport.CONTROL``): a failure meanwhile is detected as any
 other, and the next generation decides again from scratch. A generation that a scheduled
 failure is still to end (``failure_schedule``) is not stopped early.
 """
@@ -14,26 +14,25 @@ from __future__ import annotations
 
 import time
 
-from ..core import envelope
-from ..core.termination import Status, Waves
-from ..errors import ProtocolError
-from .context import RankContext
-from .transport import TAG_CONTROL, Mailbox, Outbox
+from .core import envelope
+from .core.termination import Status, Waves
+from .errors import ProtocolError
+from .rank_state import RankState
+from .transport import CONTROL, Transport
 
 WAVE_INTERVAL_S = 0.05
 
 
 class Exhaustion:
-    def __init__(self, ctx: RankContext, masters: tuple[int, ...], outbox: Outbox):
+    def __init__(self, ctx: RankState, masters: tuple[int, ...], transport: Transport):
         self.ctx = ctx
         self.masters = masters
-        self.outbox = outbox
+        self.transport = transport
         self.limit = ctx.policy.max_message_bytes
         self.coordinator = masters[0]
         self.me = ctx.stable
         self.gen = ctx.generation
-        peers = [m for m in masters if m != self.me] if self.me == self.coordinator else [self.coordinator]
-        self.inboxes = {m: Mailbox(ctx.master_comm, masters.index(m), TAG_CONTROL, self.limit) for m in peers}
+        self.peers = [m for m in masters if m != self.me] if self.me == self.coordinator else [self.coordinator]
         self.waves = Waves(masters) if self.me == self.coordinator else None
         self.next_wave_at = 0.0
         # a failure the schedule still asks for must happen: an injected campaign runs on until then
@@ -42,27 +41,28 @@ class Exhaustion:
 
     def _send(self, dest: int, kind: str, **fields) -> None:
         payload = envelope.encode(kind, self.limit, generation=self.gen, master=self.me, **fields)
-        self.outbox.send(self.ctx.master_comm, self.masters.index(dest), TAG_CONTROL, payload, f"{kind} to {dest}")
+        self.transport.send(dest, CONTROL, payload, f"{kind} to {dest}")
 
-    def _messages(self):
-        for source, inbox in self.inboxes.items():
+    def _messages(self, stimulus: str):
+        for source in self.peers:
             try:
-                raw = inbox.test(f"control from master {source}")
+                raw = self.transport.receive(source, CONTROL, f"control from master {source}")
                 if raw is None:
                     continue
                 message = envelope.decode(raw, self.limit)
                 if message.get("generation") != self.gen or message.get("master") != source:
                     raise ProtocolError(f"{message['type']} of generation {message['generation']} from {source}")
             except ProtocolError as exc:
-                self.ctx.log.limited("message-rejected", source, source=source, reason=str(exc))
+                self.ctx.log.limited("message-rejected", source, source=source, reason=str(exc), stimulus=stimulus)
                 continue
             yield source, message
 
-    def poll(self, status: Status, now: float) -> bool:
-        """Answer probes, run waves (coordinator); True once the search is known to be exhausted."""
+    def poll(self, status: Status, now: float, stimulus: str) -> bool:
+        """Answer probes, run waves (coordinator); True once the search is known to be exhausted.
+        ``stimulus``: the master's event that polled (``core.master_state``), logged with every line."""
         if not self.enabled:
             return False
-        for source, message in self._messages():
+        for source, message in self._messages(stimulus):
             kind = message["type"]
             if kind == "PROBE" and self.waves is None:
                 self._send(source, "STATUS", wave=message["wave"], idle=status.idle, sent=status.sent,
@@ -73,12 +73,13 @@ class Exhaustion:
                 self.waves.reply(source, message["wave"],
                                  Status(message["idle"], message["sent"], message["received"]))
             else:
-                self.ctx.log.limited("message-rejected", source, source=source, reason=f"{kind} is not for this master")
+                self.ctx.log.limited("message-rejected", source, source=source, reason=f"{kind} is not for this master",
+                                     stimulus=stimulus)
         if self.waves is None:
             return False
         if self.waves.complete:
             if self.waves.exhausted():
-                self._announce()
+                self._announce(stimulus)
                 return True
             self.waves.replies = {}
             self.next_wave_at = now + WAVE_INTERVAL_S
@@ -90,14 +91,10 @@ class Exhaustion:
             self.next_wave_at = now + WAVE_INTERVAL_S
         return False
 
-    def _announce(self) -> None:
+    def _announce(self, stimulus: str) -> None:
         for master in self.masters[1:]:
             self._send(master, "EXHAUSTED")
         notice = envelope.encode("EXHAUSTED", self.limit, generation=self.gen, master=self.me)
         for spare in self.ctx.membership.spares:
-            self.outbox.send(self.ctx.global_comm, self.ctx.global_rank(spare), TAG_CONTROL, notice, f"EXHAUSTED to {spare}")
-        self.ctx.log.event("search-exhausted", waves=self.waves.wave, at=time.time())
-
-    def cancel(self) -> None:
-        for inbox in self.inboxes.values():
-            inbox.cancel()
+            self.transport.send(spare, CONTROL, notice, f"EXHAUSTED to {spare}")
+        self.ctx.log.event("search-exhausted", waves=self.waves.wave, at=time.time(), stimulus=stimulus)

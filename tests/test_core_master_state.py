@@ -1,0 +1,466 @@
+"""The master's state machine (pure core): events in, instructions out.
+
+Facts are answered here by hand or by a small in-memory model of the WAL; the orderings the
+WAL needs are checked on the instruction streams (a WORK is sent only after the barrier that
+made its lease durable, a record is published only after its manifest's barrier, marked done
+only after its objects' barrier).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from symcc_ulfm.core import envelope
+from symcc_ulfm.core import master_events as ev
+from symcc_ulfm.core.master_state import MAX_REJECTIONS, PIPELINE, MasterConfig, MasterState
+
+LIMIT = 1 << 20
+GEN = 0
+
+
+def h(i: int | str) -> str:
+    return hashlib.sha256(str(i).encode()).hexdigest()
+
+
+def config(**change) -> MasterConfig:
+    base = dict(me=0, generation=GEN, workers=(1, 2), masters=(0,), limit=LIMIT, lease_s=10.0, deadline=1000.0,
+                grace_s=1.0, peers={0: {"host": "a", "pid": 100}, 1: {"host": "a", "pid": 101},
+                                    2: {"host": "b", "pid": 102}})
+    return MasterConfig(**{**base, **change})
+
+
+class Model:
+    """Answers the machine's instructions like the driver would, over an in-memory WAL."""
+
+    def __init__(self, state: MasterState, corpus=(), records=()):
+        self.state = state
+        self.corpus = list(corpus)
+        self.records = {r["work_hash"]: r for r in records}
+        self.done: list[ev.Instruction] = []  # every instruction performed, in order
+        self.syncs = 0
+        self.tokens = 0
+        self.lease_outcome = {}  # input hash -> outcome other than "leased"
+        self.reject_accept: set[str] = set()  # tokens the QueryStore refuses
+
+    def feed(self, event: ev.Event) -> list[ev.Instruction]:
+        performed = []
+        while event is not None:
+            fact = None
+            for instruction in self.state.handle(event):
+                performed.append(instruction)
+                fact = self.perform(instruction, event.now)
+            event = fact
+        self.done += performed
+        return performed
+
+    def perform(self, i: ev.Instruction, now: float) -> ev.Event | None:
+        if isinstance(i, ev.Scan):
+            return ev.Scanned(now, tuple(self.records.values()))
+        if isinstance(i, ev.Quarantine):
+            return ev.Quarantined(now, (), ())
+        if isinstance(i, ev.ListCorpus):
+            return ev.Listed(now, tuple((name, True) for name in self.corpus))
+        if isinstance(i, ev.PollExhaustion):
+            return ev.Polled(now, False)
+        if isinstance(i, ev.Accept):
+            return ev.Accepted(now, "refused by the store" if i.token in self.reject_accept else None)
+        if isinstance(i, ev.WriteManifest):
+            self.records[i.work] = {"work_hash": i.work, "state": "committing", "manifest": i.manifest,
+                                    "input_hash": i.manifest["input_hash"]}
+            return ev.Committing(now)
+        if isinstance(i, ev.Publish):
+            return ev.Published(now, i.work, [o["sha256"] for o in self.records[i.work]["manifest"]["objects"]])
+        if isinstance(i, ev.Lease):
+            self.tokens += 1
+            token = f"{GEN}.0.{self.tokens}"
+            outcome = self.lease_outcome.get(i.input_hash, "leased")
+            lease = {"generation": GEN, "master": 0, "shard": "g0-m0", "token": token, "worker": i.worker}
+            return ev.Leased(now, outcome, h(("work", i.input_hash)), token, "g0-m0", lease,
+                             None if outcome in ("leased", "done", "committing") else "no")
+        if isinstance(i, ev.Barrier):
+            self.syncs += 1
+            return ev.Synced(now, self.syncs)
+        if isinstance(i, ev.MarkDone):
+            record = self.records[i.work]
+            record.update(state="done", done={"generation": GEN, "master": 0, "claimed": i.claimed})
+            return ev.Done(now, dict(record))
+        return None
+
+    def sent(self, kind: str) -> list[dict]:
+        return [envelope.decode(i.payload, LIMIT) for i in self.done
+                if isinstance(i, ev.Send) and envelope.decode(i.payload, LIMIT)["type"] == kind]
+
+    def logs(self, name: str) -> list[ev.Log]:
+        return [i for i in self.done if isinstance(i, ev.Log) and i.event == name]
+
+
+def ready(worker: int, generation: int = GEN) -> bytes:
+    return envelope.encode("READY", LIMIT, generation=generation, worker=worker)
+
+
+def result_for(work: dict, candidates=(), **change) -> bytes:
+    fence = {k: work[k] for k in ("generation", "shard", "lease", "work_hash", "input_hash", "worker")}
+    cands = [{"sha256": h(c), "length": 1, "coverage": [c], "hint": None} for c in candidates]
+    message = {**fence, "candidates": cands, "findings": [], "stats": {"seconds": 0.01}, "error": None, **change}
+    return envelope.encode("RESULT", LIMIT, **message)
+
+
+def started(corpus=(), records=(), **change) -> Model:
+    model = Model(MasterState(config(**change)), corpus, records)
+    model.feed(ev.Start(1.0))
+    return model
+
+
+# -- start ---------------------------------------------------------------------------------------
+
+
+def test_start_scans_quarantines_lists_then_is_ready():
+    model = Model(MasterState(config()), corpus=[h(1), h(2)])
+    kinds = [type(i) for i in model.feed(ev.Start(1.0))]
+    assert kinds == [ev.Scan, ev.Quarantine, ev.ListCorpus, ev.Log]
+    (line,) = model.logs("master-ready")
+    assert line.fields["frontier"] == 2 and line.fields["replayed"] == 0
+    assert line.stimulus == "start-1"  # every instruction of the start carries its stimulus
+
+
+def test_committing_records_it_owns_are_replayed_then_rescanned_and_counted():
+    manifest = {"master": 4, "generation": 0, "worker": 5, "objects": [], "generated": 0, "findings": [],
+                "stats": {}}
+    committing = {"work_hash": h("w"), "input_hash": h("i"), "state": "committing", "manifest": manifest}
+    state = MasterState(config(generation=1))
+    out = state.handle(ev.Start(1.0))
+    assert isinstance(out[-1], ev.Scan)
+    out = state.handle(ev.Scanned(1.0, (committing,)))
+    assert out == [ev.Replay("start-1", h("w"))]
+    done = {**committing, "state": "done", "done": {"generation": 1, "master": 0, "claimed": []}}
+    out = state.handle(ev.Replayed(1.0, h("w"), done))
+    assert isinstance(out[-1], ev.Scan)
+    assert [i.fields["replayed"] for i in out if isinstance(i, ev.Log) and i.event == "commit"] == [True]
+    out = state.handle(ev.Scanned(1.0, (done,)))
+    assert isinstance(out[-1], ev.Quarantine) and out[-1].lapsed == ()
+    state.handle(ev.Quarantined(1.0, (), ()))
+    out = state.handle(ev.Listed(2.0, ()))
+    assert out[0].fields["replayed"] == 1 and out[0].fields["seconds"] == 1.0
+
+
+def test_a_replay_left_committing_by_an_integrity_error_is_logged_not_counted():
+    committing = {"work_hash": h("w"), "input_hash": h("i"), "state": "committing"}
+    state = MasterState(config())
+    state.handle(ev.Start(1.0))
+    state.handle(ev.Scanned(1.0, (committing,), problems=((h("bad"), "torn record"),)))
+    out = state.handle(ev.Replayed(1.0, h("w"), None, "object tampered"))
+    assert isinstance(out[-1], ev.Quarantine)  # nothing replayed: no second scan
+    assert [i.fields["work_hash"] for i in out if isinstance(i, ev.Log)] == [h("w")]
+    assert state.frontier.totals["analyzed"] == 0
+
+
+def test_lapsed_leases_of_older_generations_go_first():
+    lapsed = {"work_hash": h("w"), "input_hash": h("lapsed"), "state": "leased",
+              "lease": {"generation": 0, "master": 0, "shard": "g0-m0", "token": "0.0.1", "worker": 1}}
+    model = started(corpus=[h(1), h("lapsed")], records=[lapsed], generation=1)
+    assert model.logs("master-ready")[0].fields["reclaimed"] == 1
+    assert model.state.queue.next_input() == h("lapsed")
+
+
+# -- none -> leased -> committing -> done --------------------------------------------------------
+
+
+def test_work_is_sent_only_after_the_barrier_that_makes_its_lease_durable():
+    model = started(corpus=[h(1)])
+    model.feed(ev.FromWorker(2.0, 1, ready(1)))
+    performed = model.feed(ev.Tick(2.0))
+    kinds = [type(i) for i in performed]
+    assert kinds.index(ev.Lease) < kinds.index(ev.Barrier) < kinds.index(ev.Send)
+    assert kinds[-1] is ev.CloseBatch
+    (work,) = model.sent("WORK")
+    assert work["input_hash"] == h(1) and work["worker"] == 1
+    assert {i.stimulus for i in performed} == {"tick-6"}  # the tick's id, through every fact
+
+
+def test_a_result_is_committed_then_published_and_done_in_the_next_round():
+    model = started(corpus=[h(1)])
+    model.feed(ev.FromWorker(2.0, 1, ready(1)))
+    model.feed(ev.Tick(2.0))
+    (work,) = model.sent("WORK")
+    model.feed(ev.FromWorker(3.0, 1, result_for(work, candidates=[7, 8])))
+    first = model.feed(ev.Tick(3.0))
+    kinds = [type(i) for i in first]
+    assert kinds.index(ev.Accept) < kinds.index(ev.WriteManifest) < kinds.index(ev.Barrier)
+    assert ev.Publish not in kinds and ev.MarkDone not in kinds
+    assert [i.key for i in model.logs("commit")] == []
+    second = model.feed(ev.Tick(4.0))  # the next round publishes, then marks done after its barrier
+    kinds = [type(i) for i in second]
+    assert kinds.index(ev.Publish) < kinds.index(ev.Barrier) < kinds.index(ev.MarkDone)
+    assert not model.logs("commit")  # counted once the done record is durable
+    third = model.feed(ev.Tick(5.0))  # idle: one more barrier, then count
+    assert [type(i) for i in third][:3] == [ev.PollExhaustion, ev.Barrier, ev.Log]
+    (commit,) = model.logs("commit")
+    assert commit.fields["generated"] == 2 and commit.fields["novel"] == 2
+    assert model.state.frontier.totals["analyzed"] == 1
+
+
+def test_results_wait_for_the_commit_delay_to_share_a_barrier():
+    model = started(corpus=[h(1), h(2)], workers=(1,))
+    model.feed(ev.FromWorker(2.0, 1, ready(1)))
+    model.feed(ev.Tick(2.0))
+    model.feed(ev.Tick(2.0))
+    works = model.sent("WORK")
+    assert len(works) == 2  # both inputs, in one worker's pipeline
+    model.state.task_s = 1.0
+    model.feed(ev.FromWorker(3.0, 1, result_for(works[0])))
+    assert ev.WriteManifest not in [type(i) for i in model.feed(ev.Tick(3.001))]  # waits
+    assert ev.WriteManifest in [type(i) for i in model.feed(ev.Tick(3.03))]  # the delay is over
+
+
+def test_a_refused_result_requeues_its_input_until_it_is_dropped():
+    model = started(corpus=[h(1)], workers=(1,))
+    model.feed(ev.FromWorker(2.0, 1, ready(1)))
+    now = 2.0
+    for _ in range(MAX_REJECTIONS):
+        model.feed(ev.Tick(now))
+        work = model.sent("WORK")[-1]
+        assert work["input_hash"] == h(1)
+        model.reject_accept.add(work["lease"])
+        model.feed(ev.FromWorker(now + 0.5, 1, result_for(work)))
+        performed = model.feed(ev.Tick(now + 1))
+        assert [i.token for i in performed if isinstance(i, ev.Release)] == [work["lease"]]
+        now += 2
+    assert len(model.logs("result-rejected")) == MAX_REJECTIONS
+    (dropped,) = model.logs("input-dropped")
+    assert dropped.fields["rejections"] == MAX_REJECTIONS
+    assert model.state.queue.pending == 0
+
+
+@pytest.mark.parametrize(("outcome", "requeued", "logged"), [("done", False, False), ("committing", False, False),
+                                                            ("retry", True, True), ("refused", False, True)])
+def test_a_lease_that_cannot_be_taken_is_released_and_the_next_input_tried(outcome, requeued, logged):
+    model = started(corpus=[h(1), h(2)], workers=(1,))
+    first = model.state.queue._queue[0][2]
+    model.lease_outcome[first] = outcome
+    if outcome == "committing":
+        model.records[h(("work", first))] = {"work_hash": h(("work", first)), "state": "committing",
+                                             "input_hash": first, "manifest": {"objects": []}}
+    model.feed(ev.FromWorker(2.0, 1, ready(1)))
+    performed = model.feed(ev.Tick(2.0))
+    assert isinstance(performed[[type(i) for i in performed].index(ev.Lease) + 1], ev.Release)
+    assert [w["input_hash"] for w in model.sent("WORK")] != [first]
+    assert (first in [q[2] for q in model.state.queue._queue]) == requeued
+    assert bool(model.logs("lease-refused")) == logged
+    if outcome == "committing":  # replayed in the same batch, under its held lock
+        kinds = [type(i) for i in performed]
+        assert kinds.index(ev.Publish) < kinds.index(ev.Barrier) < kinds.index(ev.MarkDone)
+
+
+# -- hostile messages ----------------------------------------------------------------------------
+
+
+def _leased_model() -> tuple[Model, dict]:
+    model = started(corpus=[h(1)], workers=(1, 2))
+    model.feed(ev.FromWorker(2.0, 1, ready(1)))
+    model.feed(ev.Tick(2.0))
+    return model, model.sent("WORK")[0]
+
+
+HOSTILE = {
+    "garbage": lambda work: b"\xff\x00 not json",
+    "unknown type": lambda work: b'{"v": 1, "type": "PWN"}',
+    "old version": lambda work: b'{"v": 0, "type": "READY", "generation": 0, "worker": 1}',
+    "extra field": lambda work: b'{"v": 1, "type": "READY", "generation": 0, "worker": 1, "x": 1}',
+    "forged lease": lambda work: result_for(work, lease="0.0.999"),
+    "stale generation": lambda work: result_for(work, generation=7),
+    "impostor": lambda work: result_for(work, worker=2),
+    "wrong work": lambda work: result_for(work, work_hash=h("other")),
+    "ready of another generation": lambda work: ready(1, generation=3),
+    "ready for another worker": lambda work: ready(2),
+    "a master's message": lambda work: envelope.encode("FRONTIER", LIMIT, generation=0, master=1, items=[],
+                                                       coverage=[]),
+    "finding of a foreign input": lambda work: result_for(work, findings=[
+        {"kind": "exception", "signature": "s", "detail": "d", "sha256": h("foreign")}]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_hostile_worker_message_is_rejected_and_logged(name):
+    model, work = _leased_model()
+    raw = HOSTILE[name](work)
+    performed = model.feed(ev.FromWorker(3.0, 1, raw))
+    performed += model.feed(ev.Tick(3.0))
+    performed += model.feed(ev.Tick(4.0))
+    rejected = [i for i in performed if isinstance(i, ev.Log) and i.event in ("message-rejected", "result-rejected")]
+    assert rejected and rejected[0].key == 1
+    assert ev.MarkDone not in [type(i) for i in performed] and model.state.frontier.totals["analyzed"] == 0
+
+
+def test_a_result_from_a_worker_holding_no_lease_is_rejected():
+    model = started(corpus=[h(1)])
+    (line,) = model.feed(ev.FromWorker(2.0, 2, result_for({"generation": 0, "shard": "g0-m0", "lease": "0.0.1",
+                                                              "work_hash": h(2), "input_hash": h(1), "worker": 2})))
+    assert line.event == "message-rejected" and "holds no lease" in line.fields["reason"]
+
+
+@pytest.mark.parametrize("change", [{"generation": 1}, {"master": 3}])
+def test_a_frontier_message_must_come_from_its_master_in_this_generation(change):
+    state = MasterState(config(masters=(0, 4)))
+    raw = envelope.encode("FRONTIER", LIMIT, **{"generation": 0, "master": 4, "items": [], "coverage": [5], **change})
+    (line,) = state.handle(ev.FromMaster(1.0, 4, raw))
+    assert line.event == "message-rejected" and line.key == 4
+    assert 5 not in state.queue.coverage
+
+
+def test_a_frontier_message_queues_owned_inputs_and_learns_coverage():
+    state = MasterState(config(masters=(0, 4)))
+    mine = next(h(i) for i in range(100) if state.queue.owns(h(i)))
+    raw = envelope.encode("FRONTIER", LIMIT, generation=0, master=4, coverage=[9],
+                          items=[{"input_hash": mine, "priority": 2, "hint": {"depth": 1}}])
+    assert state.handle(ev.FromMaster(1.0, 4, raw)) == []
+    assert state.queue.next_input() == mine and state.frontier.hints[mine] == {"depth": 1}
+    assert 9 in state.queue.coverage and state.frontier.items_received == 1
+
+
+def test_transport_refusals_are_logged_rate_limited_by_source():
+    state = MasterState(config())
+    (line,) = state.handle(ev.Refused(1.0, 2, "message larger than 16 bytes"))
+    assert (line.event, line.key, line.fields["source"]) == ("message-rejected", 2, 2)
+
+
+# -- fencing, deadline, failure --------------------------------------------------------------------
+
+
+def test_a_worker_holding_a_lease_too_long_is_fenced_on_this_host_and_reported_elsewhere():
+    model = started(corpus=[h(1), h(2)])
+    model.feed(ev.FromWorker(2.0, 1, ready(1)))
+    model.feed(ev.FromWorker(2.0, 2, ready(2)))
+    model.feed(ev.Tick(2.0))
+    performed = model.feed(ev.Tick(13.0))
+    assert [i.pid for i in performed if isinstance(i, ev.Kill)] == [101]  # worker 1 runs on this host
+    fenced = {i.fields["worker"]: i.fields["fenced"] for i in performed if isinstance(i, ev.Log)
+              and i.event == "lease-expired"}
+    assert fenced == {1: True, 2: False}
+    assert not any(isinstance(i, ev.Kill) for i in model.feed(ev.Tick(14.0)))  # once
+
+
+def test_at_the_deadline_the_master_drains_releases_and_stops_its_workers():
+    model = started(corpus=[h(1)], deadline=5.0, workers=(1, 2))
+    model.feed(ev.FromWorker(2.0, 1, ready(1)))
+    model.feed(ev.Tick(2.0))
+    (work,) = model.sent("WORK")
+    assert not model.state.stopped
+    model.feed(ev.Tick(5.0))  # deadline: waits (grace) for the outstanding result
+    assert model.logs("deadline") and not model.state.stopped
+    performed = model.feed(ev.Tick(6.5))
+    assert model.state.stopped and isinstance(performed[-1], ev.Stop)
+    assert [i.token for i in performed if isinstance(i, ev.Release)] == [work["lease"]]
+    assert [s["reason"] for s in model.sent("STOP")] == ["deadline", "deadline"]
+    (stop,) = model.logs("master-stop")
+    assert stop.fields["abandoned"] == 1 and stop.fields["syncs"] == model.syncs
+    with pytest.raises(RuntimeError):
+        model.state.handle(ev.Tick(7.0))
+
+
+def test_exhaustion_stops_with_reason_exhausted():
+    model = started(corpus=[])
+    state = model.state
+    out = state.handle(ev.Tick(2.0))
+    assert isinstance(out[-1], ev.PollExhaustion) and out[-1].idle
+    performed = []
+    for i in state.handle(ev.Polled(2.0, True)):
+        performed.append(i)
+        fact = model.perform(i, 2.0)
+        while fact is not None:
+            more = state.handle(fact)
+            performed += more
+            fact = model.perform(more[-1], 2.0) if more else None
+    assert state.stopped and state.exhausted
+    assert [envelope.decode(i.payload, LIMIT)["reason"] for i in performed if isinstance(i, ev.Send)] == [
+        "exhausted", "exhausted"]
+
+
+def test_a_failure_counts_the_durable_done_records_without_forwarding():
+    model = started(corpus=[h(1)], masters=(0, 4))
+    mine = model.state.queue
+    model.feed(ev.FromWorker(2.0, 1, ready(1)))
+    model.feed(ev.Tick(2.0))
+    work = model.sent("WORK")
+    assert work, "this master owns h(1) or nothing to lease"
+    model.feed(ev.FromWorker(3.0, 1, result_for(work[0], candidates=[3, 4, 5, 6])))
+    model.feed(ev.Tick(3.0))
+    model.state.waiting.clear()
+    model.feed(ev.Tick(4.0))  # published and marked done; counted after the next barrier
+    assert mine is model.state.queue
+    performed = model.feed(ev.Failed(5.0))
+    assert [type(i) for i in performed][0] is ev.Barrier
+    assert not any(isinstance(i, ev.Forward) for i in performed)
+    assert model.state.frontier.totals["analyzed"] == 1
+
+
+def test_a_fact_nobody_asked_for_is_a_bug():
+    state = MasterState(config())
+    with pytest.raises(RuntimeError):
+        state.handle(ev.Synced(1.0, 1))
+    state.handle(ev.Start(1.0))
+    with pytest.raises(RuntimeError):
+        state.handle(ev.Tick(1.0))  # the start waits for its scan
+
+
+# -- properties ----------------------------------------------------------------------------------
+
+STEPS = st.lists(st.tuples(st.sampled_from(["ready", "result", "tick", "refuse"]), st.sampled_from([1, 2])),
+                 max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=STEPS, seeds=st.integers(1, 6))
+def test_every_wal_ordering_holds_for_any_interleaving(steps, seeds):
+    model = started(corpus=[h(i) for i in range(seeds)])
+    now = 2.0
+    for step, worker in steps:
+        now += 0.05
+        if step == "ready":
+            model.feed(ev.FromWorker(now, worker, ready(worker)))
+        elif step == "result":
+            held = model.state.outstanding[worker]
+            if held:
+                work = {**held[0].fence.fields()}
+                model.feed(ev.FromWorker(now, worker, result_for(work, candidates=[int(now * 100)])))
+        elif step == "refuse":
+            model.feed(ev.Refused(now, worker, "oversized"))
+        else:
+            model.feed(ev.Tick(now))
+    model.feed(ev.Tick(now + 1))
+    _check_orderings(model.done)
+    sent = len(model.sent("WORK"))
+    assert sent == model.state.dispatched
+    assert model.state.held() + model.state.frontier.totals["analyzed"] + len(model.state.pending) + sum(
+        1 for i in model.done if isinstance(i, ev.Log) and i.event == "result-rejected") <= sent
+    assert all(len(q) <= PIPELINE for q in model.state.outstanding.values())
+
+
+def _check_orderings(performed: list[ev.Instruction]) -> None:
+    leased_at, manifest_at, published_at = {}, {}, {}
+    barriers = 0
+    batch_open = False
+    for i in performed:
+        if isinstance(i, ev.OpenBatch):
+            assert not batch_open
+            batch_open = True
+        elif isinstance(i, ev.CloseBatch):
+            batch_open = False
+        elif isinstance(i, ev.Barrier):
+            barriers += 1
+        elif isinstance(i, ev.Lease):
+            assert batch_open
+            leased_at[i.input_hash] = barriers
+        elif isinstance(i, ev.Send) and b'"WORK"' in i.payload:
+            assert leased_at[envelope.decode(i.payload, LIMIT)["input_hash"]] < barriers
+        elif isinstance(i, ev.WriteManifest):
+            assert batch_open
+            manifest_at[i.work] = barriers
+        elif isinstance(i, ev.Publish):
+            assert batch_open and manifest_at[i.work] < barriers
+            published_at[i.work] = barriers
+        elif isinstance(i, ev.MarkDone):
+            assert batch_open and published_at[i.work] < barriers
