@@ -14,6 +14,9 @@
   killed. The other way round, an ``mpiexec`` that outlives every rank of its job by that
   bound (PRRTE aborting a job whose ranks all failed at once can hang) is stopped instead of
   waited for until the job's timeout.
+* An ``mpiexec`` that fails before any rank of its job started (no rank wrote its log) is
+  started again, at most ``START_ATTEMPTS`` times in all, and each retry is noted: such a job
+  changed nothing in the state directory.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from .store.paths import StateDir
 JOB_OUTPUT = "job-output.txt"
 TAIL_BYTES = 64 << 10
 EARLIER_RANKS_S = 10.0  # how long a new job waits for the ranks of an earlier one to be gone
+START_ATTEMPTS = 3  # starts of a job whose mpiexec fails before any rank started (see _ranks_started)
+START_RETRY_S = 1.0
 _POLL_S = 0.5  # how often launch looks at the job while it runs
 _RANK_ERROR = re.compile(r"symcc-ulfm rank error \(exit (\d+)\): (.*)")
 _OUTPUT_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -77,24 +82,54 @@ def run_job(
     if left:
         raise ConfigError("state_dir", f"ranks of an earlier job (pids {left}) still run on {state.root}; "
                                        "stop them before starting another job on it")
-    output = _open_output(state.root / JOB_OUTPUT, state.modes.snapshot)
     started = time.monotonic()
+    notes: list[str] = []
     with _stopped_by_signals():
-        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
-        tee = _Tee(process.stdout, output)
-        notes: list[str] = []
-        try:
-            returncode, timed_out = _wait(process, policy, state, notes)
-        except BaseException:  # interrupted: never leave the job behind
-            _kill_job(process)
+        for attempt in range(1, START_ATTEMPTS + 1):
+            attempt_wall = time.time()
+            output = _open_output(state.root / JOB_OUTPUT, state.modes.snapshot)  # the tee closes it
+            process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
+            tee = _Tee(process.stdout, output)
+            try:
+                returncode, timed_out = _wait(process, policy, state, notes)
+            except BaseException:  # interrupted: never leave the job behind
+                _kill_job(process)
+                _reap(process.pid, state, ranks_over_s(policy))
+                raise
+            finally:
+                tee.join(timeout=5.0)  # a process of the job that kept the pipe open does not hold us
             _reap(process.pid, state, ranks_over_s(policy))
-            raise
-        finally:
-            tee.join(timeout=5.0)  # a process of the job that kept the pipe open does not hold us
-        _reap(process.pid, state, ranks_over_s(policy))
+            if returncode == 0 or timed_out or tee.errors() or _ranks_started(state, attempt_wall):
+                break
+            if attempt < START_ATTEMPTS:
+                notes.append(f"mpiexec exited {returncode} before any rank started (attempt {attempt}: "
+                             f"{_last_line(tee.tail())}); started again")
+                time.sleep(START_RETRY_S)
     return JobResult(command, returncode, time.monotonic() - started, timed_out, state.root / JOB_OUTPUT,
                      tee.tail(), tee.error, tee.errors(), notes)
+
+
+def _ranks_started(state: StateDir, since: float) -> bool:
+    """Whether a rank of the job that started at wall time ``since`` wrote its log: ranks open it
+    first thing, so a job none of whose ranks did so changed nothing in the state and may be
+    started again (``mpiexec`` failing to start, as PRRTE does now and then under load: "the
+    PMIx server's listener thread failed to start")."""
+    try:
+        entries = list(os.scandir(state.logs))
+    except FileNotFoundError:
+        return False
+    for entry in entries:
+        if entry.name.startswith("rank-"):
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_mtime >= since - 1.0:
+                    return True
+    return False
+
+
+def _last_line(output: bytes) -> str:
+    lines = output.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1][:200] if lines else "no output"
 
 
 def _wait(process: subprocess.Popen, policy: Policy, state: StateDir, notes: list[str]) -> tuple[int, bool]:

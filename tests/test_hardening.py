@@ -175,6 +175,30 @@ def test_ranks_of_an_earlier_job_are_waited_for_and_named(tmp_path):
     assert ranks_gone(tmp_path, 0o600, 5.0) == []
 
 
+@pytest.mark.parametrize("starts_a_rank", [False, True])
+def test_a_job_whose_mpiexec_failed_before_any_rank_started_is_started_again(tmp_path, starts_a_rank):
+    """A job none of whose ranks wrote its log changed nothing and is retried (noted); one that
+    started a rank is never run twice."""
+    from symcc_ulfm.core.modes import FileModes
+    from symcc_ulfm.core.policy import Policy
+    from symcc_ulfm.job import START_ATTEMPTS, run_job
+    from symcc_ulfm.store.paths import StateDir
+
+    state = StateDir(tmp_path, FileModes())
+    (tmp_path / "logs").mkdir()
+    count = tmp_path / "starts"
+    rank_log = f"echo x >> {tmp_path}/logs/rank-0.jsonl; " if starts_a_rank else ""
+    command = ["sh", "-c", f"echo start >> {count}; {rank_log}echo 'PMIx listener thread failed to start'; exit 1"]
+    job = run_job(Policy(executor="simulate"), state, command, echo=lambda line: None)
+    starts = len(count.read_text().split())
+    assert job.returncode == 1
+    if starts_a_rank:
+        assert starts == 1 and job.notes == []
+    else:
+        assert starts == START_ATTEMPTS and len(job.notes) == START_ATTEMPTS - 1
+        assert "before any rank started" in job.notes[0] and "PMIx listener" in job.notes[0]
+
+
 # -- what the file system can do ---------------------------------------------------------------
 
 
