@@ -164,8 +164,10 @@ def test_a_cell_that_fails_internally_exits_3_after_the_report(tmp_path):
     report = read(out / "report.json")
     assert report["cells_failed"] == ["0-1"] and report["complete"]
     result = read(out / "cells" / "0-1" / "result.json")
-    assert result["status"] == "failed" and result["internal_failures"] == 1 and result["job_timed_out"]
-    assert result["problems"][0].startswith("job timed out after")  # the oracle may pass or not: the job failed
+    # killed past its bound, or its ranks gave up first (startup_s 0.1): a failed job either way
+    assert result["status"] == "failed" and result["internal_failures"] == 1
+    assert result["job_timed_out"] or result["job_returncode"] not in (0, None), result
+    assert result["problems"][0].startswith(("job timed out after", "job exit"))  # the oracle may pass or not: the job failed
     reliability = read(out / "analysis" / "reliability.json")["tiers"][0]
     assert (reliability["failures"], reliability["trials"]) == (1, 1)
     assert read(out / "selection.json")["performance_blocks"] == []
