@@ -11,7 +11,7 @@ its actual path is compared with the prediction: ``notes["diverged"]`` reports t
 After the symbolic part, a *hybrid* phase (:mod:`.mutate`; options ``mutate_share``,
 ``mutations``, ``mutate_seed``) runs havoc mutants of the input and of its children concretely,
 through the same path as ``measure``, with the words the symbolic run saw compared as a
-dictionary, and adds those that reach coverage new to this process (``measure`` adds what it
+dictionary, and adds those that reach an edge new to this process (``measure`` adds what it
 sees too) to the candidates. Findings among the mutants are reported once per signature.
 
 ``measure(data)`` is a separate concrete run of the original (unshimmed) target under

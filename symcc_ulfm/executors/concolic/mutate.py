@@ -6,8 +6,9 @@ spends a bounded share of its own time (options ``mutate_share``, ``mutations``)
 *havoc* mutants of its input and of the inputs it found (:class:`Mutator`: bit and byte flips,
 interesting values, arithmetic, chunk deletion, insertion, duplication and overwrite, splices with
 other known inputs, and dictionary words), measures each with the executor's own concrete path
-(the same tracer and classification as ``measure``), and keeps only those that reach coverage new
-to the executor's process (:func:`hybrid`).
+(the same tracer and classification as ``measure``), and keeps only those that reach an edge new
+to the executor's process (:func:`hybrid`; hit counts alone do not count: a mutant is a new queue
+entry, and the queue must not fill with loop-count variants).
 
 The dictionary (:func:`dictionary`) is what the symbolic run saw the input compared with:
 constant strings and bytes of ``==``, ``find``/``startswith``/``split`` separators and dict/set
@@ -203,10 +204,10 @@ class Mutator:
 class Hybrid:
     """What one mutation phase produced."""
 
-    kept: list[bytes] = field(default_factory=list)  # mutants with coverage new to the process
+    kept: list[bytes] = field(default_factory=list)  # mutants that reached an edge new to the process
     findings: list[tuple[object, bytes]] = field(default_factory=list)  # (Outcome, input), one per new signature
     executions: int = 0
-    new_coverage: int = 0  # coverage ids first reached by a kept mutant
+    new_coverage: int = 0  # edges first reached by a kept mutant
     seconds: float = 0.0  # the phase's duration (set by the executor)
     words: int = 0  # dictionary size (set by the executor)
 
@@ -215,7 +216,7 @@ def hybrid(measure: Callable, mutator: Mutator, bases: Sequence[bytes], partners
            covered: set[int], reported: set[tuple[str, str]], *, until: float, limit: int,
            clock: Callable[[], float] = time.monotonic) -> Hybrid:
     """Measure up to ``limit`` havoc mutants (until ``clock() >= until``) of ``bases`` and of the
-    mutants kept on the way; keep those whose coverage is not all in ``covered`` (updated), and
+    mutants kept on the way; keep those with an edge not in ``covered`` (edge ids, updated), and
     report a finding for each (kind, signature) not in ``reported`` (updated)."""
     out = Hybrid()
     pool = [b for b in bases]
