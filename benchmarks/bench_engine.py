@@ -65,7 +65,8 @@ def _run_engine(parser: str, corpus: Path, seconds: float, before: bool) -> dict
         executor = ConcolicExecutor(spec, options)
         executor._files = frozenset(executor._files) | frozenset(_module_files(parser))
     else:
-        executor = ConcolicExecutor(spec, {**options, "modules": engine_parsers.MODULES[parser]})
+        extra = json.loads(os.environ.get("BENCH_ENGINE_OPTIONS") or "{}")  # --engine-options
+        executor = ConcolicExecutor(spec, {**options, **extra, "modules": engine_parsers.MODULES[parser]})
     stats = explore(executor, seconds, corpus)
     import symcc_ulfm
 
@@ -256,7 +257,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tools", nargs="*", default=list(TOOLS))
     parser.add_argument("--base", default=BASE_COMMIT, help="commit of the engine before issue 16")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--engine-options", default=None,
+                        help="JSON object of concolic options for the `engine` tool (e.g. '{\"mutate_share\": 0.8}')")
     args = parser.parse_args(argv)
+    if args.engine_options is not None:
+        if not isinstance(json.loads(args.engine_options), dict):
+            parser.error("--engine-options must be a JSON object")
+        os.environ["BENCH_ENGINE_OPTIONS"] = args.engine_options
     out = Path(args.out or tempfile.mkdtemp(prefix="bench-engine-"))
     out.mkdir(parents=True, exist_ok=True)
     base = _extract_base(args.base, out / "before")

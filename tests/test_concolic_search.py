@@ -34,6 +34,8 @@ SITE_TARGET = textwrap.dedent("""
         return 0
 """)
 
+SOLVER_ONLY = {"mutations": 0}  # these tests are about the symbolic search: no hybrid mutants
+
 
 def test_branch_site_ids_are_stable_across_processes(tmp_path):
     (tmp_path / "sitetarget.py").write_text(SITE_TARGET)
@@ -76,9 +78,9 @@ def crc_target(tmp_path):
 
 def test_site_budget_bounds_a_checksum_loop(crc_target):
     data = bytes(range(32))
-    loose = ConcolicExecutor(crc_target, {"site_budget": 1000, "max_branches_per_run": 1000,
+    loose = ConcolicExecutor(crc_target, {"mutations": 0, "site_budget": 1000, "max_branches_per_run": 1000,
                                           "max_children": 1000})
-    budgeted = ConcolicExecutor(crc_target, {"site_budget": 3})
+    budgeted = ConcolicExecutor(crc_target, {"mutations": 0, "site_budget": 3})
     wide = loose.run(data)
     tight = budgeted.run(data)
     assert wide.notes["branches"] == tight.notes["branches"] == 32 * 8 + 1
@@ -90,7 +92,7 @@ def test_site_budget_bounds_a_checksum_loop(crc_target):
 
 
 def test_query_cache_avoids_resolving_the_same_question(crc_target):
-    executor = ConcolicExecutor(crc_target, {"site_budget": 3})
+    executor = ConcolicExecutor(crc_target, {"mutations": 0, "site_budget": 3})
     first = executor.run(bytes(8))
     second = executor.run(bytes(8))
     assert first.solver_queries > 0
@@ -100,7 +102,7 @@ def test_query_cache_avoids_resolving_the_same_question(crc_target):
 
 
 def test_children_follow_the_predicted_path_and_divergence_is_noted():
-    executor = ConcolicExecutor("magic32")
+    executor = ConcolicExecutor("magic32", SOLVER_ONLY)
     seed = executor.seeds()[0]
     first = executor.run(seed)
     assert len(first.candidates) == 2
@@ -115,7 +117,7 @@ def test_children_follow_the_predicted_path_and_divergence_is_noted():
 
 
 def test_optimistic_children_are_repaired_when_an_earlier_check_breaks():
-    executor = ConcolicExecutor("pnglike")
+    executor = ConcolicExecutor("pnglike", SOLVER_ONLY)
     result = executor.run(executor.seeds()[0])
     assert result.notes["optimistic"] > 0
     assert result.notes["repaired"] > 0
@@ -125,7 +127,7 @@ def test_optimistic_children_are_repaired_when_an_earlier_check_breaks():
 
 
 def test_checksum_strategy_solves_equality_of_disjoint_sides():
-    executor = ConcolicExecutor("magic32")
+    executor = ConcolicExecutor("magic32", SOLVER_ONLY)
     result = executor.run(b"M32!" + bytes(4) + b"\x11\x22\x33\x44" + bytes(4))
     assert result.notes["checksum"] == 1
     assert any(executor.info.function(c) == executor.info.deep for c in result.candidates)
@@ -156,7 +158,7 @@ def test_unsat_prefix_falls_back_to_optimistic_solving(tmp_path):
                 return "seven"
             return x
     """))
-    executor = ConcolicExecutor(f"{path}:target")
+    executor = ConcolicExecutor(f"{path}:target", SOLVER_ONLY)
     result = executor.run(b"\x01")
     assert result.notes["pins"] == 1
     assert result.notes["optimistic"] == 1
@@ -166,7 +168,7 @@ def test_unsat_prefix_falls_back_to_optimistic_solving(tmp_path):
 @pytest.mark.parametrize("name", ["tlv", "varint", "pnglike"])
 def test_exactly_solved_children_never_diverge(name):
     """Soundness: a child from a SAT full-prefix query follows the predicted path when run."""
-    executor = ConcolicExecutor(name)
+    executor = ConcolicExecutor(name, SOLVER_ONLY)
     queue, verdicts = [(s, None) for s in executor.seeds()], []
     for _ in range(80):
         if not queue:

@@ -63,7 +63,7 @@ def test_explore_finds_a_bug_behind_real_parsers(tmp_path, contained):
 
 
 def test_explore_without_stop_runs_until_the_budget_or_an_empty_queue_and_records_the_crash(tmp_path, contained):
-    executor = contained("magic32")
+    executor = contained("magic32", mutations=0)  # the solver alone: its queue empties (hybrid mutants keep it full)
     stats = explore(executor, seconds=10, out_dir=tmp_path)
     assert not stats["stopped_early"] and stats["queue_left"] == 0
     assert stats["edges"] > 0 and stats["solver_queries"] >= 2
@@ -124,7 +124,7 @@ def havoc(data: bytes, rng: random.Random) -> bytes:
 def test_concolic_reaches_magic32_where_random_mutation_does_not(tmp_path, contained):
     budget = 5000
     info = resolve_target("magic32")
-    executor = contained("magic32")
+    executor = contained("magic32", mutations=0)  # the solver's executions against random mutation's
     stats = explore(executor, seconds=20, out_dir=tmp_path, stop_returned=info.deep)
     assert stats["executions"] <= budget
     assert reaches(executor, info, corpus(tmp_path))

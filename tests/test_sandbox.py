@@ -77,7 +77,9 @@ EXPECTED = {
 def bad(tmp_path):
     path = tmp_path / "bad.py"
     path.write_text(BAD)
-    sandbox = create("concolic", f"{path}:parse", {"exec_timeout_s": 0.5, "memory_mb": 512})
+    # no hybrid mutants: each run executes exactly its own input (tests/test_concolic_mutate.py has a
+    # mutant that kills the child)
+    sandbox = create("concolic", f"{path}:parse", {"exec_timeout_s": 0.5, "memory_mb": 512, "mutations": 0})
     yield sandbox
     sandbox.close()
 

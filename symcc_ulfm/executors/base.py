@@ -100,6 +100,9 @@ class Executor(abc.ABC):
     adopts_orphans: ClassVar[bool] = False
     on_execution = staticmethod(_ignore)  # called with the input before each target execution, None after
     scratch_dir: Path | None = None  # where executions may write files (the runtime's, under the state dir)
+    # A hybrid executor (``concolic``) executes mutants of its input inside ``run``; False asks it not to
+    # (the sandbox reruns a run without them when a mutant ended the process).
+    mutate: bool = True
 
     @abc.abstractmethod
     def identity(self) -> dict[str, Any]:

@@ -372,11 +372,12 @@ class Sandbox(Executor):
             else:
                 raise _Died(Outcome("crash", "sandbox: unexpected reply", f"unexpected {kind!r}"))
 
-    def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
+    def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
         data = bytes(data)
         started = time.monotonic()
         try:
-            message, blobs = self._exchange({"type": "run", "hint": hint}, [data], data, "result", self.run_limit_s)
+            message, blobs = self._exchange({"type": "run", "hint": hint, "mutate": mutate}, [data], data, "result",
+                                            self.run_limit_s)
             return self._result(message, blobs)
         except _Died as died:
             current = self._executing
@@ -388,6 +389,15 @@ class Sandbox(Executor):
                 notes["confirmed"] = confirmed.kind
                 if confirmed.is_finding:
                     findings.append(Finding(confirmed, current))
+            if mutate and current is not None and current != data:
+                # a hybrid executor's mutant ended the child: the run's own work is rerun without mutants
+                # (they are drawn deterministically: the same one would end the new child again)
+                again = self.run(data, hint, mutate=False)
+                again.findings[:0] = findings
+                again.notes.update(mutant_ended_child=notes)
+                again.executions += 1 + (current is not None)
+                again.seconds = time.monotonic() - started
+                return again
             return RunResult(candidates=[], executions=1 + (current is not None), seconds=time.monotonic() - started,
                              notes=notes, findings=findings)
 

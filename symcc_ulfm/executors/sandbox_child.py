@@ -20,7 +20,7 @@ own, so the parent can kill it and whatever it started.
 ``init`` (to the server: build the executor; the reply carries its identity, seeds, limits and
 the target's files). Requests of a child: ``run`` (one :meth:`~.base.Executor.run`; every target execution it starts is
 announced with an ``exec`` frame, with the input when it is not the run's own, and its end with
-an ``idle`` frame), ``measure`` (inputs measured in order, one ``measured`` frame each, until an
+an ``idle`` frame; ``"mutate": false`` sets :attr:`~.base.Executor.mutate` off for that run), ``measure`` (inputs measured in order, one ``measured`` frame each, until an
 optional time budget is spent), ``reproduce`` (one :meth:`~.base.Executor.reproduce`, announced
 like a run; a ``reproduced`` frame), ``preflight`` (:meth:`~.base.Executor.preflight`, announced
 likewise; a ``preflight-ok`` frame or the error), ``stop``.
@@ -154,7 +154,11 @@ class Child:
     def run(self, message: dict, blobs: list[bytes]) -> None:
         data = blobs[0]
         self.executor.on_execution = self.announcer(data)
-        result = self.executor.run(data, message.get("hint"))
+        self.executor.mutate = message.get("mutate", True) is not False
+        try:
+            result = self.executor.run(data, message.get("hint"))
+        finally:
+            self.executor.mutate = True
         self.executor.on_execution = _quiet
         findings = [{"outcome": f.outcome.to_json()} for f in result.findings]
         self.send({"type": "result", "hints": result.hints, "executions": result.executions,

@@ -8,6 +8,12 @@ Every child's search state (its SAGE bound and predicted path signature) is retu
 hint; when the child is run later with that hint, wherever that happens, the bound applies and
 its actual path is compared with the prediction: ``notes["diverged"]`` reports the outcome.
 
+After the symbolic part, a *hybrid* phase (:mod:`.mutate`; options ``mutate_share``,
+``mutations``, ``mutate_seed``) runs havoc mutants of the input and of its children concretely,
+through the same path as ``measure``, with the words the symbolic run saw compared as a
+dictionary, and adds those that reach an edge new to this process (``measure`` adds what it
+sees too) to the candidates. Findings among the mutants are reported once per signature.
+
 ``measure(data)`` is a separate concrete run of the original (unshimmed) target under
 :class:`.tracer.Tracer`: coverage and outcome (:mod:`.classify`). Findings are only ever taken
 from concrete runs: when the symbolic run of an input ends abnormally, the input is measured
@@ -17,23 +23,26 @@ not a bug of the target).
 
 from __future__ import annotations
 
+import hashlib
+import random
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from ...errors import PolicyError
 from ...targets import DEFAULT_TARGET, TargetInfo, resolve_target
-from ..base import Executor, Finding, Measurement, RunResult
-from . import i2s
+from ..base import Executor, Finding, Measurement, RunResult, edge_of
+from . import i2s, mutate
 from . import path as P
 from .classify import Expected, classify, parse_expected
+from .expr import MAX_LENGTH as E_MAX_LENGTH
 from .search import Child, GenerationalSearch, QueryCache, repair_query, signature
 from .shadow import symbolic_twin
 from .symbytes import SymBytes
 from .tracer import Tracer, execute
 from .z3conv import SAT, Converter, solve
 
-ENGINE_VERSION = "1.0"
+ENGINE_VERSION = "1.1"
 DEFAULT_SEED = bytes(16)
 DEFAULTS: dict[str, Any] = {
     "query_timeout_ms": 1000,
@@ -49,8 +58,15 @@ DEFAULTS: dict[str, Any] = {
     "seeds": None,
     "expected_exceptions": None,
     "modules": None,
+    "mutate_share": 0.5,
+    "mutations": 2000,
+    "mutate_seed": 0,
 }
-_POSITIVE = {k for k, v in DEFAULTS.items() if v is not None}
+_NON_NEGATIVE = {"mutate_share", "mutations", "mutate_seed"}  # 0 is meaningful (no hybrid phase, seed 0)
+_POSITIVE = {k for k, v in DEFAULTS.items() if v is not None} - _NON_NEGATIVE
+_MAX_SPLICE_PARTNERS = 32
+_MIN_MUTATE_S = 0.01  # a fast symbolic run still gives its mutants this long
+_MAX_MUTANT_LENGTH = 4096  # or twice the input, whichever is longer (at most the length the solver may choose)
 _REPAIR_ROUNDS = 4
 
 
@@ -64,6 +80,13 @@ def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
             kind = float if isinstance(DEFAULTS[key], float) else int
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise PolicyError(f"executor.options.{key}", f"must be a positive number, got {value!r}")
+            options[key] = kind(value)
+        elif key in _NON_NEGATIVE:
+            kind = float if key == "mutate_share" else int
+            if (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
+                    or (kind is int and value != int(value)) or (key == "mutate_share" and value >= 1)):
+                bound = "a number in [0, 1)" if key == "mutate_share" else "a non-negative integer"
+                raise PolicyError(f"executor.options.{key}", f"must be {bound}, got {value!r}")
             options[key] = kind(value)
         else:
             options[key] = value
@@ -115,7 +138,10 @@ class ConcolicExecutor(Executor):
     target's documented rejections, none for other targets: every uncaught exception is a
     finding) and ``modules`` (names of the modules whose code the target runs, such as a
     parser's own modules: they are traced for coverage and instrumented for the symbolic run;
-    default: the built-in target's ``MODULES``).
+    default: the built-in target's ``MODULES``); the hybrid phase: ``mutate_share`` (share of a
+    run's time spent on concrete mutants, in [0, 1): 0.5 gives it as long as the symbolic part
+    took; 0 disables it), ``mutations`` (most mutants per run; 0 disables it) and ``mutate_seed``
+    (mixed with the input's SHA-256 into the mutator's random generator).
     """
 
     name = "concolic"
@@ -137,6 +163,10 @@ class ConcolicExecutor(Executor):
         self._source_sha256 = self.info.source_sha256
         expected = self.options["expected_exceptions"]
         self._expected = Expected(self.info.expected if expected is None else tuple(expected))
+        self._covered: set[int] = set()  # edges measured in this process (the hybrid's filter)
+        self._reported: set[tuple[str, str]] = set()  # finding signatures the hybrid phase reported
+        self._words: dict[bytes, None] = {}  # dictionary words seen by symbolic runs, newest first
+        self._partners: dict[bytes, None] = {}  # recent inputs and kept mutants, splice partners
 
     @property
     def execution_limit_s(self) -> float:
@@ -165,6 +195,11 @@ class ConcolicExecutor(Executor):
         return list(self.info.seeds) or [DEFAULT_SEED]
 
     def measure(self, data: bytes) -> Measurement:
+        measured = self._measure(data)
+        self._covered.update(edge_of(c) for c in measured.coverage)
+        return measured
+
+    def _measure(self, data: bytes) -> Measurement:
         data = bytes(data)
         tracer = Tracer(self._files, time.monotonic() + self.options["exec_timeout_s"], collect=True)
         self.on_execution(data)
@@ -237,7 +272,7 @@ class ConcolicExecutor(Executor):
             if confirmed.is_finding:
                 findings.append(Finding(confirmed, data))
         lineage = child_from_hint(data, hint)
-        if lineage is not None:
+        if lineage is not None and lineage.branch >= 0:  # branch -1: a mutant's lineage, no predicted path
             notes["diverged"] = self._diverged(recorded.entries, lineage)
             notes["predicted_by"] = "optimistic" if lineage.optimistic else "exact"
         bound = lineage.bound if lineage is not None else 0
@@ -254,22 +289,57 @@ class ConcolicExecutor(Executor):
         proposals = i2s.propose(data, recorded.compares, self.options["max_children"])
         candidates.extend(proposals)
         hints.extend([None] * len(proposals))  # no predicted path: the child runs from bound 0
+        mutants = self._hybrid(data, candidates, recorded, time.perf_counter() - start, deadline)
+        candidates.extend(mutants.kept)
+        # a mutant's own run negates only branches past the depth of its parent's path (the parent's
+        # are this run's to negate): mutants deepen the search instead of widening it
+        mutant_hint = {"bound": max(bound, recorded.branches), "branch": -1, "expect": 0, "optimistic": False}
+        hints.extend([dict(mutant_hint) for _ in mutants.kept])
+        findings.extend(Finding(outcome, mutant) for outcome, mutant in mutants.findings)
         notes.update(
             bound=bound, attempts=search.attempts, sat=search.sat, unsat=search.unsat, unknown=search.unknown,
             optimistic=search.optimistic, checksum=search.checksum, cache_hits=search.cache_hits,
             skipped_site_budget=search.skipped_budget, repair_runs=extra["repair_runs"],
             repaired=extra["repaired"], compares=len(recorded.compares), i2s=len(proposals),
+            mutations=mutants.executions, mutants_kept=len(mutants.kept), mutant_findings=len(mutants.findings),
+            mutation_seconds=round(mutants.seconds, 6), words=mutants.words,
         )
         return RunResult(
             candidates=candidates,
             hints=hints,
-            executions=1 + extra["repair_runs"] + ("confirmed" in notes),
+            executions=1 + extra["repair_runs"] + ("confirmed" in notes) + mutants.executions,
             solver_queries=search.queries + extra["queries"],
             solver_seconds=search.solver_seconds + extra["solver_seconds"],
             seconds=time.perf_counter() - start,
             notes=notes,
             findings=findings,
         )
+
+    def _hybrid(self, data: bytes, children: list[bytes], recorded, spent: float, deadline: float):
+        """The hybrid phase (module docstring): mutants of ``data`` and ``children``, bounded in time."""
+        share, limit = self.options["mutate_share"], self.options["mutations"]
+        fresh = mutate.dictionary(recorded.entries, recorded.compares, recorded.tokens)
+        words = dict.fromkeys(fresh)
+        words.update((w, None) for w in self._words if len(words) < mutate.MAX_WORDS)
+        self._words = words
+        started = time.monotonic()
+        until = min(deadline, started + max(_MIN_MUTATE_S, spent * share / (1.0 - share))) if share > 0 else started
+        result = mutate.Hybrid()
+        if self.mutate and limit > 0 and until > started:
+            seed = hashlib.sha256(self.options["mutate_seed"].to_bytes(8, "big") + data).digest()
+            mutator = mutate.Mutator(random.Random(int.from_bytes(seed, "big")), list(self._words),
+                                     min(E_MAX_LENGTH, max(_MAX_MUTANT_LENGTH, 2 * len(data))))
+            partners = [*children[:_MAX_SPLICE_PARTNERS], *self._partners]
+            result = mutate.hybrid(self._measure, mutator, [data, *children[:16]], partners, self._covered,
+                                   self._reported, until=until, limit=limit)
+        for one in (data, *result.kept):
+            self._partners.pop(one, None)
+            self._partners[one] = None
+        while len(self._partners) > _MAX_SPLICE_PARTNERS:
+            del self._partners[next(iter(self._partners))]
+        result.seconds = time.monotonic() - started
+        result.words = len(self._words)
+        return result
 
 
 _HINT_KEYS = {"bound": int, "branch": int, "expect": int, "optimistic": bool}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import KeysView
 
+from . import path as P
 from .seq import SymSequence, conjunction, disjunction, in_ranges, negation
 from .streams import symbolic_buffer, view_item
 from .symbolic import SymBool, SymInt
@@ -110,6 +111,8 @@ def _membership(key, keys, container):
     if found is None:
         return None
     if isinstance(key, SymSequence):
+        for k in found[:64]:
+            P.token(k)
         found = [k for k in found if len(k) == len(key._e)]  # other lengths never compare equal
     cond = _equal_any(key, found)
     if bool(_plain(cond) if not isinstance(cond, SymBool) else cond.node.val) != (_plain(key) in container):

@@ -7,6 +7,10 @@ the same id in every process. A *pin* records ``expr == concrete value`` where t
 give up symbolic tracking (index, hash, C code): the solver must then keep that value, which
 keeps every generated input honest about what the engine could not model.
 
+A *token* is a constant string or bytes the input was compared with, searched for or looked up
+against (``==``, ``find``/``startswith``/``split`` separators, dict and set keys): the hybrid
+mutator's dictionary (:mod:`.mutate`), like libFuzzer's comparison tracing.
+
 A *comparison* ``(site, left, right)`` is kept apart from the path: two concrete operands of a
 comparison that involved an opaque value (the result of unmodelled code run on input, see
 :mod:`.i2s`), the material of input-to-state proposals.
@@ -26,6 +30,8 @@ BRANCH, PIN = 0, 1
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _CHECK_EVERY = 256
 MAX_COMPARES = 1024
+MAX_TOKENS = 512
+MAX_TOKEN_LENGTH = 64
 
 
 class ExecTimeout(BaseException):
@@ -71,6 +77,7 @@ class Path:
     max_entries: int
     entries: list[tuple[int, E.Node, int]] = field(default_factory=list)
     compares: list[tuple[int, object, object]] = field(default_factory=list)
+    tokens: dict[bytes | str, None] = field(default_factory=dict)
     branches: int = 0
     pins: int = 0
     truncated: bool = False
@@ -127,3 +134,11 @@ def compare(left, right) -> None:
     path = _active
     if path is not None and len(path.compares) < MAX_COMPARES:
         path.compares.append((site_of(sys._getframe(1)), left, right))
+
+
+def token(value) -> None:
+    """Record a constant str/bytes the input was compared with (a dictionary word for the mutator)."""
+    path = _active
+    if (path is not None and type(value) in (bytes, str) and 0 < len(value) <= MAX_TOKEN_LENGTH
+            and len(path.tokens) < MAX_TOKENS):
+        path.tokens[value] = None

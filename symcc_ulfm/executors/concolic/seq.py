@@ -183,6 +183,7 @@ class SymSequence:
         theirs = self._elems(other)
         if theirs is None:
             return NotImplemented
+        P.token(other)
         size = SymInt(self._len) == len(theirs) if isinstance(self._len, E.Node) else True
         if len(theirs) != len(self._e):
             return size if isinstance(size, SymBool) else False
@@ -199,6 +200,7 @@ class SymSequence:
         theirs = self._elems(sub)
         if theirs is None:
             raise TypeError(f"must be {type(self._plain()).__name__}-like, not {type(sub).__name__}")
+        P.token(sub)
         return theirs
 
     def __contains__(self, item):

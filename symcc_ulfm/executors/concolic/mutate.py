@@ -1,0 +1,247 @@
+"""The hybrid half of the concolic executor: havoc mutations run concretely after a symbolic run.
+
+A symbolic run is precise but slow; a concrete execution of a parser is a few hundred
+microseconds. As QSYM and SymCC pair a concolic engine with AFL, :meth:`~.executor.ConcolicExecutor.run`
+spends a bounded share of its own time (options ``mutate_share``, ``mutations``) on AFL-style
+*havoc* mutants of its input and of the inputs it found (:class:`Mutator`: bit and byte flips,
+interesting values, arithmetic, chunk deletion, insertion, duplication and overwrite, splices with
+other known inputs, and dictionary words), measures each with the executor's own concrete path
+(the same tracer and classification as ``measure``), and keeps only those that reach an edge new
+to the executor's process (:func:`hybrid`; hit counts alone do not count: a mutant is a new queue
+entry, and the queue must not fill with loop-count variants).
+
+The dictionary (:func:`dictionary`) is what the symbolic run saw the input compared with:
+constant strings and bytes of ``==``, ``find``/``startswith``/``split`` separators and dict/set
+keys (:func:`.path.token`), the operands of comparisons with opaque values (:mod:`.i2s`), and the
+integer constants of the recorded branch conditions in the encodings an input would hold them in
+(libFuzzer's comparison tracing, fed by the engine's own record).
+
+Everything random comes from the :class:`random.Random` passed in (the executor seeds it from
+the input's SHA-256 and its ``mutate_seed`` option): the same input, options and process
+history give the same mutants.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ..base import edge_of
+from . import expr as E
+from . import path as P
+
+INTERESTING_8 = (0, 1, 16, 32, 64, 100, 127, 128, 255, 0x80 - 1, 0xFF - 1)
+INTERESTING_16 = (0, 128, 255, 256, 512, 1000, 1024, 4096, 0x7FFF, 0x8000, 0xFFFF, 0xFF7F)
+INTERESTING_32 = (0, 1, 0x8000, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFFFF7F)
+TEXT_BYTES = b" \t\r\n0123456789:;,.=-+/\\\"'<>[]{}()@#%&?!*_|~azAZ"
+MAX_WORDS = 256
+_CONDITION_NODES = 64  # nodes examined per recorded branch condition for integer constants
+
+
+def _int_words(value: int) -> list[bytes]:
+    if 0 <= value <= 255:
+        return [bytes((value,))]
+    words = [str(value).encode()]
+    for width in (2, 4, 8):
+        try:
+            words.append(value.to_bytes(width, "little", signed=value < 0))
+            words.append(value.to_bytes(width, "big", signed=value < 0))
+            break
+        except OverflowError:
+            continue
+    return words
+
+
+def _word(value) -> list[bytes]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return _int_words(int(value))
+    if isinstance(value, str):
+        value = value.encode("utf-8", "surrogateescape")
+    if isinstance(value, (bytes, bytearray)) and 0 < len(value) <= P.MAX_TOKEN_LENGTH:
+        return [bytes(value)]
+    return []
+
+
+def _constants(node: E.Node) -> Iterable[int]:
+    """Integer constants compared in one branch condition (a bounded walk of its top)."""
+    stack, seen = [node], 0
+    while stack and seen < _CONDITION_NODES:
+        current = stack.pop()
+        seen += 1
+        if current.op in (E.EQ, E.LT, E.LE):
+            for arg in current.args:
+                if arg.op == E.CONST:
+                    yield arg.val
+        if current.op in (E.NOT, E.BAND, E.BOR, E.EQ, E.LT, E.LE):
+            stack.extend(reversed(current.args))
+
+
+def dictionary(entries: Sequence, compares: Sequence, tokens: Iterable) -> list[bytes]:
+    """The words a run's record suggests, in a deterministic order, at most :data:`MAX_WORDS`."""
+    words: dict[bytes, None] = {}
+
+    def add(value) -> None:
+        for word in _word(value):
+            if len(words) < MAX_WORDS:
+                words.setdefault(word, None)
+
+    for value in tokens:
+        add(value)
+    for _site, left, right in compares:
+        add(left)
+        add(right)
+    for kind, node, _site in entries:
+        if kind == P.BRANCH and len(words) < MAX_WORDS:
+            for value in _constants(node):
+                add(value)
+    return list(words)
+
+
+class Mutator:
+    """AFL-style havoc: a stack of 1, 2, 4 or 8 random edits of one input (see the module docstring)."""
+
+    def __init__(self, rng: random.Random, words: Sequence[bytes] = (), max_length: int = 4096):
+        self.rng = rng
+        self.words = list(words)
+        self.max_length = max_length
+        self._ops = [self._flip_bit, self._set_byte, self._interesting, self._arith, self._text_byte,
+                     self._delete, self._insert, self._duplicate, self._overwrite]
+        if self.words:
+            self._ops += [self._word_insert, self._word_overwrite, self._word_insert, self._word_overwrite]
+
+    def havoc(self, data: bytes, partners: Sequence[bytes] = ()) -> bytes:
+        rng = self.rng
+        buf = bytearray(data)
+        if partners and rng.random() < 0.15:
+            self._splice(buf, rng.choice(partners))
+        for _ in range(1 << rng.randrange(4)):
+            rng.choice(self._ops)(buf)
+        if len(buf) > self.max_length:
+            del buf[self.max_length:]
+        return bytes(buf)
+
+    # -- edits (each leaves ``buf`` a valid bytearray, possibly empty) ---------------------------
+    def _pos(self, buf: bytearray) -> int:
+        return self.rng.randrange(len(buf))
+
+    def _flip_bit(self, buf: bytearray) -> None:
+        if buf:
+            buf[self._pos(buf)] ^= 1 << self.rng.randrange(8)
+
+    def _set_byte(self, buf: bytearray) -> None:
+        if buf:
+            buf[self._pos(buf)] = self.rng.randrange(256)
+
+    def _text_byte(self, buf: bytearray) -> None:
+        if buf:
+            buf[self._pos(buf)] = self.rng.choice(TEXT_BYTES)
+
+    def _interesting(self, buf: bytearray) -> None:
+        rng = self.rng
+        width = rng.choice((1, 2, 4))
+        if len(buf) < width:
+            return
+        table = {1: INTERESTING_8, 2: INTERESTING_16, 4: INTERESTING_32}[width]
+        pos = rng.randrange(len(buf) - width + 1)
+        buf[pos:pos + width] = rng.choice(table).to_bytes(width, rng.choice(("little", "big")))
+
+    def _arith(self, buf: bytearray) -> None:
+        if buf:
+            pos = self._pos(buf)
+            buf[pos] = (buf[pos] + self.rng.choice((-1, 1)) * self.rng.randint(1, 35)) & 0xFF
+
+    def _chunk(self, buf: bytearray) -> tuple[int, int]:
+        start = self._pos(buf)
+        return start, start + self.rng.randint(1, min(32, len(buf) - start))
+
+    def _delete(self, buf: bytearray) -> None:
+        if len(buf) > 1:
+            start, stop = self._chunk(buf)
+            del buf[start:stop]
+
+    def _insert(self, buf: bytearray) -> None:
+        rng = self.rng
+        pos = rng.randint(0, len(buf))
+        fill = rng.choice(TEXT_BYTES) if rng.random() < 0.5 else rng.randrange(256)
+        buf[pos:pos] = bytes((fill,)) * rng.randint(1, 8)
+
+    def _duplicate(self, buf: bytearray) -> None:
+        if buf:
+            start, stop = self._chunk(buf)
+            pos = self.rng.randint(0, len(buf))
+            buf[pos:pos] = buf[start:stop]
+
+    def _overwrite(self, buf: bytearray) -> None:
+        if len(buf) > 1:
+            start, stop = self._chunk(buf)
+            pos = self.rng.randrange(len(buf) - (stop - start) + 1)
+            buf[pos:pos + stop - start] = buf[start:stop]
+
+    def _word_insert(self, buf: bytearray) -> None:
+        pos = self.rng.randint(0, len(buf))
+        buf[pos:pos] = self.rng.choice(self.words)
+
+    def _word_overwrite(self, buf: bytearray) -> None:
+        word = self.rng.choice(self.words)
+        if len(buf) >= len(word):
+            pos = self.rng.randint(0, len(buf) - len(word))
+            buf[pos:pos + len(word)] = word
+        else:
+            buf[:] = word
+
+    def _splice(self, buf: bytearray, other: bytes) -> None:
+        if not buf or not other:
+            return
+        cut = self.rng.randint(0, len(buf))
+        buf[cut:] = other[self.rng.randint(0, len(other)):]
+
+
+@dataclass
+class Hybrid:
+    """What one mutation phase produced."""
+
+    kept: list[bytes] = field(default_factory=list)  # mutants that reached an edge new to the process
+    findings: list[tuple[object, bytes]] = field(default_factory=list)  # (Outcome, input), one per new signature
+    executions: int = 0
+    new_coverage: int = 0  # edges first reached by a kept mutant
+    seconds: float = 0.0  # the phase's duration (set by the executor)
+    words: int = 0  # dictionary size (set by the executor)
+
+
+def hybrid(measure: Callable, mutator: Mutator, bases: Sequence[bytes], partners: Sequence[bytes],
+           covered: set[int], reported: set[tuple[str, str]], *, until: float, limit: int,
+           clock: Callable[[], float] = time.monotonic) -> Hybrid:
+    """Measure up to ``limit`` havoc mutants (until ``clock() >= until``) of ``bases`` and of the
+    mutants kept on the way; keep those with an edge not in ``covered`` (edge ids, updated), and
+    report a finding for each (kind, signature) not in ``reported`` (updated)."""
+    out = Hybrid()
+    pool = [b for b in bases]
+    tried: set[bytes] = set(bases)
+    attempts = 0
+    while pool and out.executions < limit and attempts < 4 * limit and clock() < until:
+        attempts += 1
+        mutant = mutator.havoc(mutator.rng.choice(pool), partners)
+        if mutant in tried:
+            continue
+        tried.add(mutant)
+        measured = measure(mutant)
+        out.executions += 1
+        outcome = measured.outcome
+        if outcome.is_finding and (outcome.kind, outcome.signature) not in reported:
+            reported.add((outcome.kind, outcome.signature))
+            out.findings.append((outcome, mutant))
+        new = {edge_of(c) for c in measured.coverage} - covered
+        if new:
+            covered.update(new)
+            out.new_coverage += len(new)
+            out.kept.append(mutant)
+            if not outcome.terminal:
+                pool.append(mutant)
+    return out
+
+
+__all__ = ["Hybrid", "Mutator", "dictionary", "hybrid"]
