@@ -224,3 +224,13 @@ def test_symbolic_str_is_a_real_str(op):
     text, _ = run(lambda: SymBytes.from_input(b"Ab 1").decode("latin-1"))
     assert isinstance(text, str) and str.__len__(text) == 4
     assert getattr(str, op)(text) == getattr("Ab 1", op)()
+
+
+@pytest.mark.parametrize("text", [b"  : :", b"a  b  ", b"  a  b", b" x ", b"   ", b"a b c  d "])
+@pytest.mark.parametrize("maxsplit", [0, 1, 2])
+def test_whitespace_split_with_maxsplit_keeps_the_rest_as_python_does(text, maxsplit):
+    """The unsplit rest keeps its outer whitespace: ``"a  b  ".split(None, 1) == ["a", "b  "]``."""
+    for method in ("split", "rsplit"):
+        expected = getattr(text.decode("latin-1"), method)(None, maxsplit)
+        result, _ = run(lambda m=method: getattr(SymBytes.from_input(text).decode("latin-1"), m)(None, maxsplit))
+        assert plain(result) == expected, method

@@ -340,11 +340,8 @@ class SymSequence:
                 pos += 1
             if pos == n:
                 return pieces
-            if 0 <= maxsplit <= len(pieces):
-                end = n
-                while end > pos and self._space(self._e[end - 1]):
-                    end -= 1
-                pieces.append(self._build(self._e[pos:end]))
+            if 0 <= maxsplit <= len(pieces):  # the rest, its trailing whitespace kept (as str.split)
+                pieces.append(self._build(self._e[pos:n]))
                 return pieces
             begin = pos
             while pos < n and not self._space(self._e[pos]):
@@ -377,11 +374,8 @@ class SymSequence:
                 pos -= 1
             if pos == 0:
                 return pieces[::-1]
-            if len(pieces) >= maxsplit:
-                begin = 0
-                while begin < pos and self._space(self._e[begin]):
-                    begin += 1
-                pieces.append(self._build(self._e[begin:pos]))
+            if len(pieces) >= maxsplit:  # the rest, its leading whitespace kept (as str.rsplit)
+                pieces.append(self._build(self._e[0:pos]))
                 return pieces[::-1]
             end = pos
             while pos > 0 and not self._space(self._e[pos - 1]):
