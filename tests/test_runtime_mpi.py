@@ -141,7 +141,10 @@ def test_ulfm_missing_at_runtime_fails_closed(tmp_path):
     command = [find_mpiexec(), *COMMON_FLAGS, *forwarded_variables(FileModes()), "-n", "4",
                sys.executable, "-m", "symcc_ulfm.mpi.rank", str(state.root)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=job_environment(FileModes()))
-    assert done.returncode == 5, done.stdout + done.stderr
+    # every rank refuses with exit 5; plain MPI may still abort a rank whose peers left first
+    # (MPI_ERRORS_ARE_FATAL, prterun exit 14): launch exits with the ranks' code either way
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert done.returncode == 5 or "symcc-ulfm rank error (exit 5)" in done.stderr, done.stdout + done.stderr
     assert "fault tolerance disabled" in done.stderr
     assert not (state.root / "membership" / "generation-0-snapshot.json").exists()
 
