@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from symcc_ulfm.core import envelope
 from symcc_ulfm.core import master_events as ev
-from symcc_ulfm.core.master_state import MAX_REJECTIONS, PIPELINE, MasterConfig, MasterState
+from symcc_ulfm.core.commit_round import MAX_REJECTIONS, PIPELINE
+from symcc_ulfm.core.master_state import MasterConfig, MasterState
 
 LIMIT = 1 << 20
 GEN = 0
