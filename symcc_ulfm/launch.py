@@ -25,7 +25,8 @@ from .core.policy import Policy
 from .errors import CheckFailed, IntegrityError, PolicyError, StoreError, SymccUlfmError, WalCorruption
 from .evidence.oracle import judge
 from .executors import create
-from .executors.sandbox import Sandbox, grace_s
+from .executors.sandbox import Sandbox
+from .executors.sandbox_process import grace_s
 from .final_coverage import measure_final_coverage
 from .job import JOB_OUTPUT, JobResult
 from .job import run_job as _run_job
