@@ -91,6 +91,10 @@ class MasterState(StartPhase, CommitRounds):
         self._now = 0.0
         self._tick = 0.0  # the time of the tick being handled
         self._out: list[ev.Instruction] = []
+        self._handlers = {
+            ev.Start: self._on_start, ev.FromWorker: self._on_worker, ev.FromMaster: self._on_master,
+            ev.Refused: self._on_refused, ev.Tick: self._on_tick, ev.Failed: self._on_failed,
+        }
 
     @property
     def committer(self) -> dict:
@@ -116,10 +120,7 @@ class MasterState(StartPhase, CommitRounds):
                 then(event)
                 return self._out
         self._stimulus = f"{type(event).__name__.lower()}-{self._seq}"
-        handler = {
-            ev.Start: self._on_start, ev.FromWorker: self._on_worker, ev.FromMaster: self._on_master,
-            ev.Refused: self._on_refused, ev.Tick: self._on_tick, ev.Failed: self._on_failed,
-        }.get(type(event))
+        handler = self._handlers.get(type(event))
         if handler is None:
             raise RuntimeError(f"{type(event).__name__} was not asked for")
         handler(event)
