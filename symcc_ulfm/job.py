@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import errno
 import os
 import re
 import signal
-import stat
 import subprocess
 import threading
 import time
@@ -38,8 +36,8 @@ from pathlib import Path
 
 from .core.budget import job_timeout, ranks_over_s
 from .core.policy import Policy
-from .errors import CheckFailed, ConfigError, Interrupted, StoreError
-from .store.joblock import RanksProbe, ranks_gone
+from .errors import CheckFailed, ConfigError, Interrupted
+from .store.joblock import RanksProbe, open_state_file, ranks_gone
 from .store.paths import StateDir
 
 JOB_OUTPUT = "job-output.txt"
@@ -49,7 +47,6 @@ START_ATTEMPTS = 3  # starts of a job whose mpiexec fails before any rank starte
 START_RETRY_S = 1.0
 _POLL_S = 0.5  # how often launch looks at the job while it runs
 _RANK_ERROR = re.compile(r"symcc-ulfm rank error \(exit (\d+)\): (.*)")
-_OUTPUT_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 PR_SET_PDEATHSIG = 1
 
 
@@ -161,18 +158,11 @@ def _wait(process: subprocess.Popen, policy: Policy, state: StateDir, notes: lis
 
 
 def _open_output(path: Path, mode: int) -> int:
-    try:
-        fd = os.open(path, _OUTPUT_FLAGS, mode)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise ConfigError("state_dir", f"{path} is a symbolic link; refusing to follow it") from None
-        raise StoreError(f"cannot open {path}: {exc.strerror or exc}") from exc
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_uid != os.geteuid():
+    fd, info = open_state_file(path, os.O_WRONLY | os.O_APPEND, mode, "the job output")
+    if info.st_nlink != 1 or info.st_uid != os.geteuid():
         os.close(fd)
         raise ConfigError("state_dir", f"{path} is not a file of this user's own (owner uid {info.st_uid}, "
                                        f"{info.st_nlink} links); refusing to write the job output into it")
-    os.fchmod(fd, mode)
     return fd
 
 

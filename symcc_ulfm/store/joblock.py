@@ -32,25 +32,32 @@ from .reads import MODE_HINT
 
 OWNER_LOCK = "launch.lock"
 RANKS_LOCK = "ranks.lock"
-_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _POLL_S = 0.05
 
 
-def _open(path: Path, mode: int) -> int:
+def open_state_file(path: Path, flags: int, mode: int, what: str) -> tuple[int, os.stat_result]:
+    """Open (creating it with ``mode``) a file of the state directory, never through a link:
+    the descriptor and its status. A link is a ConfigError, anything but a regular file an
+    UnsafeFile; a file this user owns gets ``mode`` (``O_CREAT`` applies the umask)."""
     try:
-        fd = os.open(path, _FLAGS, mode)
+        fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | _CLOEXEC, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise ConfigError("state_dir", f"{path} is a symbolic link; refusing to follow it") from None
         hint = f"; {MODE_HINT}" if exc.errno == errno.EACCES else ""
-        raise StoreError(f"cannot open lock {path}: {exc.strerror or exc}{hint}") from exc
+        raise StoreError(f"cannot open {what} {path}: {exc.strerror or exc}{hint}") from exc
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         raise UnsafeFile(f"{path} is not a regular file")
     if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) != mode:
         os.fchmod(fd, mode)
-    return fd
+    return fd, info
+
+
+def _open(path: Path, mode: int) -> int:
+    return open_state_file(path, os.O_RDWR, mode, "lock")[0]
 
 
 def _try(fd: int, operation: int) -> bool:
