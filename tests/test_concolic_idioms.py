@@ -6,46 +6,23 @@ from __future__ import annotations
 import io
 import plistlib
 import struct
-import time
 from pathlib import Path
 
 import pytest
+from helpers_concolic import plain, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from symcc_ulfm.executors.concolic import ConcolicExecutor, i2s, lookups, streams, structs
 from symcc_ulfm.executors.concolic import expr as E
 from symcc_ulfm.executors.concolic import path as P
-from symcc_ulfm.executors.concolic.seq import SymSequence, length_of
+from symcc_ulfm.executors.concolic.seq import length_of
 from symcc_ulfm.executors.concolic.shadow import BytesShim, IntShim, StrShim, symbolic_twin
-from symcc_ulfm.executors.concolic.symbolic import SymBool, SymInt
+from symcc_ulfm.executors.concolic.symbolic import SymInt
 from symcc_ulfm.executors.concolic.symbytes import SymBytes
 from symcc_ulfm.explore import explore
 
 FIXTURE = Path(__file__).parent / "fixtures" / "idioms.py"
-
-
-def plain(value):
-    if isinstance(value, SymInt):
-        return value.node.val
-    if isinstance(value, SymBool):
-        return bool(value.node.val)
-    if isinstance(value, SymSequence):
-        return value._plain()
-    if isinstance(value, (list, tuple)):
-        return type(value)(plain(v) for v in value)
-    return value
-
-
-def run(fn):
-    path = P.start(time.monotonic() + 60, 1_000_000)
-    try:
-        try:
-            return fn(), path
-        except Exception as exc:
-            return type(exc), path
-    finally:
-        P.stop()
 
 
 def outcome(fn):

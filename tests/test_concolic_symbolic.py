@@ -7,6 +7,7 @@ import time
 
 import pytest
 import z3
+from helpers_concolic import plain
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -76,12 +77,6 @@ def recording():
 
 def symbolic_registers(data: bytes):
     return list(SymBytes.from_input(data))
-
-
-def plain(value):
-    if isinstance(value, (SymInt, SymBool)):
-        return value.node.val
-    return value
 
 
 def z3_value(conv: Converter, node: E.Node, data: bytes) -> int:

@@ -2,38 +2,20 @@
 
 from __future__ import annotations
 
-import time
 import zlib
 
+from helpers_concolic import plain, with_recorder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from symcc_ulfm.executors.concolic import expr as E
 from symcc_ulfm.executors.concolic import path as P
 from symcc_ulfm.executors.concolic.shadow import BytesShim, IntShim, symbolic_twin
-from symcc_ulfm.executors.concolic.symbolic import SymBool, SymInt
+from symcc_ulfm.executors.concolic.symbolic import SymInt
 from symcc_ulfm.executors.concolic.symbytes import SymBytes
 
 small = st.binary(min_size=0, max_size=12)
 needle = st.binary(min_size=0, max_size=3)
-
-
-def plain(value):
-    if isinstance(value, (SymInt, SymBool)):
-        return value.node.val
-    if isinstance(value, SymBytes):
-        return bytes.__getitem__(value, slice(None))
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
-
-
-def with_recorder(fn):
-    path = P.start(time.monotonic() + 60, 1_000_000)
-    try:
-        return fn(path)
-    finally:
-        P.stop()
 
 
 @settings(max_examples=200, deadline=None)

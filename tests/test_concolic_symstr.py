@@ -8,9 +8,8 @@ input follows the same recorded path), which is what makes the generated childre
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from helpers_concolic import plain, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,30 +34,6 @@ def pairs(alphabet=ALPHABET, size=12):
 
 
 needles = st.lists(st.sampled_from([ord(c) for c in " :,=0aAx\r\n"]), max_size=3).map(lambda x: bytes(x).decode())
-
-
-def plain(value):
-    if isinstance(value, SymInt):
-        return value.node.val
-    if isinstance(value, SymBool):
-        return bool(value.node.val)
-    if isinstance(value, SymSequence):
-        return value._plain()
-    if isinstance(value, (list, tuple)):
-        return type(value)(plain(v) for v in value)
-    return value
-
-
-def run(fn):
-    """fn() under a recorder: (result or the exception type, recorded path)."""
-    path = P.start(time.monotonic() + 60, 1_000_000)
-    try:
-        try:
-            return fn(), path
-        except Exception as exc:  # compared with the concrete exception type
-            return type(exc), path
-    finally:
-        P.stop()
 
 
 def outcome(fn):
