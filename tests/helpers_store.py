@@ -319,3 +319,16 @@ def race_worker(root: str, me: int, works: list[str], barrier, results) -> None:
         errors.append(traceback.format_exc())
     results.put({"me": me, "errors": errors, "reads": reads, "puts": puts, "transitioned": transitioned,
                  "writes": writes})
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(directory: Path, size: str):
+    """A real tmpfs of ``size`` (``mount`` syntax: ``64k``, ``48m``) at ``directory/tmpfs``,
+    unmounted (lazily: a rank may still hold a file there) afterwards. Needs root."""
+    mount = directory / "tmpfs"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)

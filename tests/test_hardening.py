@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers_store import mounted_tmpfs
 
 from symcc_ulfm.errors import StoreError, UnsafeFile
 from symcc_ulfm.store.dirs import ensure_dir
@@ -138,16 +139,23 @@ def test_a_directory_link_of_another_user_is_never_followed_when_a_directory_is_
     assert os.listdir(elsewhere) == []
 
 
+def holding(lock: str, state: Path) -> subprocess.Popen:
+    """A real process that has taken ``lock`` (a ``store.joblock`` expression on
+    ``Path(sys.argv[1])``, which is ``state``) and holds it for a minute."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from symcc_ulfm.store.joblock import "
+         f"OwnerLock, RanksLock; {lock}; print('held', flush=True); time.sleep(60)", str(state)],
+        stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
 def test_one_launch_per_state_dir_names_the_holder_and_dies_with_it(tmp_path):
     """A second owner is refused while a real process holds launch.lock; the lock dies with it."""
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from symcc_ulfm.store.joblock import "
-         "OwnerLock; OwnerLock(Path(sys.argv[1]), 0o600); print('held', flush=True); time.sleep(60)", str(state)],
-        stdout=subprocess.PIPE, text=True)
+    holder = holding("OwnerLock(Path(sys.argv[1]), 0o600)", state)
     try:
-        assert holder.stdout.readline().strip() == "held"
         done = cli("launch", "--state-dir", str(state), *SIMULATE)
         assert done.returncode == 2 and f"pid {holder.pid}" in done.stderr and "in use by" in done.stderr
         assert not (state / "policy.json").exists()
@@ -159,12 +167,8 @@ def test_one_launch_per_state_dir_names_the_holder_and_dies_with_it(tmp_path):
 
 def test_ranks_of_an_earlier_job_are_waited_for_and_named(tmp_path):
     """A process holding ranks.lock (a rank that outlived its job) keeps ranks_gone from succeeding."""
-    rank = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from symcc_ulfm.store.joblock import "
-         "RanksLock; RanksLock(Path(sys.argv[1]), 0o600, 5); print('rank', flush=True); time.sleep(60)", str(tmp_path)],
-        stdout=subprocess.PIPE, text=True)
+    rank = holding("RanksLock(Path(sys.argv[1]), 0o600, 5)", tmp_path)
     try:
-        assert rank.stdout.readline().strip() == "rank"
         assert holders(tmp_path / "ranks.lock") == [rank.pid]
         started = time.monotonic()
         assert ranks_gone(tmp_path, 0o600, 0.5) == [rank.pid]
@@ -207,13 +211,8 @@ def tiny_tmpfs(tmp_path):
     """A real 64 KiB tmpfs, mounted for the test and unmounted afterwards."""
     if os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "tmpfs"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(mount)], check=True)
-    try:
+    with mounted_tmpfs(tmp_path, "64k") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], check=True)
 
 
 def test_a_log_on_a_full_disk_never_keeps_half_a_line(tiny_tmpfs):

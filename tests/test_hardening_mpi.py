@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from helpers_mpi import FAST_SIMULATE, launch
+from helpers_store import mounted_tmpfs
 
 from symcc_ulfm import launch_process
 from symcc_ulfm.evidence.oracle import judge
@@ -128,13 +129,8 @@ def small_tmpfs(tmp_path):
     """A real 48 MiB tmpfs, mounted for the test and unmounted afterwards."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "tmpfs"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m,mode=0700", "tmpfs", str(mount)], check=True)
-    try:
+    with mounted_tmpfs(tmp_path, "48m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
 def fill(directory: Path) -> Path:
