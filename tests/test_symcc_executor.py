@@ -33,9 +33,10 @@ from symcc_ulfm.core.policy import Policy
 from symcc_ulfm.errors import PolicyError, ProvenanceChanged, TargetError
 from symcc_ulfm.executors.base import HIT_CLASS_BOUNDS, coverage_id, edge_of
 from symcc_ulfm.executors.sandbox import Sandbox
-from symcc_ulfm.executors.symcc import DEFAULT_SEED_LENGTHS, NO_COVERAGE, SymccExecutor
+from symcc_ulfm.executors.symcc import NO_COVERAGE, SymccExecutor
 from symcc_ulfm.executors.symcc_coverage import coverage_from_afl_map
 from symcc_ulfm.executors.symcc_io import classify_exit, run_binary
+from symcc_ulfm.executors.symcc_options import DEFAULT_SEED_LENGTHS
 from symcc_ulfm.executors.symcc_target import read_dynamic
 from symcc_ulfm.launch import check_executor
 

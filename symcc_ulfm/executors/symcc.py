@@ -10,7 +10,7 @@ One :meth:`SymccExecutor.run` is one concolic execution of the binary on one inp
 - every inherited ``SYMCC_*`` (and ``AFL_*``) variable is dropped first, so the run means exactly
   what :meth:`~SymccExecutor.identity` says (a stray ``SYMCC_INPUT_FILE`` would make stdin
   concrete); the only SymCC runtime variables a campaign may set are those of
-  :data:`RUNTIME_ENV`, through the ``env`` option;
+  :data:`.symcc_options.RUNTIME_ENV`, through the ``env`` option;
 - every test case SymCC wrote is a candidate, in the order it wrote them: QSYM names them
   ``000000``, ``000001``, ... and ``NNNNNN-optimistic`` when it could only solve the negated
   branch alone (the path constraint was unsatisfiable; such inputs often reach new code anyway),
@@ -69,66 +69,16 @@ from .symcc_io import (
     run_binary,
     tail,
 )
+from .symcc_options import parse_options
 from .symcc_target import symcc_runtime
 
 VERSION = 2
 NO_COVERAGE = "no coverage: content dedup only"
-# SymCC never changes an input's length, and a target's length checks are concrete: one seed
-# length reaches one side of each. Zero bytes at lengths from 1 B to 1 KiB reach both sides of
-# the usual header and minimum-size checks.
-DEFAULT_SEED_LENGTHS = (1, 4, 16, 64, 256, 1024)
-DEFAULT_SEEDS = tuple(bytes(length) for length in DEFAULT_SEED_LENGTHS)
 PREFLIGHT_SEEDS = 16  # seeds tried by preflight() before the target is refused
-MEASURE_RUNS = 3  # runs of the AFL twin for an input that fails: in its batch, alone under afl-showmap, directly
-MAX_TIMEOUT_S = 3600.0
-DEFAULTS: dict[str, Any] = {
-    "args": [],
-    "input_mode": None,  # derived from args: "file" when an argument contains @@, else "stdin"
-    "timeout_s": 8.0,  # one SymCC run (and one concrete run of the same binary); fits the default lease
-    "measure_timeout_s": None,  # one concrete run of the AFL twin: 1 s (afl-fuzz's default), at most timeout_s / 3
-    "env": {},  # SymCC runtime variables of every run (RUNTIME_ENV)
-    "afl_binary": None,
-    "afl_showmap": None,  # afl-showmap on PATH when afl_binary is set
-    "seeds": None,  # DEFAULT_SEEDS: zero bytes of several lengths, all of them symbolic
-    "max_output_bytes": 1024 * 1024,
-}
-
-
-def _flag(value: str) -> str | None:
-    return None if value in ("0", "1") else "expected '0' or '1'"
-
-
-def _count(value: str) -> str | None:
-    return None if value.isascii() and value.isdigit() and 0 < int(value) < 2**63 else "expected a positive integer"
-
-
-def _map_path(value: str) -> str | None:
-    if os.path.isabs(value):
-        return None if os.path.isdir(os.path.dirname(value)) else "its directory does not exist"
-    if not value or "/" in value or value in (".", ".."):
-        return "expected a file name (one per worker, in its scratch directory) or an absolute path"
-    return None
-
-
-# The SymCC runtime variables (symcc-rt's Config.cpp) a campaign may set, each with its check.
-# Left out on purpose: SYMCC_OUTPUT_DIR and SYMCC_INPUT_FILE (set per run), SYMCC_NO_SYMBOLIC_INPUT
-# (a run would write nothing; reproduce() sets it), SYMCC_MEMORY_INPUT (needs a harness that
-# calls symcc_make_symbolic, not stdin or @@), SYMCC_LOG_FILE (a file per run nobody reads).
-RUNTIME_ENV = {
-    # QSYM's pruning of expressions (linearization of non-linear ones); SymCC's drivers set 1.
-    "SYMCC_ENABLE_LINEARIZATION": _flag,
-    # QSYM's record of the branches it already tried to negate, read at start and rewritten at
-    # each new one; later runs skip those branches. A file name is a map per worker (in the
-    # worker's scratch directory, kept across its runs); an absolute path is one map shared by
-    # every worker that sees it, which QSYM rewrites without locking (a torn read is an empty map).
-    "SYMCC_AFL_COVERAGE_MAP": _map_path,
-    # Expressions alive before the runtime collects garbage.
-    "SYMCC_GC_THRESHOLD": _count,
-}
 
 
 class SymccExecutor(Executor):
-    """Runs ``target``, a SymCC-compiled binary; options as in :data:`DEFAULTS`."""
+    """Runs ``target``, a SymCC-compiled binary; options as in :data:`.symcc_options.DEFAULTS`."""
 
     name = "symcc"
     in_process_target: ClassVar[bool] = True  # hosted in the sandbox child: no Python process per run
@@ -136,33 +86,10 @@ class SymccExecutor(Executor):
     adopts_orphans: ClassVar[bool] = True  # the sandbox child becomes a child subreaper for it
 
     def __init__(self, target: str | None, options: dict[str, Any]):
-        unknown = sorted(set(options) - set(DEFAULTS))
-        if unknown:
-            raise PolicyError(
-                f"executor_options.{unknown[0]}", f"unknown option; known: {', '.join(sorted(DEFAULTS))}"
-            )
-        opts = {**DEFAULTS, **options}
-        self._args = _string_list("args", opts["args"])
-        self._input_mode = _input_mode(opts["input_mode"], self._args)
-        self._timeout_s = _number("timeout_s", opts["timeout_s"], 0.01, MAX_TIMEOUT_S)
-        measure_timeout_s = opts["measure_timeout_s"]
-        if measure_timeout_s is None:
-            measure_timeout_s = min(1.0, self._timeout_s / MEASURE_RUNS)
-        self._measure_timeout_s = _number("measure_timeout_s", measure_timeout_s, 0.001, MAX_TIMEOUT_S)
-        if self._measure_timeout_s * MEASURE_RUNS > self._timeout_s:
-            raise PolicyError(
-                "executor_options.measure_timeout_s",
-                f"{self._measure_timeout_s:g} s is more than timeout_s / {MEASURE_RUNS} ({self._timeout_s:g} s / "
-                f"{MEASURE_RUNS}): measuring an input that crashes or hangs takes up to {MEASURE_RUNS} runs of the "
-                "AFL twin, and one measurement must fit in the time of one execution (timeout_s), the sandbox's bound",
-            )
-        self._max_output_bytes = _integer("max_output_bytes", opts["max_output_bytes"], 1, 256 * 1024 * 1024)
-        self._env = _runtime_env(opts["env"])
-        self._seeds = _seeds(opts["seeds"])
-        if opts["afl_showmap"] is not None and opts["afl_binary"] is None:
-            raise PolicyError(
-                "executor_options.afl_showmap", "only used with afl_binary (the AFL-instrumented twin)"
-            )
+        o = parse_options(options)
+        self._args, self._input_mode, self._timeout_s = o.args, o.input_mode, o.timeout_s
+        self._measure_timeout_s, self._max_output_bytes = o.measure_timeout_s, o.max_output_bytes
+        self._env, self._seeds = o.env, o.seeds
         if not target:
             raise TargetError("target", "the symcc executor needs the path of a SymCC-compiled binary")
         self._target = target
@@ -173,16 +100,16 @@ class SymccExecutor(Executor):
         self._runtime, self._runtime_sha256, _ = self._pin("target", runtime, executable=False)
         self._coverage_identity: dict[str, Any] = {"kind": "none", "note": NO_COVERAGE}
         self._twin: AflTwin | None = None
-        if opts["afl_binary"] is not None:
-            afl_binary, afl_sha256, afl_data = self._pin("executor_options.afl_binary", opts["afl_binary"])
-            check_instrumented(opts["afl_binary"], afl_data)
+        if o.afl_binary is not None:
+            afl_binary, afl_sha256, afl_data = self._pin("executor_options.afl_binary", o.afl_binary)
+            check_instrumented(o.afl_binary, afl_data)
             showmap, showmap_sha256, _ = self._pin(
-                "executor_options.afl_showmap", opts["afl_showmap"] or which_showmap()
+                "executor_options.afl_showmap", o.afl_showmap or which_showmap()
             )
             self._twin = AflTwin(afl_binary, showmap, self._args, self._measure_timeout_s)
             self._coverage_identity = {
                 "kind": "afl-showmap -Z -b",
-                "afl_binary": opts["afl_binary"],
+                "afl_binary": o.afl_binary,
                 "afl_binary_sha256": afl_sha256,
                 "afl_showmap_sha256": showmap_sha256,
             }
@@ -380,73 +307,3 @@ class SymccExecutor(Executor):
 def _stamp(path_or_fd: str | int) -> tuple[int, ...]:
     info = os.stat(path_or_fd)
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def _runtime_env(value: Any) -> dict[str, str]:
-    """``{"SYMCC_ENABLE_LINEARIZATION": "1"}`` updated with the checked ``env`` option."""
-    if not isinstance(value, dict):
-        raise PolicyError("executor_options.env", f"{value!r}: expected a mapping of SymCC runtime variables")
-    env = {"SYMCC_ENABLE_LINEARIZATION": "1"}
-    for name, setting in value.items():
-        field = f"executor_options.env.{name}"
-        check = RUNTIME_ENV.get(name)
-        if check is None:
-            raise PolicyError(field, f"not a SymCC runtime variable a campaign may set; allowed: {', '.join(RUNTIME_ENV)}")
-        problem = "expected a string" if not isinstance(setting, str) else check(setting)
-        if problem:
-            raise PolicyError(field, f"{setting!r}: {problem}")
-        env[name] = setting
-    return dict(sorted(env.items()))
-
-
-def _string_list(name: str, value: Any) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise PolicyError(f"executor_options.{name}", f"{value!r}: expected a list of strings")
-    return list(value)
-
-
-def _input_mode(value: Any, args: list[str]) -> str:
-    derived = "file" if any("@@" in arg for arg in args) else "stdin"
-    if value is None:
-        return derived
-    if value not in ("stdin", "file"):
-        raise PolicyError("executor_options.input_mode", f"{value!r}: expected 'stdin' or 'file'")
-    if value != derived:
-        why = "file mode needs @@ in args" if value == "file" else "stdin mode cannot have @@ in args"
-        raise PolicyError(
-            "executor_options.input_mode", f"{value!r}: {why} (the input file's path replaces @@)"
-        )
-    return value
-
-
-def _number(name: str, value: Any, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise PolicyError(f"executor_options.{name}", f"{value!r}: expected a number in {low}..{high}")
-    return float(value)
-
-
-def _integer(name: str, value: Any, low: int, high: int) -> int:
-    if type(value) is not int or not low <= value <= high:
-        raise PolicyError(f"executor_options.{name}", f"{value!r}: expected an integer in {low}..{high}")
-    return value
-
-
-def _seeds(value: Any) -> tuple[bytes, ...]:
-    """Seeds from a list of hex strings, or from the regular files of a directory (by name)."""
-    field = "executor_options.seeds"
-    if value is None:
-        return DEFAULT_SEEDS
-    if isinstance(value, str):
-        directory = Path(value)
-        if not directory.is_dir():
-            raise TargetError(field, f"{value}: not a directory")
-        seeds = tuple(path.read_bytes() for path in sorted(directory.iterdir()) if path.is_file())
-        if not seeds:
-            raise TargetError(field, f"{value}: no regular files to use as seeds")
-        return seeds
-    if not isinstance(value, list) or not value or not all(isinstance(item, str) for item in value):
-        raise PolicyError(field, f"{value!r}: expected a non-empty list of hex strings or a directory path")
-    try:
-        return tuple(bytes.fromhex(item) for item in value)
-    except ValueError as exc:
-        raise PolicyError(field, f"{value!r}: not hex ({exc})") from None
