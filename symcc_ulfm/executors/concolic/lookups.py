@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import KeysView
 
 from . import path as P
-from .seq import SymSequence, conjunction, disjunction, in_ranges, negation
+from .logic import conjunction, disjunction, in_ranges, negation
+from .seq import SymSequence
 from .streams import symbolic_buffer, view_item
 from .symbolic import SymBool, SymInt
 from .symbytes import SymBytes, concrete_deep

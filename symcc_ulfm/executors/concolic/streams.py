@@ -18,7 +18,8 @@ import io
 
 from . import expr as E
 from . import path as P
-from .seq import SymSequence, concrete_value, disjunction
+from .logic import concrete_value, disjunction
+from .seq import SymSequence
 from .symbolic import concrete
 from .symbytes import SymBytes
 from .symstr import SymStr

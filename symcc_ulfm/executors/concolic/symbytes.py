@@ -22,7 +22,8 @@ from typing import ClassVar
 
 from . import expr as E
 from .i2s import opaque, rendered
-from .seq import SymSequence, concrete_value, conjunction, disjunction, in_ranges, is_symbolic, ite, negation
+from .logic import concrete_value, conjunction, disjunction, in_ranges, is_symbolic, ite, negation
+from .seq import SymSequence
 from .symbolic import SymBool, SymInt, concrete
 
 _MODELLED = {"find", "index", "rfind", "rindex", "count", "startswith", "endswith", "split", "rsplit",
