@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 
 from symcc_ulfm.executors.concolic import expr as E
 from symcc_ulfm.executors.concolic import path as P
+from symcc_ulfm.executors.concolic.numtext import chr_of, fromhex, ord_of, to_int
 from symcc_ulfm.executors.concolic.seq import SymSequence
 from symcc_ulfm.executors.concolic.symbolic import SymBool, SymInt
 from symcc_ulfm.executors.concolic.symbytes import SymBytes
-from symcc_ulfm.executors.concolic.symstr import SymStr, chr_of, fromhex, ord_of, to_int
+from symcc_ulfm.executors.concolic.symstr import SymStr
 
 ALPHABET = b" \t\r\n:;,.=-+_0123456789abcdefxABCDEFXyz\x00\x7f\x80\xc3\xa9\xff"
 text_bytes = st.lists(st.sampled_from(list(ALPHABET)), max_size=12).map(bytes)

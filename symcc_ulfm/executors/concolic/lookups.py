@@ -21,10 +21,10 @@ from collections.abc import KeysView
 
 from . import path as P
 from .logic import conjunction, disjunction, in_ranges, negation
-from .seq import SymSequence
+from .seq import SymSequence, concrete_deep
 from .streams import symbolic_buffer, view_item
 from .symbolic import SymBool, SymInt
-from .symbytes import SymBytes, concrete_deep
+from .symbytes import SymBytes
 from .symstr import SymStr
 
 MAX_KEYS = 256

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from . import expr as E
 from . import path as P
+from .i2s import opaque
 from .logic import conjunction, disjunction, ite, negation
 from .seq_split import SplitMethods
 from .symbolic import SymBool, SymInt, concrete
@@ -33,6 +34,40 @@ def slice_length(total, start: int, stop: int | None):
     """Length of ``x[start:stop]`` (start >= 0, stop None or >= 0) when ``len(x)`` is ``total``."""
     end = total if stop is None else ite(total <= stop, total, stop)
     return ite(end <= start, 0, end - start)
+
+
+def concrete_deep(value):
+    """Concretise symbolic values, also inside lists, tuples and dicts (one level)."""
+    if isinstance(value, SymSequence):
+        return value.concretize()
+    if isinstance(value, (list, tuple)):
+        return type(value)(concrete_deep(v) if isinstance(v, (SymSequence, SymInt, SymBool)) else v for v in value)
+    if isinstance(value, dict):
+        return {k: concrete_deep(v) for k, v in value.items()}
+    return concrete(value)
+
+
+def pin_unmodelled(cls: type, base: type, modelled: set[str], unit: str) -> None:
+    """Give ``cls`` every public method of ``base`` not in ``modelled``, and the comparisons and
+    ``%``, as ``base``'s own on the concretised value: every symbolic ``unit`` is pinned and the
+    result is opaque (:func:`.i2s.opaque`, still compared as input-to-state)."""
+    names = [n for n in dir(base) if not n.startswith("_") and n not in modelled]
+    for name in names + ["__mod__", "__lt__", "__le__", "__gt__", "__ge__", "__getnewargs__"]:
+        setattr(cls, name, _pinned(base, name, unit))
+
+
+def _pinned(base: type, name: str, unit: str):
+    method = getattr(base, name)
+
+    def pinned(self, *args, **kwargs):
+        args = [concrete_deep(a) for a in args]
+        kwargs = {k: concrete_deep(v) for k, v in kwargs.items()}
+        return opaque(method(self.concretize(), *args, **kwargs))
+
+    pinned.__name__ = name
+    pinned.__doc__ = (f"{base.__name__}.{name} on the concretised value (every symbolic {unit} is pinned; "
+                      "the result is opaque).")
+    return pinned
 
 
 class SymSequence(SplitMethods):

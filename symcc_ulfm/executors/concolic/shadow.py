@@ -29,11 +29,12 @@ import sys
 import types
 
 from . import i2s, streams, structs
+from .numtext import chr_of, fromhex, ord_of, to_int
 from .rewrite import CodeSwap
-from .seq import SymSequence, length_of
+from .seq import SymSequence, concrete_deep, length_of
 from .symbolic import SymBool, SymInt
-from .symbytes import SymBytes, concrete_deep
-from .symstr import SymStr, chr_of, fromhex, ord_of, to_int
+from .symbytes import SymBytes
+from .symstr import SymStr
 
 _C_CALLABLES = (types.BuiltinFunctionType, types.BuiltinMethodType)
 

@@ -15,9 +15,9 @@ import re
 import struct
 import sys
 
-from .seq import length_of
+from .seq import concrete_deep, length_of
 from .symbolic import SymInt, concrete
-from .symbytes import SymBytes, concrete_deep
+from .symbytes import SymBytes
 
 _INTEGER = "bBhHiIlLqQnN"
 _SIGNED = "bhilqn"

@@ -23,8 +23,8 @@ from typing import ClassVar
 from . import expr as E
 from .i2s import opaque, rendered
 from .logic import concrete_value, conjunction, disjunction, in_ranges, is_symbolic, ite, negation
-from .seq import SymSequence
-from .symbolic import SymBool, SymInt, concrete
+from .seq import SymSequence, concrete_deep, pin_unmodelled
+from .symbolic import SymBool, SymInt
 
 _MODELLED = {"find", "index", "rfind", "rindex", "count", "startswith", "endswith", "split", "rsplit",
              "partition", "rpartition", "strip", "lstrip", "rstrip", "removeprefix", "removesuffix", "replace",
@@ -43,17 +43,6 @@ def _elems_of(value) -> list | None:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return list(bytes(value))
     return None
-
-
-def concrete_deep(value):
-    """Concretise symbolic values, also inside lists, tuples and dicts (one level)."""
-    if isinstance(value, SymSequence):
-        return value.concretize()
-    if isinstance(value, (list, tuple)):
-        return type(value)(concrete_deep(v) if isinstance(v, (SymSequence, SymInt, SymBool)) else v for v in value)
-    if isinstance(value, dict):
-        return {k: concrete_deep(v) for k, v in value.items()}
-    return concrete(value)
 
 
 def hex_digit(nibble):
@@ -197,24 +186,7 @@ class SymBytes(SymSequence, bytes):
         return self._cased(ASCII_LOWER, ASCII_UPPER)
 
 
-def _pinned_method(name: str):
-    method = getattr(bytes, name)
-
-    def pinned(self, *args, **kwargs):
-        args = [concrete_deep(a) for a in args]
-        kwargs = {k: concrete_deep(v) for k, v in kwargs.items()}
-        return opaque(method(self.concretize(), *args, **kwargs))
-
-    pinned.__name__ = name
-    pinned.__doc__ = f"bytes.{name} on the concretised value (every symbolic byte is pinned; the result is opaque)."
-    return pinned
-
-
-for _name in dir(bytes):
-    if not _name.startswith("_") and _name not in _MODELLED and _name not in _CLASS_LEVEL:
-        setattr(SymBytes, _name, _pinned_method(_name))
-for _name in ("__mod__", "__lt__", "__le__", "__gt__", "__ge__", "__getnewargs__"):
-    setattr(SymBytes, _name, _pinned_method(_name))
+pin_unmodelled(SymBytes, bytes, _MODELLED | _CLASS_LEVEL, "byte")
 
 
 SymInt.bytes_type = SymBytes

@@ -4,7 +4,7 @@
 (see :mod:`.seq` for the shared protocol: indexing, slicing, ``==``, ``in``, ``startswith``,
 ``find``, ``split``/``partition``/``splitlines``, the ``strip`` family, ``replace``, ``join``).
 Here: ``lower``/``upper``, the ``is...`` tests, ``encode``, and the functions the shims route to:
-:func:`decode`, :func:`to_int` (``int(s)``, ``int(s, 16)``), :func:`fromhex` and :func:`chr_of`.
+:func:`decode` (numbers written as text are in :mod:`.numtext`).
 
 Character classes are exact for every code point: a test becomes a disjunction of the code
 point ranges (computed once from Python's own ``str`` methods) that intersect the element's
@@ -21,11 +21,11 @@ import sys
 import unicodedata
 
 from . import expr as E
-from .i2s import opaque, rendered
+from .i2s import rendered
 from .logic import concrete_value, conjunction, disjunction, in_ranges, is_symbolic, ite, negation
-from .seq import SymSequence
+from .seq import SymSequence, concrete_deep, pin_unmodelled
 from .symbolic import SymBool, SymInt, concrete
-from .symbytes import ASCII_SPACE, SymBytes, ascii_lower, ascii_upper, concrete_deep
+from .symbytes import SymBytes, ascii_lower, ascii_upper
 
 _MODELLED = {"find", "index", "rfind", "rindex", "count", "startswith", "endswith", "split", "rsplit",
              "partition", "rpartition", "strip", "lstrip", "rstrip", "removeprefix", "removesuffix", "replace",
@@ -33,9 +33,6 @@ _MODELLED = {"find", "index", "rfind", "rindex", "count", "startswith", "endswit
              "isalnum", "isspace", "isupper", "islower", "isascii"}
 _CLASS_LEVEL = {"maketrans"}
 _LINE_BREAKS = ((0x0A, 0x0D), (0x1C, 0x1E), (0x85, 0x85), (0x2028, 0x2029))
-_INT_DIGITS_LIMIT = 4300
-
-
 _SCOPES = (0x100, 0x10000, sys.maxunicode + 1)
 
 
@@ -45,10 +42,10 @@ def code_point_ranges(test: str, below: int = sys.maxunicode + 1) -> tuple[tuple
     Computed for the smallest of Latin-1, the BMP or all of Unicode that covers ``below`` (a text
     decoded from bytes rarely needs more than the first).
     """
-    return _ranges(test, _scope(below))
+    return _ranges(test, scope(below))
 
 
-def _scope(below: int) -> int:
+def scope(below: int) -> int:
     return next((s for s in _SCOPES if below <= s), _SCOPES[-1])
 
 
@@ -215,24 +212,7 @@ class SymStr(SymSequence, str):
         return self._cased("islower", "isupper")
 
 
-def _pinned_method(name: str):
-    method = getattr(str, name)
-
-    def pinned(self, *args, **kwargs):
-        args = [concrete_deep(a) for a in args]
-        kwargs = {k: concrete_deep(v) for k, v in kwargs.items()}
-        return opaque(method(self.concretize(), *args, **kwargs))
-
-    pinned.__name__ = name
-    pinned.__doc__ = f"str.{name} on the concretised value (every symbolic character is pinned; the result is opaque)."
-    return pinned
-
-
-for _name in dir(str):
-    if not _name.startswith("_") and _name not in _MODELLED and _name not in _CLASS_LEVEL:
-        setattr(SymStr, _name, _pinned_method(_name))
-for _name in ("__mod__", "__lt__", "__le__", "__gt__", "__ge__", "__getnewargs__"):
-    setattr(SymStr, _name, _pinned_method(_name))
+pin_unmodelled(SymStr, str, _MODELLED | _CLASS_LEVEL, "character")
 
 
 # -- codecs ----------------------------------------------------------------------------------------
@@ -307,146 +287,7 @@ def encode(text: SymStr, encoding="utf-8", errors="strict"):
     return SymBytes._build(out, SymInt(text._len) if text._len is not None and codec != "utf-8" else None)
 
 
-# -- numbers ---------------------------------------------------------------------------------------
-@functools.cache
-def _zeros(below: int) -> tuple[int, ...]:
-    """Code points of the decimal digit zero of every script (each run of ten digits starts at one)."""
-    return tuple(z for first, last in code_point_ranges("isdecimal", below) for z in range(first, last + 1, 10)
-                 if unicodedata.decimal(chr(z), -1) == 0)
-
-
-def _digit(e, base: int):
-    """(is a digit of ``base``, its value) for code point ``e``."""
-    top = e.node.hi + 1 if isinstance(e, SymInt) else e + 1
-    decimal = [(z, z + min(base, 10) - 1) for z in _zeros(_scope(top))]
-    letters = []
-    if base > 10:
-        letters = [(0x61, 0x61 + base - 11), (0x41, 0x41 + base - 11)]
-    if isinstance(e, SymInt):
-        lo, hi = e.node.lo, e.node.hi
-        decimal = [r for r in decimal if r[0] <= hi and r[1] >= lo]
-    else:
-        decimal = [r for r in decimal if r[0] <= e <= r[1]]
-    is_digit = in_ranges(e, decimal + letters)
-    value = e - 0x37
-    value = ite(e >= 0x61, e - 0x57, value)
-    for zero, last in decimal:
-        value = ite(in_ranges(e, ((zero, last),)), e - zero, value)
-    return is_digit, value
-
-
-def to_int(text, base=10):
-    """``int(text, base)`` for a SymStr or SymBytes: the value is symbolic, the syntax is branches.
-
-    Follows CPython's grammar (whitespace, sign, ``0x``/``0o``/``0b`` prefix for bases 16/8/2,
-    digits); underscores, base 0 and texts longer than Python's digit limit are concretised. The
-    concrete result (or the exception) always comes from Python's own ``int``.
-    """
-    base = concrete(base)
-    plain = text._plain()
-    try:
-        real, error = int(plain, base), None
-    except (ValueError, TypeError) as exc:
-        real, error = None, exc
-    elems = text._e
-    if (not isinstance(base, int) or not 2 <= base <= 36 or len(elems) > _INT_DIGITS_LIMIT
-            or any(concrete_value(e) == 0x5F for e in elems)):
-        text.concretize()
-        if error is not None:
-            raise error
-        return real
-    if isinstance(text, SymBytes):
-        def space(e):
-            return in_ranges(e, ASCII_SPACE)
-    else:
-        def space(e):
-            return char_class(e, "isspace")
-    n, pos = len(elems), 0
-    while pos < n and space(elems[pos]):
-        pos += 1
-    negative = False
-    if pos < n and elems[pos] == 0x2D:
-        negative, pos = True, pos + 1
-    elif pos < n and elems[pos] == 0x2B:
-        pos += 1
-    prefix = {16: (0x78, 0x58), 8: (0x6F, 0x4F), 2: (0x62, 0x42)}.get(base)
-    if prefix and pos + 1 < n and conjunction(
-            (elems[pos] == 0x30, disjunction(elems[pos + 1] == c for c in prefix))):
-        pos += 2
-        if not (pos < n and _digit(elems[pos], base)[0]):
-            pos -= 1  # "0x" with no digit after it: only the "0" is a digit (and then "x" is an error)
-    start, value = pos, 0
-    while pos < n:
-        ok, digit = _digit(elems[pos], base)
-        if not ok:
-            break
-        value = value * base + digit
-        pos += 1
-    if pos == n and pos > start and isinstance(text._len, E.Node) and SymInt(text._len) > n:
-        pass  # not taken: the digits ran to the end of the input, whose negation is a longer number
-    valid = pos > start
-    while pos < n and space(elems[pos]):
-        pos += 1
-    valid = valid and pos == n
-    if valid != (error is None) or (valid and concrete_value(-value if negative else value) != real):
-        text.concretize()  # the model disagrees with Python: keep Python's answer, honestly pinned
-        if error is not None:
-            raise error
-        return real
-    if error is not None:
-        raise error
-    return -value if negative else value
-
-
-def fromhex(text):
-    """``bytes.fromhex(text)`` for a SymStr: whitespace between pairs, two hex digits per byte."""
-    elems, n, pos, out = text._e, len(text._e), 0, []
-    try:
-        real, error = bytes.fromhex(text._plain()), None
-    except ValueError as exc:
-        real, error = None, exc
-    while True:
-        while pos < n and in_ranges(elems[pos], ASCII_SPACE):
-            pos += 1
-        if pos >= n:
-            break
-        hi_ok, hi = _digit(elems[pos], 16)
-        if not (hi_ok and elems[pos] < 0x80 and pos + 1 < n):
-            break
-        lo_ok, lo = _digit(elems[pos + 1], 16)
-        if not (lo_ok and elems[pos + 1] < 0x80):
-            break
-        out.append(hi * 16 + lo)
-        pos += 2
-    done = pos >= n
-    if done != (error is None) or (done and bytes(concrete_value(e) for e in out) != real):
-        text.concretize()
-        if error is not None:
-            raise error
-        return real
-    if error is not None:
-        raise error
-    return SymBytes._build(out)
-
-
-def chr_of(code):
-    """``chr(code)`` for a SymInt: the range check is a branch, the character keeps the expression."""
-    if not (0 <= code <= sys.maxunicode):
-        raise ValueError("chr() arg not in range(0x110000)")
-    return SymStr._build([code])
-
-
-def ord_of(char):
-    """``ord(char)`` for a one-character SymStr or SymBytes: its element."""
-    if isinstance(char, SymSequence):
-        if len(char._e) != 1:
-            kind = "string" if isinstance(char, str) else "bytes"
-            raise TypeError(f"ord() expected a character, but {kind} of length {len(char._e)} found")
-        return char._e[0]
-    return ord(char)
-
-
-__all__ = ["SymStr", "char_class", "chr_of", "decode", "encode", "fromhex", "ord_of", "to_int"]
+__all__ = ["SymStr", "char_class", "decode", "encode"]
 
 
 SymBytes.text = sys.modules[__name__]
