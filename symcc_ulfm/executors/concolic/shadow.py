@@ -29,6 +29,7 @@ import sys
 import types
 
 from . import i2s, streams, structs
+from . import path as P
 from .rewrite import CodeSwap
 from .seq import SymSequence, length_of
 from .symbolic import SymBool, SymInt
@@ -175,7 +176,8 @@ def _pinning(function):
 
 
 class _PatternProxy:
-    """A compiled regex whose matching methods pin the part of a symbolic subject they examined."""
+    """A compiled regex whose matching methods pin the part of a symbolic subject they examined
+    (and record the pattern, :func:`.path.regex`)."""
 
     def __init__(self, pattern: re.Pattern):
         self._pattern = pattern
@@ -187,6 +189,7 @@ class _PatternProxy:
         method = getattr(self._pattern, name)
         if not isinstance(string, SymSequence):
             return method(string, pos, endpos)
+        P.regex(self._pattern)
         begin, end, _ = slice(pos, endpos).indices(len(string._e))
         found = method(string._plain(), begin, end)
         last = min(found.end() + 1, end) if found is not None else end
