@@ -325,13 +325,13 @@ class ConcolicExecutor(Executor):
         words = dict.fromkeys(fresh)
         words.update((w, None) for w in self._words if len(words) < mutate.MAX_WORDS)
         self._words = words
+        if self._constants is None:
+            self._constants = constants.module_words(self._constant_modules)
         started = time.monotonic()
         until = min(deadline, started + max(_MIN_MUTATE_S, spent * share / (1.0 - share))) if share > 0 else started
         result = mutate.Hybrid()
         if self.mutate and limit > 0 and until > started:
             seed = hashlib.sha256(self.options["mutate_seed"].to_bytes(8, "big") + data).digest()
-            if self._constants is None:
-                self._constants = constants.module_words(self._constant_modules)
             mutator = mutate.Mutator(random.Random(int.from_bytes(seed, "big")), list(self._words),
                                      min(E_MAX_LENGTH, max(_MAX_MUTANT_LENGTH, 2 * len(data))), self._constants)
             partners = [*children[:_MAX_SPLICE_PARTNERS], *self._partners]
