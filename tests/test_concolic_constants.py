@@ -1,5 +1,6 @@
 """Dictionary words from the target's own modules (executors/concolic/constants.py): code
-constants, regex literals and samples, and their use by the hybrid phase."""
+constants, regex literals and samples, and their use by the hybrid phase; and the literals that
+instrumented code compares concrete text with (executors/concolic/compares.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 import sys
 from pathlib import Path
 
-from symcc_ulfm.executors.concolic import ConcolicExecutor, constants, mutate
+from symcc_ulfm.executors.concolic import ConcolicExecutor, compares, constants, mutate
 from symcc_ulfm.executors.concolic import path as P
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hybrid.py"
@@ -77,3 +78,23 @@ def test_the_pattern_matched_against_the_input_is_recorded_and_its_samples_reach
     result = executor.run(b"hello")
     returned = {executor.measure(c).returned for c in result.candidates}
     assert "december" in returned
+
+
+def test_equality_with_a_literal_records_the_literal_when_the_text_differs():
+    path = P.start(float("inf"), 100)
+    try:
+        assert compares.equals("text", "multipart", 1) is False
+        assert compares.not_equals(b"GIF8", b"\x89PNG", 0) is True
+        assert compares.equals("same", "same", 1) is True  # equal: nothing to learn
+        assert compares.equals(b"bytes", "str", 1) is False  # other kinds: not recorded
+        assert compares.not_equals(3, "three", 1) is True
+    finally:
+        P.stop()
+    assert list(path.tokens) == ["multipart", b"GIF8"]
+
+
+def test_a_literal_compared_with_concrete_text_in_instrumented_code_is_a_token():
+    executor = ConcolicExecutor(f"{FIXTURE}:kind_gate", {"mutations": 0})
+    recorded, _ = executor._symbolic(b"text/plain")
+    assert "multipart" in recorded.tokens
+    assert executor.measure(b"multipart/x").returned == "multipart"

@@ -180,7 +180,8 @@ def test_truncations_cut_at_every_position_or_at_evenly_spaced_ones():
     assert mutate.truncations(b"abc") == [b"", b"a", b"ab"]
     long = bytes(range(256)) * 2
     cuts = mutate.truncations(long)
-    assert len(cuts) == mutate.MAX_TRUNCATIONS and cuts[0] == b"" and cuts[1] == long[:8]
+    assert len(cuts) == mutate.MAX_TRUNCATIONS and cuts[0] == b"" and cuts[1] == long[:64]
+    assert [len(c) for c in cuts[-8:]] == list(range(504, 512))  # every cut among the last bytes
     assert all(long.startswith(c) and len(c) < len(long) for c in cuts)
 
 

@@ -2,7 +2,7 @@
 
 A symbolic run is precise but slow; a concrete execution of a parser is a few hundred
 microseconds. As QSYM and SymCC pair a concolic engine with AFL, :meth:`~.executor.ConcolicExecutor.run`
-spends a bounded share of its own time (options ``mutate_share``, ``mutations``) on the prefixes
+spends a bounded share of its own time (options ``mutate_share``, ``mutations``) on a few prefixes
 of its input (:func:`truncations`: a text that ends inside a value) and then on AFL-style *havoc*
 mutants of its input and of the inputs it found (:class:`Mutator`: bit and byte flips, interesting
 values, arithmetic, chunk deletion, insertion, duplication and overwrite, truncation, interesting
@@ -44,7 +44,7 @@ INTERESTING_32 = (0, 1, 0x8000, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000, 0xFFFFF
 TEXT_BYTES = b" \t\r\n0123456789:;,.=-+/\\\"'<>[]{}()@#%&?!*_|~azAZ"
 MAX_WORDS = 256
 CONSTANT_SHARE = 0.3  # share of dictionary edits that take a target module's constant (see Mutator)
-MAX_TRUNCATIONS = 64  # prefixes of a run's input measured before its havoc mutants (truncations)
+MAX_TRUNCATIONS = 16  # prefixes of a run's input measured before its havoc mutants (truncations)
 _CONDITION_NODES = 64  # nodes examined per recorded branch condition for integer constants
 
 
@@ -258,12 +258,15 @@ class Hybrid:
 
 
 def truncations(data: bytes) -> list[bytes]:
-    """The prefixes of ``data`` cut at every position, or at :data:`MAX_TRUNCATIONS` evenly spaced
-    ones for a longer input, shortest first (the empty input included)."""
+    """The prefixes of ``data`` cut at every position, or for a longer input at half of
+    :data:`MAX_TRUNCATIONS` evenly spaced positions and at each of the last half as many bytes
+    (a text ending inside its last value), shortest first, the empty input included. Havoc cuts
+    at random positions too; this is the cheap deterministic part (every run pays for it)."""
     if len(data) <= MAX_TRUNCATIONS:
         cuts = range(len(data))
     else:
-        cuts = sorted({len(data) * k // MAX_TRUNCATIONS for k in range(MAX_TRUNCATIONS)})
+        half = MAX_TRUNCATIONS // 2
+        cuts = sorted({len(data) * k // half for k in range(half)} | set(range(len(data) - half, len(data))))
     return [data[:cut] for cut in cuts]
 
 
