@@ -8,7 +8,7 @@ import re
 import sys
 from pathlib import Path
 
-from symcc_ulfm.executors.concolic import ConcolicExecutor, compares, constants, mutate
+from symcc_ulfm.executors.concolic import ConcolicExecutor, compares, constants, i2s, mutate
 from symcc_ulfm.executors.concolic import path as P
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hybrid.py"
@@ -98,3 +98,21 @@ def test_a_literal_compared_with_concrete_text_in_instrumented_code_is_a_token()
     recorded, _ = executor._symbolic(b"text/plain")
     assert "multipart" in recorded.tokens
     assert executor.measure(b"multipart/x").returned == "multipart"
+
+
+def test_regex_matches_pair_their_text_with_the_patterns_samples():
+    date = (r"(\d{4})-(0[1-9]|1[0-2])-\d\d", 0)
+    pairs = i2s.regex_pairs([(date, "hello world", None), (date, "1999-05-05", 10), ((rb"x+", 0), "str", None)])
+    assert (0, "hello worl", "0000-01-00") in pairs  # a failed match: overwritten, as long as the sample
+    assert (0, "1999-05-05", "0000-12-00") in pairs  # a match: replaced by another accepted form
+    assert all(isinstance(region, str) for _, region, _ in pairs)  # a bytes pattern pairs with bytes only
+    assert i2s.propose(b"say hello world", pairs[:1], 4) == [b"say 0000-01-00d"]
+
+
+def test_regex_children_are_measured_first_and_reach_the_matching_branch():
+    executor = ConcolicExecutor(f"{FIXTURE}:date_gate", {"mutations": 8, "mutate_share": 0.9})
+    recorded, _ = executor._symbolic(b"hello")
+    assert recorded.matches == [((r"(\d{4})-(0[1-9]|1[0-2])-\d\d", re.UNICODE), "hello", None)]
+    result = executor.run(b"hello")
+    assert result.notes["regex_children"] >= 2
+    assert "december" in {executor.measure(c).returned for c in result.candidates}

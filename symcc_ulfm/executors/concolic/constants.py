@@ -200,27 +200,44 @@ def _pieces(items, out: list[list[int]]) -> None:
         out.append(run)
 
 
-@functools.lru_cache(maxsize=1024)
-def regex_words(pattern: str | bytes, flags: int = 0) -> tuple[bytes, ...]:
-    """The words of one regular expression (module docstring); ``()`` when it cannot be parsed."""
+def _parse(pattern: str | bytes, flags: int):
     if _parser is None:
-        return ()
+        return None
     try:
-        parsed = _parser.parse(pattern, flags)
+        return _parser.parse(pattern, flags)
     except (re.error, TypeError, ValueError, RecursionError, AttributeError):
-        return ()
-    runs = _samples(parsed)
-    _pieces(parsed, runs)
-    words: dict[bytes, None] = {}
+        return None
+
+
+def _texts(pattern: str | bytes, runs: list[list[int]]) -> list[str | bytes]:
+    """Character runs as texts of the pattern's own type, non-empty, deduplicated, in order."""
+    texts: dict[str | bytes, None] = {}
     for chars in runs:
         try:
             text = bytes(chars) if isinstance(pattern, bytes) else "".join(map(chr, chars))
         except ValueError:
             continue
-        word = _encode(text)
-        if word is not None:
-            words.setdefault(word, None)
-    return tuple(words)
+        if 0 < len(text) <= P.MAX_TOKEN_LENGTH:
+            texts.setdefault(text, None)
+    return list(texts)
+
+
+@functools.lru_cache(maxsize=1024)
+def regex_samples(pattern: str | bytes, flags: int = 0) -> tuple[str | bytes, ...]:
+    """Strings the pattern matches (:func:`_samples`), of its own type; ``()`` when it cannot be parsed."""
+    parsed = _parse(pattern, flags)
+    return () if parsed is None else tuple(_texts(pattern, _samples(parsed)))
+
+
+@functools.lru_cache(maxsize=1024)
+def regex_words(pattern: str | bytes, flags: int = 0) -> tuple[bytes, ...]:
+    """The words of one regular expression (module docstring); ``()`` when it cannot be parsed."""
+    parsed = _parse(pattern, flags)
+    if parsed is None:
+        return ()
+    runs = _samples(parsed)
+    _pieces(parsed, runs)
+    return tuple(dict.fromkeys(w for w in map(_encode, _texts(pattern, runs)) if w is not None))
 
 
 def _patterns(module: types.ModuleType) -> Iterator[re.Pattern]:
@@ -255,4 +272,4 @@ def module_words(modules: Iterable[types.ModuleType]) -> list[bytes]:
     return list(words)[:MAX_WORDS]
 
 
-__all__ = ["MAX_WORDS", "code_words", "module_words", "regex_words"]
+__all__ = ["MAX_WORDS", "code_words", "module_words", "regex_samples", "regex_words"]

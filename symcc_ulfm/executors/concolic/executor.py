@@ -71,6 +71,7 @@ _MAX_SPLICE_PARTNERS = 32
 _MIN_MUTATE_S = 0.01  # a fast symbolic run still gives its mutants this long
 _MAX_MUTANT_LENGTH = 4096  # or twice the input, whichever is longer (at most the length the solver may choose)
 _REPAIR_ROUNDS = 4
+_MAX_REGEX_CHILDREN = 64  # regex input-to-state children measured first in the hybrid phase
 
 
 def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -305,7 +306,7 @@ class ConcolicExecutor(Executor):
             skipped_site_budget=search.skipped_budget, repair_runs=extra["repair_runs"],
             repaired=extra["repaired"], compares=len(recorded.compares), i2s=len(proposals),
             mutations=mutants.executions, mutants_kept=len(mutants.kept), mutant_findings=len(mutants.findings),
-            mutation_seconds=round(mutants.seconds, 6), words=mutants.words,
+            mutation_seconds=round(mutants.seconds, 6), words=mutants.words, regex_children=mutants.regex_children,
         )
         return RunResult(
             candidates=candidates,
@@ -327,6 +328,8 @@ class ConcolicExecutor(Executor):
         self._words = words
         if self._constants is None:
             self._constants = constants.module_words(self._constant_modules)
+        rewrites = i2s.propose(data, i2s.regex_pairs(recorded.matches), _MAX_REGEX_CHILDREN)
+        first = [*rewrites, *mutate.truncations(data)]
         started = time.monotonic()
         until = min(deadline, started + max(_MIN_MUTATE_S, spent * share / (1.0 - share))) if share > 0 else started
         result = mutate.Hybrid()
@@ -336,7 +339,7 @@ class ConcolicExecutor(Executor):
                                      min(E_MAX_LENGTH, max(_MAX_MUTANT_LENGTH, 2 * len(data))), self._constants)
             partners = [*children[:_MAX_SPLICE_PARTNERS], *self._partners]
             result = mutate.hybrid(self._measure, mutator, [data, *children[:16]], partners, self._covered,
-                                   self._reported, until=until, limit=limit, first=mutate.truncations(data))
+                                   self._reported, until=until, limit=limit, first=first)
         for one in (data, *result.kept):
             self._partners.pop(one, None)
             self._partners[one] = None
@@ -344,6 +347,7 @@ class ConcolicExecutor(Executor):
             del self._partners[next(iter(self._partners))]
         result.seconds = time.monotonic() - started
         result.words = len(self._words)
+        result.regex_children = len(rewrites)
         return result
 
 

@@ -13,7 +13,10 @@ mutator's dictionary (:mod:`.mutate`), like libFuzzer's comparison tracing.
 
 A *pattern* is a compiled regular expression a symbolic subject was matched against (its
 ``(pattern, flags)``): the mutator's dictionary takes its literals and samples
-(:func:`.constants.regex_words`).
+(:func:`.constants.regex_words`). Each such *match* is kept too (first :data:`MAX_MATCHES`): the
+pattern, the subject's text from where the match was tried or found (at most
+:data:`MAX_TOKEN_LENGTH` characters) and the matched length (None when it failed), the material
+of regex input-to-state (:func:`.i2s.regex_pairs`).
 
 A *comparison* ``(site, left, right)`` is kept apart from the path: two concrete operands of a
 comparison that involved an opaque value (the result of unmodelled code run on input, see
@@ -37,6 +40,7 @@ MAX_COMPARES = 1024
 MAX_TOKENS = 512
 MAX_TOKEN_LENGTH = 64
 MAX_PATTERNS = 64
+MAX_MATCHES = 256
 
 
 class ExecTimeout(BaseException):
@@ -84,6 +88,7 @@ class Path:
     compares: list[tuple[int, object, object]] = field(default_factory=list)
     tokens: dict[bytes | str, None] = field(default_factory=dict)
     patterns: dict[tuple[str | bytes, int], None] = field(default_factory=dict)
+    matches: list[tuple[tuple[str | bytes, int], str | bytes, int | None]] = field(default_factory=list)
     branches: int = 0
     pins: int = 0
     truncated: bool = False
@@ -150,8 +155,14 @@ def token(value) -> None:
         path.tokens[value] = None
 
 
-def regex(pattern) -> None:
-    """Record a compiled pattern a symbolic subject was matched against (first MAX_PATTERNS)."""
+def regex(pattern, text, length: int | None) -> None:
+    """Record that ``pattern`` was matched against symbolic text: ``text`` from where the match was
+    tried or found, ``length`` the matched length or None (see the module docstring)."""
     path = _active
-    if path is not None and len(path.patterns) < MAX_PATTERNS:
-        path.patterns[(pattern.pattern, pattern.flags)] = None
+    if path is None:
+        return
+    key = (pattern.pattern, pattern.flags)
+    if len(path.patterns) < MAX_PATTERNS:
+        path.patterns[key] = None
+    if len(path.matches) < MAX_MATCHES:
+        path.matches.append((key, text[:MAX_TOKEN_LENGTH], length))

@@ -177,7 +177,7 @@ def _pinning(function):
 
 class _PatternProxy:
     """A compiled regex whose matching methods pin the part of a symbolic subject they examined
-    (and record the pattern, :func:`.path.regex`)."""
+    (and record the pattern and the match, :func:`.path.regex`)."""
 
     def __init__(self, pattern: re.Pattern):
         self._pattern = pattern
@@ -189,9 +189,11 @@ class _PatternProxy:
         method = getattr(self._pattern, name)
         if not isinstance(string, SymSequence):
             return method(string, pos, endpos)
-        P.regex(self._pattern)
         begin, end, _ = slice(pos, endpos).indices(len(string._e))
-        found = method(string._plain(), begin, end)
+        plain = string._plain()
+        found = method(plain, begin, end)
+        start = begin if found is None else found.start()
+        P.regex(self._pattern, plain[start:end], None if found is None else found.end() - start)
         last = min(found.end() + 1, end) if found is not None else end
         for e in string._e[begin:last]:
             concrete_deep(e)
