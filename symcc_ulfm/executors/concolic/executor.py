@@ -9,10 +9,13 @@ hint; when the child is run later with that hint, wherever that happens, the bou
 its actual path is compared with the prediction: ``notes["diverged"]`` reports the outcome.
 
 After the symbolic part, a *hybrid* phase (:mod:`.mutate`; options ``mutate_share``,
-``mutations``, ``mutate_seed``) runs havoc mutants of the input and of its children concretely,
-through the same path as ``measure``, with the words the symbolic run saw compared as a
-dictionary, and adds those that reach an edge new to this process (``measure`` adds what it
-sees too) to the candidates. Findings among the mutants are reported once per signature.
+``mutations``, ``mutate_seed``) runs concretely, through the same path as ``measure``, first the
+regex input-to-state children of the run (:func:`.i2s.regex_pairs`) and prefixes of the input
+(:func:`.mutate.truncations`), then havoc mutants of the input and of its children, with the
+words the symbolic run saw compared as a dictionary and the words of the target's own modules
+(:mod:`.constants`) as a second one, and adds those that reach an edge new to this process
+(``measure`` adds what it sees too) to the candidates. Findings among the mutants are reported
+once per signature.
 
 ``measure(data)`` is a separate concrete run of the original (unshimmed) target under
 :class:`.tracer.Tracer`: coverage and outcome (:mod:`.classify`). Findings are only ever taken
@@ -340,6 +343,7 @@ class ConcolicExecutor(Executor):
             partners = [*children[:_MAX_SPLICE_PARTNERS], *self._partners]
             result = mutate.hybrid(self._measure, mutator, [data, *children[:16]], partners, self._covered,
                                    self._reported, until=until, limit=limit, first=first)
+            result.regex_children = len(rewrites)
         for one in (data, *result.kept):
             self._partners.pop(one, None)
             self._partners[one] = None
@@ -347,7 +351,6 @@ class ConcolicExecutor(Executor):
             del self._partners[next(iter(self._partners))]
         result.seconds = time.monotonic() - started
         result.words = len(self._words)
-        result.regex_children = len(rewrites)
         return result
 
 
