@@ -110,13 +110,17 @@ def test_the_hybrid_phase_is_deterministic_given_input_and_seed():
     symbolic run are not part of this: z3 may pick other models)."""
     def phase(seed):
         executor = ConcolicExecutor(f"{FIXTURE}:keyword_gate", {"mutations": 300, "mutate_seed": seed})
+        measured = []
+        measure = executor._measure
+        executor._measure = lambda data: measured.append(data) or measure(data)
         recorded = P.Path(float("inf"), 10)
         recorded.tokens["frobnicate"] = None
         result = executor._hybrid(b"hello world", [b"hello  world"], recorded, 1.0, float("inf"))
-        return result.executions, result.kept, [(o.kind, o.signature, m) for o, m in result.findings]
+        return result.executions, result.kept, [(o.kind, o.signature, m) for o, m in result.findings], measured
 
     first = phase(0)
     assert first[0] == 300 and first[1]
+    assert first[3][:11] == mutate.truncations(b"hello world")  # every prefix first, then havoc
     assert phase(0) == first
     assert phase(1) != first
 
@@ -170,3 +174,42 @@ def test_a_mutant_that_kills_the_sandbox_child_is_the_finding():
         assert sandbox.measure(b"\x02\x02").returned == "alive"  # a fresh child serves the next request
     finally:
         sandbox.close()
+
+
+def test_truncations_cut_at_every_position_or_at_evenly_spaced_ones():
+    assert mutate.truncations(b"abc") == [b"", b"a", b"ab"]
+    long = bytes(range(256)) * 2
+    cuts = mutate.truncations(long)
+    assert len(cuts) == mutate.MAX_TRUNCATIONS and cuts[0] == b"" and cuts[1] == long[:64]
+    assert [len(c) for c in cuts[-8:]] == list(range(504, 512))  # every cut among the last bytes
+    assert all(long.startswith(c) and len(c) < len(long) for c in cuts)
+
+
+def test_the_new_edits_truncate_append_words_and_touch_only_the_trailer():
+    rng = random.Random(5)
+    mutator = mutate.Mutator(rng, [b"WORD"])
+    data = bytes(range(100))
+    for _ in range(200):
+        buf = bytearray(data)
+        mutator._truncate(buf)
+        assert len(buf) < len(data) and data.startswith(bytes(buf))
+        buf = bytearray(data)
+        mutator._word_append(buf)
+        assert bytes(buf) == data + b"WORD"
+        buf = bytearray(data)
+        mutator._tail_interesting(buf)
+        assert len(buf) == len(data) and buf[:68] == data[:68]
+    changed = set()
+    for _ in range(500):
+        buf = bytearray(data)
+        mutator._tail_interesting(buf)
+        changed.update(i for i in range(100) if buf[i] != data[i])
+    assert min(changed) >= 68 and max(changed) == 99 and len(changed) > 24
+
+
+def test_constants_are_a_second_pool_that_the_runs_words_outweigh():
+    only = mutate.Mutator(random.Random(2), [], constants=[b"CONST"])
+    assert any(b"CONST" in only.havoc(b"abcdef") for _ in range(200))  # constants alone enable word edits
+    both = mutate.Mutator(random.Random(2), [b"RUN"], constants=[b"CONST"])
+    picks = [both._word() for _ in range(2000)]
+    assert 0.2 < picks.count(b"CONST") / len(picks) < 0.4 and set(picks) == {b"RUN", b"CONST"}

@@ -9,10 +9,13 @@ hint; when the child is run later with that hint, wherever that happens, the bou
 its actual path is compared with the prediction: ``notes["diverged"]`` reports the outcome.
 
 After the symbolic part, a *hybrid* phase (:mod:`.mutate`; options ``mutate_share``,
-``mutations``, ``mutate_seed``) runs havoc mutants of the input and of its children concretely,
-through the same path as ``measure``, with the words the symbolic run saw compared as a
-dictionary, and adds those that reach an edge new to this process (``measure`` adds what it
-sees too) to the candidates. Findings among the mutants are reported once per signature.
+``mutations``, ``mutate_seed``) runs concretely, through the same path as ``measure``, first the
+regex input-to-state children of the run (:func:`.i2s.regex_pairs`) and prefixes of the input
+(:func:`.mutate.truncations`), then havoc mutants of the input and of its children, with the
+words the symbolic run saw compared as a dictionary and the words of the target's own modules
+(:mod:`.constants`) as a second one, and adds those that reach an edge new to this process
+(``measure`` adds what it sees too) to the candidates. Findings among the mutants are reported
+once per signature.
 
 ``measure(data)`` is a separate concrete run of the original (unshimmed) target under
 :class:`.tracer.Tracer`: coverage and outcome (:mod:`.classify`). Findings are only ever taken
@@ -24,15 +27,18 @@ not a bug of the target).
 from __future__ import annotations
 
 import hashlib
+import importlib
 import random
+import sys
 import time
+import types
 from collections.abc import Mapping
 from typing import Any
 
 from ...errors import PolicyError
 from ...targets import DEFAULT_TARGET, TargetInfo, resolve_target
 from ..base import Executor, Finding, Measurement, RunResult, edge_of
-from . import i2s, mutate
+from . import constants, i2s, mutate
 from . import path as P
 from .classify import Expected, classify, parse_expected
 from .expr import MAX_LENGTH as E_MAX_LENGTH
@@ -68,6 +74,7 @@ _MAX_SPLICE_PARTNERS = 32
 _MIN_MUTATE_S = 0.01  # a fast symbolic run still gives its mutants this long
 _MAX_MUTANT_LENGTH = 4096  # or twice the input, whichever is longer (at most the length the solver may choose)
 _REPAIR_ROUNDS = 4
+_MAX_REGEX_CHILDREN = 64  # regex input-to-state children measured first in the hybrid phase
 
 
 def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -109,19 +116,15 @@ def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
     return options
 
 
-def _module_files(names) -> set[str]:
-    """Source files of the modules named in the ``modules`` option (traced like the target's)."""
-    import importlib
-
-    files = set()
+def _import_modules(names) -> list[types.ModuleType]:
+    """The modules named in the ``modules`` option (traced and instrumented like the target's)."""
+    modules = []
     for name in names or ():
         try:
-            module = importlib.import_module(name)
+            modules.append(importlib.import_module(name))
         except ImportError as exc:
             raise PolicyError("executor.options.modules", f"cannot import {name!r}: {exc}") from None
-        if getattr(module, "__file__", None):
-            files.add(module.__file__)
-    return files
+    return modules
 
 
 class ConcolicExecutor(Executor):
@@ -152,7 +155,11 @@ class ConcolicExecutor(Executor):
         self.info: TargetInfo = resolve_target(target if target is not None else DEFAULT_TARGET)
         modules = self.info.modules if self.options["modules"] is None else self.options["modules"]
         self._twin = symbolic_twin(self.info.function, modules)
-        self._files = frozenset(self.info.files) | _module_files(modules)
+        imported = _import_modules(modules)
+        self._files = frozenset(self.info.files) | {m.__file__ for m in imported if getattr(m, "__file__", None)}
+        own = sys.modules.get(getattr(self.info.function, "__module__", None) or "")
+        self._constant_modules = ([own] if own is not None else []) + imported
+        self._constants: list[bytes] | None = None  # the modules' words (.constants), on first use
         self._search = GenerationalSearch(
             query_timeout_ms=self.options["query_timeout_ms"],
             max_branches=self.options["max_branches_per_run"],
@@ -302,7 +309,7 @@ class ConcolicExecutor(Executor):
             skipped_site_budget=search.skipped_budget, repair_runs=extra["repair_runs"],
             repaired=extra["repaired"], compares=len(recorded.compares), i2s=len(proposals),
             mutations=mutants.executions, mutants_kept=len(mutants.kept), mutant_findings=len(mutants.findings),
-            mutation_seconds=round(mutants.seconds, 6), words=mutants.words,
+            mutation_seconds=round(mutants.seconds, 6), words=mutants.words, regex_children=mutants.regex_children,
         )
         return RunResult(
             candidates=candidates,
@@ -318,20 +325,25 @@ class ConcolicExecutor(Executor):
     def _hybrid(self, data: bytes, children: list[bytes], recorded, spent: float, deadline: float):
         """The hybrid phase (module docstring): mutants of ``data`` and ``children``, bounded in time."""
         share, limit = self.options["mutate_share"], self.options["mutations"]
-        fresh = mutate.dictionary(recorded.entries, recorded.compares, recorded.tokens)
+        fresh = mutate.dictionary(recorded.entries, recorded.compares, recorded.tokens, recorded.patterns)
         words = dict.fromkeys(fresh)
         words.update((w, None) for w in self._words if len(words) < mutate.MAX_WORDS)
         self._words = words
+        if self._constants is None:
+            self._constants = constants.module_words(self._constant_modules)
+        rewrites = i2s.propose(data, i2s.regex_pairs(recorded.matches), _MAX_REGEX_CHILDREN)
+        first = [*rewrites, *mutate.truncations(data)]
         started = time.monotonic()
         until = min(deadline, started + max(_MIN_MUTATE_S, spent * share / (1.0 - share))) if share > 0 else started
         result = mutate.Hybrid()
         if self.mutate and limit > 0 and until > started:
             seed = hashlib.sha256(self.options["mutate_seed"].to_bytes(8, "big") + data).digest()
             mutator = mutate.Mutator(random.Random(int.from_bytes(seed, "big")), list(self._words),
-                                     min(E_MAX_LENGTH, max(_MAX_MUTANT_LENGTH, 2 * len(data))))
+                                     min(E_MAX_LENGTH, max(_MAX_MUTANT_LENGTH, 2 * len(data))), self._constants)
             partners = [*children[:_MAX_SPLICE_PARTNERS], *self._partners]
             result = mutate.hybrid(self._measure, mutator, [data, *children[:16]], partners, self._covered,
-                                   self._reported, until=until, limit=limit)
+                                   self._reported, until=until, limit=limit, first=first)
+            result.regex_children = len(rewrites)
         for one in (data, *result.kept):
             self._partners.pop(one, None)
             self._partners[one] = None

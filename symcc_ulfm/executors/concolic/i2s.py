@@ -10,7 +10,9 @@ still recognised.
 After the run, :func:`propose` looks for each recorded operand in the input, as raw bytes, as a
 1/2/4/8-byte little- or big-endian integer, in hex or in decimal ASCII, and proposes the child
 that holds the *other* operand, in the same encoding, at that place (RedQueen's idea, here over
-the comparisons our engine could not follow).
+the comparisons our engine could not follow). Regular expressions get the same treatment
+(:func:`regex_pairs`): the text a pattern matched, or failed to match, is paired with strings the
+pattern accepts; the executor measures those children in its hybrid phase.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import operator
 
 from . import path as P
+from .constants import regex_samples
 
 
 class _Opaque:
@@ -192,4 +195,20 @@ def propose(data: bytes, compares: list, limit: int, per_needle: int = 4) -> lis
     return children
 
 
-__all__ = ["OpaqueBytes", "OpaqueInt", "OpaqueStr", "opaque", "propose", "rendered"]
+def regex_pairs(matches) -> list[tuple[int, object, object]]:
+    """Comparisons for :func:`propose` from the regex matches of a run (:func:`.path.regex`): a
+    match's text against each sample of its pattern (:func:`.constants.regex_samples`), so that the
+    child holds another form the pattern accepts (a matched number as hex or with an exponent);
+    a failed match's text, as long as the sample, against the sample, so that the child matches."""
+    pairs = []
+    for (pattern, flags), text, length in matches:
+        for sample in regex_samples(pattern, flags):
+            if type(sample) is not type(text):
+                continue
+            region = text[:length] if length is not None else text[:len(sample)]
+            if region and region != sample:
+                pairs.append((0, region, sample))
+    return pairs
+
+
+__all__ = ["OpaqueBytes", "OpaqueInt", "OpaqueStr", "opaque", "propose", "regex_pairs", "rendered"]

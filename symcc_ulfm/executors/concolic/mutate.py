@@ -2,19 +2,24 @@
 
 A symbolic run is precise but slow; a concrete execution of a parser is a few hundred
 microseconds. As QSYM and SymCC pair a concolic engine with AFL, :meth:`~.executor.ConcolicExecutor.run`
-spends a bounded share of its own time (options ``mutate_share``, ``mutations``) on AFL-style
-*havoc* mutants of its input and of the inputs it found (:class:`Mutator`: bit and byte flips,
-interesting values, arithmetic, chunk deletion, insertion, duplication and overwrite, splices with
-other known inputs, and dictionary words), measures each with the executor's own concrete path
-(the same tracer and classification as ``measure``), and keeps only those that reach an edge new
-to the executor's process (:func:`hybrid`; hit counts alone do not count: a mutant is a new queue
-entry, and the queue must not fill with loop-count variants).
+spends a bounded share of its own time (options ``mutate_share``, ``mutations``) on a few prefixes
+of its input (:func:`truncations`: a text that ends inside a value) and then on AFL-style *havoc*
+mutants of its input and of the inputs it found (:class:`Mutator`: bit and byte flips, interesting
+values, arithmetic, chunk deletion, insertion, duplication and overwrite, truncation, interesting
+values in the last 32 bytes (trailers found by seeking from the end), splices with other known
+inputs, and dictionary words inserted, overwritten or appended), measures each with the
+executor's own concrete path (the same tracer and classification as ``measure``), and keeps only
+those that reach an edge new to the executor's process (:func:`hybrid`; hit counts alone do not
+count: a mutant is a new queue entry, and the queue must not fill with loop-count variants).
 
 The dictionary (:func:`dictionary`) is what the symbolic run saw the input compared with:
 constant strings and bytes of ``==``, ``find``/``startswith``/``split`` separators and dict/set
 keys (:func:`.path.token`), the operands of comparisons with opaque values (:mod:`.i2s`), and the
 integer constants of the recorded branch conditions in the encodings an input would hold them in
-(libFuzzer's comparison tracing, fed by the engine's own record).
+(libFuzzer's comparison tracing, fed by the engine's own record), with the literals and samples
+of the regular expressions the input was matched against (:func:`.constants.regex_words`). A
+second pool, the words of the target's own modules (:mod:`.constants`), is drawn from in
+:data:`CONSTANT_SHARE` of the dictionary edits.
 
 Everything random comes from the :class:`random.Random` passed in (the executor seeds it from
 the input's SHA-256 and its ``mutate_seed`` option): the same input, options and process
@@ -31,12 +36,15 @@ from dataclasses import dataclass, field
 from ..base import edge_of
 from . import expr as E
 from . import path as P
+from .constants import regex_words
 
 INTERESTING_8 = (0, 1, 16, 32, 64, 100, 127, 128, 255, 0x80 - 1, 0xFF - 1)
 INTERESTING_16 = (0, 128, 255, 256, 512, 1000, 1024, 4096, 0x7FFF, 0x8000, 0xFFFF, 0xFF7F)
 INTERESTING_32 = (0, 1, 0x8000, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFFFF7F)
 TEXT_BYTES = b" \t\r\n0123456789:;,.=-+/\\\"'<>[]{}()@#%&?!*_|~azAZ"
 MAX_WORDS = 256
+CONSTANT_SHARE = 0.3  # share of dictionary edits that take a target module's constant (see Mutator)
+MAX_TRUNCATIONS = 16  # prefixes of a run's input measured before its havoc mutants (truncations)
 _CONDITION_NODES = 64  # nodes examined per recorded branch condition for integer constants
 
 
@@ -80,8 +88,10 @@ def _constants(node: E.Node) -> Iterable[int]:
             stack.extend(reversed(current.args))
 
 
-def dictionary(entries: Sequence, compares: Sequence, tokens: Iterable) -> list[bytes]:
-    """The words a run's record suggests, in a deterministic order, at most :data:`MAX_WORDS`."""
+def dictionary(entries: Sequence, compares: Sequence, tokens: Iterable, patterns: Iterable = ()) -> list[bytes]:
+    """The words a run's record suggests, in a deterministic order, at most :data:`MAX_WORDS`:
+    tokens, comparison operands, the words of the patterns matched against the input, and the
+    integer constants of branch conditions."""
     words: dict[bytes, None] = {}
 
     def add(value) -> None:
@@ -94,6 +104,9 @@ def dictionary(entries: Sequence, compares: Sequence, tokens: Iterable) -> list[
     for _site, left, right in compares:
         add(left)
         add(right)
+    for pattern, flags in patterns:
+        for word in regex_words(pattern, flags):
+            add(word)
     for kind, node, _site in entries:
         if kind == P.BRANCH and len(words) < MAX_WORDS:
             for value in _constants(node):
@@ -102,16 +115,25 @@ def dictionary(entries: Sequence, compares: Sequence, tokens: Iterable) -> list[
 
 
 class Mutator:
-    """AFL-style havoc: a stack of 1, 2, 4 or 8 random edits of one input (see the module docstring)."""
+    """AFL-style havoc: a stack of 1, 2, 4 or 8 random edits of one input (see the module docstring).
 
-    def __init__(self, rng: random.Random, words: Sequence[bytes] = (), max_length: int = 4096):
+    ``words`` are the run's dictionary, ``constants`` the target modules' words
+    (:mod:`.constants`); a dictionary edit takes a constant with probability
+    :data:`CONSTANT_SHARE` when there are both, so that the run's words keep priority.
+    """
+
+    def __init__(self, rng: random.Random, words: Sequence[bytes] = (), max_length: int = 4096,
+                 constants: Sequence[bytes] = ()):
         self.rng = rng
         self.words = list(words)
+        self.constants = list(constants)
         self.max_length = max_length
         self._ops = [self._flip_bit, self._set_byte, self._interesting, self._arith, self._text_byte,
-                     self._delete, self._insert, self._duplicate, self._overwrite]
-        if self.words:
-            self._ops += [self._word_insert, self._word_overwrite, self._word_insert, self._word_overwrite]
+                     self._delete, self._insert, self._duplicate, self._overwrite, self._truncate,
+                     self._tail_interesting]
+        if self.words or self.constants:
+            self._ops += [self._word_insert, self._word_overwrite, self._word_insert, self._word_overwrite,
+                          self._word_append]
 
     def havoc(self, data: bytes, partners: Sequence[bytes] = ()) -> bytes:
         rng = self.rng
@@ -181,12 +203,35 @@ class Mutator:
             pos = self.rng.randrange(len(buf) - (stop - start) + 1)
             buf[pos:pos + stop - start] = buf[start:stop]
 
+    def _truncate(self, buf: bytearray) -> None:
+        """Cut the input at a random position (the end of text inside a value)."""
+        if buf:
+            del buf[self._pos(buf):]
+
+    def _tail_interesting(self, buf: bytearray) -> None:
+        """An interesting value within the last 32 bytes (trailers read by seeking from the end)."""
+        rng = self.rng
+        width = rng.choice((1, 2, 4, 8))
+        if len(buf) < width:
+            return
+        pos = len(buf) - width - rng.randrange(min(32, len(buf)) - width + 1)
+        value = rng.choice((*INTERESTING_8, len(buf), len(buf) - 1, len(buf) - 32)) % (1 << (8 * width))
+        buf[pos:pos + width] = value.to_bytes(width, rng.choice(("little", "big")))
+
+    def _word(self) -> bytes:
+        if self.constants and (not self.words or self.rng.random() < CONSTANT_SHARE):
+            return self.rng.choice(self.constants)
+        return self.rng.choice(self.words)
+
     def _word_insert(self, buf: bytearray) -> None:
         pos = self.rng.randint(0, len(buf))
-        buf[pos:pos] = self.rng.choice(self.words)
+        buf[pos:pos] = self._word()
+
+    def _word_append(self, buf: bytearray) -> None:
+        buf += self._word()
 
     def _word_overwrite(self, buf: bytearray) -> None:
-        word = self.rng.choice(self.words)
+        word = self._word()
         if len(buf) >= len(word):
             pos = self.rng.randint(0, len(buf) - len(word))
             buf[pos:pos + len(word)] = word
@@ -210,21 +255,39 @@ class Hybrid:
     new_coverage: int = 0  # edges first reached by a kept mutant
     seconds: float = 0.0  # the phase's duration (set by the executor)
     words: int = 0  # dictionary size (set by the executor)
+    regex_children: int = 0  # regex input-to-state children among those measured first (set by the executor)
+
+
+def truncations(data: bytes) -> list[bytes]:
+    """The prefixes of ``data`` cut at every position, or for a longer input at half of
+    :data:`MAX_TRUNCATIONS` evenly spaced positions and at each of the last half as many bytes
+    (a text ending inside its last value), shortest first, the empty input included. Havoc cuts
+    at random positions too; this is the cheap deterministic part (every run pays for it)."""
+    if len(data) <= MAX_TRUNCATIONS:
+        cuts = range(len(data))
+    else:
+        half = MAX_TRUNCATIONS // 2
+        cuts = sorted({len(data) * k // half for k in range(half)} | set(range(len(data) - half, len(data))))
+    return [data[:cut] for cut in cuts]
 
 
 def hybrid(measure: Callable, mutator: Mutator, bases: Sequence[bytes], partners: Sequence[bytes],
            covered: set[int], reported: set[tuple[str, str]], *, until: float, limit: int,
-           clock: Callable[[], float] = time.monotonic) -> Hybrid:
-    """Measure up to ``limit`` havoc mutants (until ``clock() >= until``) of ``bases`` and of the
-    mutants kept on the way; keep those with an edge not in ``covered`` (edge ids, updated), and
-    report a finding for each (kind, signature) not in ``reported`` (updated)."""
+           first: Sequence[bytes] = (), clock: Callable[[], float] = time.monotonic) -> Hybrid:
+    """Measure ``first`` (such as :func:`truncations`), then havoc mutants of ``bases`` and of the
+    mutants kept on the way, up to ``limit`` in all and until ``clock() >= until``; keep those with
+    an edge not in ``covered`` (edge ids, updated), and report a finding for each (kind,
+    signature) not in ``reported`` (updated)."""
     out = Hybrid()
     pool = [b for b in bases]
     tried: set[bytes] = set(bases)
     attempts = 0
+    scheduled = iter(first)
     while pool and out.executions < limit and attempts < 4 * limit and clock() < until:
         attempts += 1
-        mutant = mutator.havoc(mutator.rng.choice(pool), partners)
+        mutant = next(scheduled, None)
+        if mutant is None:
+            mutant = mutator.havoc(mutator.rng.choice(pool), partners)
         if mutant in tried:
             continue
         tried.add(mutant)
@@ -244,4 +307,4 @@ def hybrid(measure: Callable, mutator: Mutator, bases: Sequence[bytes], partners
     return out
 
 
-__all__ = ["Hybrid", "Mutator", "dictionary", "hybrid"]
+__all__ = ["Hybrid", "Mutator", "dictionary", "hybrid", "truncations"]

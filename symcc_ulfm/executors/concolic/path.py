@@ -11,6 +11,13 @@ A *token* is a constant string or bytes the input was compared with, searched fo
 against (``==``, ``find``/``startswith``/``split`` separators, dict and set keys): the hybrid
 mutator's dictionary (:mod:`.mutate`), like libFuzzer's comparison tracing.
 
+A *pattern* is a compiled regular expression a symbolic subject was matched against (its
+``(pattern, flags)``): the mutator's dictionary takes its literals and samples
+(:func:`.constants.regex_words`). Each such *match* is kept too (first :data:`MAX_MATCHES`): the
+pattern, the subject's text from where the match was tried or found (at most
+:data:`MAX_TOKEN_LENGTH` characters) and the matched length (None when it failed), the material
+of regex input-to-state (:func:`.i2s.regex_pairs`).
+
 A *comparison* ``(site, left, right)`` is kept apart from the path: two concrete operands of a
 comparison that involved an opaque value (the result of unmodelled code run on input, see
 :mod:`.i2s`), the material of input-to-state proposals.
@@ -32,6 +39,8 @@ _CHECK_EVERY = 256
 MAX_COMPARES = 1024
 MAX_TOKENS = 512
 MAX_TOKEN_LENGTH = 64
+MAX_PATTERNS = 64
+MAX_MATCHES = 256
 
 
 class ExecTimeout(BaseException):
@@ -78,6 +87,8 @@ class Path:
     entries: list[tuple[int, E.Node, int]] = field(default_factory=list)
     compares: list[tuple[int, object, object]] = field(default_factory=list)
     tokens: dict[bytes | str, None] = field(default_factory=dict)
+    patterns: dict[tuple[str | bytes, int], None] = field(default_factory=dict)
+    matches: list[tuple[tuple[str | bytes, int], str | bytes, int | None]] = field(default_factory=list)
     branches: int = 0
     pins: int = 0
     truncated: bool = False
@@ -142,3 +153,16 @@ def token(value) -> None:
     if (path is not None and type(value) in (bytes, str) and 0 < len(value) <= MAX_TOKEN_LENGTH
             and len(path.tokens) < MAX_TOKENS):
         path.tokens[value] = None
+
+
+def regex(pattern, text, length: int | None) -> None:
+    """Record that ``pattern`` was matched against symbolic text: ``text`` from where the match was
+    tried or found, ``length`` the matched length or None (see the module docstring)."""
+    path = _active
+    if path is None:
+        return
+    key = (pattern.pattern, pattern.flags)
+    if len(path.patterns) < MAX_PATTERNS:
+        path.patterns[key] = None
+    if len(path.matches) < MAX_MATCHES:
+        path.matches.append((key, text[:MAX_TOKEN_LENGTH], length))

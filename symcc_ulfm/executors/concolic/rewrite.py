@@ -3,7 +3,8 @@
 ``x in c`` (where ``c`` is a plain set, dict or string constant) and ``d[k]`` are answered by C
 code that only sees concrete values, and no Python method of the symbolic operand is called. For
 the modules the shadow instruments, this module recompiles their source with those operations
-(and ``.get``, ``.join``, ``.issuperset``, ``.tobytes`` calls) routed through :mod:`.lookups`, keeping every line
+(and ``.get``, ``.join``, ``.issuperset``, ``.tobytes`` calls) routed through :mod:`.lookups`, and
+``==`` / ``!=`` with a ``str`` or ``bytes`` literal on one side through :mod:`.compares`, keeping every line
 number, and swaps the new code objects into the module's functions and methods for the duration
 of a symbolic run (:class:`CodeSwap`). Concrete runs always execute the original code, so
 coverage is measured on the code as written.
@@ -21,7 +22,14 @@ import functools
 import inspect
 import types
 
+from .compares import HOOKS as COMPARE_HOOKS
 from .lookups import HOOKS, REWRITTEN_METHODS
+from .path import MAX_TOKEN_LENGTH
+
+
+def _text_literal(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Constant) and type(node.value) in (str, bytes)
+            and 0 < len(node.value) <= MAX_TOKEN_LENGTH)
 
 
 class _Hooks(ast.NodeTransformer):
@@ -31,6 +39,13 @@ class _Hooks(ast.NodeTransformer):
             name = "__symcc_in__" if isinstance(node.ops[0], ast.In) else "__symcc_not_in__"
             call = ast.Call(ast.Name(name, ast.Load()), [node.left, node.comparators[0]], [])
             return ast.copy_location(call, node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            sides = [node.left, node.comparators[0]]
+            literal = [i for i, side in enumerate(sides) if _text_literal(side)]
+            if len(literal) == 1:
+                name = "__symcc_eq__" if isinstance(node.ops[0], ast.Eq) else "__symcc_ne__"
+                call = ast.Call(ast.Name(name, ast.Load()), [*sides, ast.Constant(literal[0])], [])
+                return ast.copy_location(call, node)
         return node
 
     def visit_Subscript(self, node: ast.Subscript):
@@ -117,7 +132,7 @@ class CodeSwap:
                     self.skipped += 1
                     continue
                 self.pairs.append((function, old, new))
-            for name, hook in {**HOOKS, "__symcc_slice__": slice}.items():
+            for name, hook in {**HOOKS, **COMPARE_HOOKS, "__symcc_slice__": slice}.items():
                 vars(module).setdefault(name, hook)
 
     def enter(self) -> None:

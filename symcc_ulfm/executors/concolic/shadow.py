@@ -29,6 +29,7 @@ import sys
 import types
 
 from . import i2s, streams, structs
+from . import path as P
 from .numtext import chr_of, fromhex, ord_of, to_int
 from .rewrite import CodeSwap
 from .seq import SymSequence, concrete_deep, length_of
@@ -176,7 +177,8 @@ def _pinning(function):
 
 
 class _PatternProxy:
-    """A compiled regex whose matching methods pin the part of a symbolic subject they examined."""
+    """A compiled regex whose matching methods pin the part of a symbolic subject they examined
+    (and record the pattern and the match, :func:`.path.regex`)."""
 
     def __init__(self, pattern: re.Pattern):
         self._pattern = pattern
@@ -189,7 +191,10 @@ class _PatternProxy:
         if not isinstance(string, SymSequence):
             return method(string, pos, endpos)
         begin, end, _ = slice(pos, endpos).indices(len(string._e))
-        found = method(string._plain(), begin, end)
+        plain = string._plain()
+        found = method(plain, begin, end)
+        start = begin if found is None else found.start()
+        P.regex(self._pattern, plain[start:end], None if found is None else found.end() - start)
         last = min(found.end() + 1, end) if found is not None else end
         for e in string._e[begin:last]:
             concrete_deep(e)
