@@ -629,7 +629,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
     parser.add_argument("--keep-state", action="store_true",
                         help="keep every campaign's corpus, WAL, staging and QueryStores (GBs) in the run")
+    parser.add_argument("--concolic-options", default=None,
+                        help="JSON object of options for the concolic-tokenizer workload, for an ablation such as "
+                             "'{\"mutate_share\": 0}' (recorded with the workload in results.json)")
     args = parser.parse_args(argv)
+    if args.concolic_options is not None:
+        CONCOLIC.options.update(json.loads(args.concolic_options))  # every section shares this workload
     wanted = [x for x in args.only.split(",") if x]
     unknown = sorted(set(wanted) - set(SECTIONS))
     if unknown:
@@ -641,6 +646,8 @@ def main(argv: list[str] | None = None) -> int:
     b = Bench(out, args.quick, args.keep_state)
     command = "make bench" + (" BENCH_QUICK=1" if args.quick else "") + (f"  (--only {args.only})" if args.only !=
                                                                           ",".join(SECTIONS) else "")
+    if args.concolic_options is not None:
+        command += f" --concolic-options '{args.concolic_options}'"
     b.results["command"] = command
     b.say(f"bench: {out} (cores={b.cores}, {'quick' if b.quick else 'full'}, loadavg {os.getloadavg()[0]:.2f})")
     started = time.monotonic()
