@@ -72,6 +72,7 @@ _NON_NEGATIVE = {"mutate_share", "mutations", "mutate_seed"}  # 0 is meaningful 
 _POSITIVE = {k for k, v in DEFAULTS.items() if v is not None} - _NON_NEGATIVE
 _MAX_SPLICE_PARTNERS = 32
 _MIN_MUTATE_S = 0.01  # a fast symbolic run still gives its mutants this long
+_MIN_MUTANTS = 16  # and at least this many (within the run's deadline), however loaded the machine
 _MAX_MUTANT_LENGTH = 4096  # or twice the input, whichever is longer (at most the length the solver may choose)
 _REPAIR_ROUNDS = 4
 _MAX_REGEX_CHILDREN = 64  # regex input-to-state children measured first in the hybrid phase
@@ -342,7 +343,8 @@ class ConcolicExecutor(Executor):
                                      min(E_MAX_LENGTH, max(_MAX_MUTANT_LENGTH, 2 * len(data))), self._constants)
             partners = [*children[:_MAX_SPLICE_PARTNERS], *self._partners]
             result = mutate.hybrid(self._measure, mutator, [data, *children[:16]], partners, self._covered,
-                                   self._reported, until=until, limit=limit, first=first)
+                                   self._reported, until=until, limit=limit, first=first,
+                                   at_least=_MIN_MUTANTS, deadline=deadline)
             result.regex_children = len(rewrites)
         for one in (data, *result.kept):
             self._partners.pop(one, None)

@@ -273,17 +273,22 @@ def truncations(data: bytes) -> list[bytes]:
 
 def hybrid(measure: Callable, mutator: Mutator, bases: Sequence[bytes], partners: Sequence[bytes],
            covered: set[int], reported: set[tuple[str, str]], *, until: float, limit: int,
-           first: Sequence[bytes] = (), clock: Callable[[], float] = time.monotonic) -> Hybrid:
+           first: Sequence[bytes] = (), at_least: int = 0, deadline: float = float("inf"),
+           clock: Callable[[], float] = time.monotonic) -> Hybrid:
     """Measure ``first`` (such as :func:`truncations`), then havoc mutants of ``bases`` and of the
-    mutants kept on the way, up to ``limit`` in all and until ``clock() >= until``; keep those with
-    an edge not in ``covered`` (edge ids, updated), and report a finding for each (kind,
-    signature) not in ``reported`` (updated)."""
+    mutants kept on the way, up to ``limit`` in all and until ``clock() >= until`` (the first
+    ``at_least`` of them until ``deadline``: a count that does not depend on the machine's load);
+    keep those with an edge not in ``covered`` (edge ids, updated), and report a finding for each
+    (kind, signature) not in ``reported`` (updated)."""
     out = Hybrid()
     pool = [b for b in bases]
     tried: set[bytes] = set(bases)
     attempts = 0
     scheduled = iter(first)
-    while pool and out.executions < limit and attempts < 4 * limit and clock() < until:
+    while pool and out.executions < limit and attempts < 4 * limit:
+        now = clock()
+        if now >= until and (out.executions >= at_least or now >= deadline):
+            break
         attempts += 1
         mutant = next(scheduled, None)
         if mutant is None:
