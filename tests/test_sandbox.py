@@ -117,6 +117,17 @@ def test_a_death_during_a_run_is_confirmed_by_a_concrete_rerun(bad):
     assert result.candidates and not result.findings
 
 
+def test_a_run_that_hangs_is_bounded_by_the_execution_slot_and_confirmed(bad):
+    """A run's executions are bounded from the start time the child wrote into the slot."""
+    started = time.monotonic()
+    result = bad.run(b"D0")  # a sleep in C: only this side can end it
+    elapsed = time.monotonic() - started
+    [finding] = result.findings
+    assert (finding.outcome.kind, finding.data) == ("hang", b"D0") and result.notes["executing"] is True
+    assert elapsed < 10  # the run itself, then its confirming rerun: each 0.5 s + grace, not run_timeout_s
+    assert bad.run(b"Z0").candidates  # and the sandbox goes on
+
+
 def test_a_target_that_writes_into_the_sandbox_pipe_or_floods_its_streams_is_contained(bad):
     assert bad.measure(b"I0").outcome.signature == "sandbox: garbled reply"
     flood = bad.measure(b"J0")

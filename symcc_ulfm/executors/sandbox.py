@@ -10,8 +10,8 @@ bounded: the child's own tracer ends Python-level endless loops, the child runs 
 ``RLIMIT_AS`` (allocation storms raise ``MemoryError``), and this side kills the child when an execution outlives its
 limit plus a grace (an endless loop in C code), after asking it (``SIGUSR1``) to print where it
 is. So a crash, ``os._exit``, a signal, a hang or a memory storm ends one execution, and the
-execution that was running is known (the child announces each one): it gets the outcome of the
-death (:func:`.outcome.death`).
+execution that was running is known (the child writes each one into memory it shares with this
+side, :mod:`.slot`): it gets the outcome of the death (:func:`.outcome.death`).
 
 A death inside :meth:`run` is confirmed before it is reported: the input that was executing is
 reproduced (:meth:`~.base.Executor.reproduce`, by default a measurement) in a fresh child, and
@@ -29,12 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TargetError, rebuild
+from . import slot as S
 from .base import Executor, Finding, Measurement, RunResult
 from .outcome import Outcome
 from .sandbox_process import STARTUP_S, ChildDied, ChildProcess, grace_s
 
 CHUNK_BYTES = 8 << 20
 CHUNK_INPUTS = 512
+POLL_S = 0.05  # how often a request's wait looks at the execution slot (the precision of a hang's bound)
 
 
 class Sandbox(ChildProcess, Executor):
@@ -72,28 +74,45 @@ class Sandbox(ChildProcess, Executor):
         """Send a request whose target executions the child announces; the ``reply`` frame.
 
         Each announced execution is bounded by the execution limit plus grace, the whole request by
-        ``limit_s`` plus that. On a death, ``self._executing`` is the input that was executing (the
-        request's ``own`` or the one announced), None when the child was between executions.
+        ``limit_s`` plus that: this side wakes every :data:`POLL_S` to read the execution slot
+        (:mod:`.slot`). On a death, ``self._executing`` is the input that was executing (the
+        request's ``own``, the slot's or the one framed), None when the child was between executions.
         """
         exec_bound = self.execution_limit_s + grace_s(self.execution_limit_s)
-        self._executing, since = None, None
+        self._executing, framed = None, None
         self._ensure_child()
         request_deadline = time.monotonic() + limit_s + exec_bound
+        self._slot.reset()  # the child is between requests: it writes the slot only while it serves one
         self._send(request, blobs)
-        while True:
-            deadline = request_deadline if since is None else min(request_deadline, since + exec_bound)
-            message, reply_blobs = self._next(deadline)
-            kind = message.get("type")
-            if kind == "exec":
-                self._executing, since = (own if message.get("input") else reply_blobs[0]), time.monotonic()
-            elif kind == "idle":
-                self._executing, since = None, None
-            elif kind == reply:
-                return message, reply_blobs
-            elif kind == "error":
-                raise rebuild(str(message.get("error")), str(message.get("message")), message.get("exit_code", 70))
-            else:
-                raise ChildDied(Outcome("crash", "sandbox: unexpected reply", f"unexpected {kind!r}"))
+        try:
+            while True:
+                seen = self._slot.read()
+                deadline = request_deadline if seen is None or seen.idle else min(request_deadline,
+                                                                                 seen.started + exec_bound)
+                now = time.monotonic()
+                if now >= deadline:
+                    if self._slot.read() == seen:  # still the execution the deadline was computed for
+                        raise ChildDied(self._hung())
+                    continue
+                frame = self._frame_until(min(deadline, now + POLL_S))
+                if frame is None:
+                    continue
+                message, reply_blobs = frame
+                kind = message.get("type")
+                if kind == "exec":
+                    framed = reply_blobs[0] if reply_blobs else None
+                elif kind == reply:
+                    return message, reply_blobs
+                elif kind == "error":
+                    raise rebuild(str(message.get("error")), str(message.get("message")),
+                                  message.get("exit_code", 70))
+                else:
+                    raise ChildDied(Outcome("crash", "sandbox: unexpected reply", f"unexpected {kind!r}"))
+        except ChildDied:
+            final = self._slot.read()  # the child is gone: what it last wrote stays
+            state = None if final is None else final.state
+            self._executing = {S.OWN: own, S.COPIED: None if final is None else final.data, S.FRAMED: framed}.get(state)
+            raise
 
     def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
         data = bytes(data)

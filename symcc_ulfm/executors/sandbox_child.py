@@ -4,7 +4,7 @@ Started by :class:`.sandbox.Sandbox` as ``python -m symcc_ulfm.executors.sandbox
 CTRL PARENT``, the process is a fork server: it builds the executor once (the ``init`` request on
 file descriptor REQ, its reply on REP: :mod:`.frames`), then forks, on each ``fork`` message of
 the control socket CTRL (a ``SOCK_SEQPACKET`` pair; the message carries the new child's request
-and reply pipes), a child that serves requests with the executor already built and the target
+and reply pipes and its execution slot), a child that serves requests with the executor already built and the target
 already imported. A child the target killed is replaced in about a millisecond instead of a
 Python start-up and the target's imports. The server never runs target code: only its children
 do. It reaps them on ``wait`` messages and answers with their wait status.
@@ -18,12 +18,14 @@ before it kills it), and a wrapper around ``os._exit``. Each child leads a proce
 own, so the parent can kill it and whatever it started.
 
 ``init`` (to the server: build the executor; the reply carries its identity, seeds, limits and
-the target's files). Requests of a child: ``run`` (one :meth:`~.base.Executor.run`; every target execution it starts is
-announced with an ``exec`` frame, with the input when it is not the run's own, and its end with
-an ``idle`` frame; ``"mutate": false`` sets :attr:`~.base.Executor.mutate` off for that run), ``measure`` (inputs measured in order, one ``measured`` frame each, until an
-optional time budget is spent), ``reproduce`` (one :meth:`~.base.Executor.reproduce`, announced
-like a run; a ``reproduced`` frame), ``preflight`` (:meth:`~.base.Executor.preflight`, announced
-likewise; a ``preflight-ok`` frame or the error), ``stop``.
+the target's files). Requests of a child: ``run`` (one :meth:`~.base.Executor.run`; every target
+execution it starts, and its end, is written into the execution slot the child got with its
+pipes (:mod:`.slot`), the input too when it is not the run's own; ``"mutate": false`` sets
+:attr:`~.base.Executor.mutate` off for that run), ``measure`` (inputs measured in order, one
+``measured`` frame each, until an optional time budget is spent), ``reproduce`` (one
+:meth:`~.base.Executor.reproduce`, announced like a run; a ``reproduced`` frame), ``preflight``
+(:meth:`~.base.Executor.preflight`, announced likewise; a ``preflight-ok`` frame or the error),
+``stop``.
 
 An executor whose targets run in processes of their own may ask (``adopts_orphans``) that each
 child become a child subreaper, so that every process a target leaves behind, whatever its
@@ -44,6 +46,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import slot as S
 from .frames import encode_frame, read_frame, write_all
 
 PR_SET_PDEATHSIG = 1
@@ -82,10 +85,11 @@ def _locate_exits() -> None:
 
 
 class Child:
-    def __init__(self, req: int, rep: int, executor=None):
+    def __init__(self, req: int, rep: int, executor=None, slot: S.Slot | None = None):
         self.req = req
         self.rep = rep
         self.executor = executor
+        self.slot = slot  # a forked child's execution slot (the server's own Child has none: it runs no target)
 
     def send(self, message: dict, blobs=()) -> None:
         write_all(self.rep, encode_frame(message, blobs))
@@ -139,15 +143,20 @@ class Child:
         return True
 
     def announcer(self, data: bytes | None):
-        """The ``on_execution`` hook that tells the parent which input is executing (``data``: the request's own)."""
+        """The ``on_execution`` hook that tells the parent which input is executing (``data``: the
+        request's own), through the execution slot."""
+        slot = self.slot
 
         def announce(current: bytes | None) -> None:
             if current is None:
-                self.send({"type": "idle"})
+                slot.write(S.IDLE, 0.0)
             elif current == data:
-                self.send({"type": "exec", "input": True})
+                slot.write(S.OWN, time.monotonic())
+            elif len(current) <= S.CAPACITY:
+                slot.write(S.COPIED, time.monotonic(), current)
             else:
-                self.send({"type": "exec", "input": False}, [current])
+                self.send({"type": "exec"}, [current])
+                slot.write(S.FRAMED, time.monotonic())
 
         return announce
 
@@ -213,7 +222,7 @@ class Server:
     def serve(self) -> int:
         while True:
             try:
-                data, fds, _, _ = socket.recv_fds(self.ctrl, CONTROL_BYTES, 2)
+                data, fds, _, _ = socket.recv_fds(self.ctrl, CONTROL_BYTES, 3)
             except (ConnectionError, OSError):
                 return 0
             if not data:
@@ -224,7 +233,7 @@ class Server:
                 message = {}
             op = message.get("op") if isinstance(message, dict) else None
             self.reap()
-            if op == "fork" and len(fds) == 2:
+            if op == "fork" and len(fds) == 3:
                 reply = {"pid": self.fork(*fds)}
             elif op == "wait" and isinstance(message.get("pid"), int):
                 reply = {"status": self.wait(message["pid"], float(message.get("timeout_s", 0)))}
@@ -234,7 +243,7 @@ class Server:
                 reply = {"error": f"unknown control message {data[:80]!r}"}
             self.ctrl.send(json.dumps(reply).encode())
 
-    def fork(self, req: int, rep: int) -> int:
+    def fork(self, req: int, rep: int, slot: int) -> int:
         server = os.getpid()
         pid = os.fork()
         if pid == 0:
@@ -245,12 +254,15 @@ class Server:
                 _die_with_parent(server)
                 if self.built.adopts_orphans:
                     _become_subreaper()
-                code = Child(req, rep, self.built.executor).serve()
+                mapped = S.Slot(slot)
+                os.close(slot)
+                code = Child(req, rep, self.built.executor, mapped).serve()
                 self.built.executor.close()  # what it made in this process (scratch): no finalizers run past _EXIT
             finally:
                 _EXIT(code)
         os.close(req)
         os.close(rep)
+        os.close(slot)
         self.children.add(pid)
         return pid
 

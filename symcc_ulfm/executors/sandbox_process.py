@@ -24,6 +24,7 @@ import weakref
 from ..errors import ExecutorError, rebuild
 from .frames import FrameBuffer, FrameError, encode_frame
 from .outcome import Outcome, death, signal_name
+from .slot import Slot
 
 STARTUP_S = 120.0
 CONTROL_S = 10.0  # a fork or a wait answered by the fork server
@@ -60,6 +61,7 @@ class ChildProcess:
         self._err = -1  # the server's stderr (every child's too)
         self._target_files: list[str] = []  # kept across restarts: a death is judged after its child is gone
         self._finalizer = None
+        self._slot: Slot | None = None  # shared with each child in turn (.slot)
         self._spawn()
 
 
@@ -127,11 +129,14 @@ class ChildProcess:
         self._wait_ready()
         if self._pid is not None:
             return
+        if self._slot is None:
+            self._slot = Slot.create()
         for _attempt in range(2):
             req_r, req_w = os.pipe2(os.O_CLOEXEC)
             rep_r, rep_w = os.pipe2(os.O_CLOEXEC)
+            self._slot.reset()
             try:
-                reply = self._control({"op": "fork"}, (req_r, rep_w))
+                reply = self._control({"op": "fork"}, (req_r, rep_w, self._slot.fd))
             finally:
                 os.close(req_r)
                 os.close(rep_w)
@@ -177,6 +182,14 @@ class ChildProcess:
 
     def _next(self, deadline: float) -> tuple[dict, list[bytes]]:
         """The next frame from the child; ChildDied when it dies, hangs past ``deadline`` or garbles."""
+        frame = self._frame_until(deadline)
+        if frame is None:
+            raise ChildDied(self._hung())
+        return frame
+
+    def _frame_until(self, until: float) -> tuple[dict, list[bytes]] | None:
+        """The next frame from the child, None if none came by ``until``; ChildDied when it dies
+        or garbles."""
         while True:
             try:
                 frame = self._buffer.next()
@@ -185,9 +198,9 @@ class ChildProcess:
                 raise ChildDied(Outcome("crash", "sandbox: garbled reply", f"the child wrote garbage: {exc}")) from None
             if frame is not None:
                 return frame
-            remaining = deadline - time.monotonic()
+            remaining = until - time.monotonic()
             if remaining <= 0:
-                raise ChildDied(self._hung())
+                return None
             readable, _, _ = select.select([self._rep, self._err], [], [], min(remaining, 1.0))
             if self._err in readable:
                 self._drain_stderr()
@@ -301,13 +314,15 @@ class ChildProcess:
 
     def close(self) -> None:
         """End the serving child, then the fork server."""
-        if self._proc is None:
-            return
-        if self._pid is not None:
-            with contextlib.suppress(ChildDied, OSError):
-                self._send({"type": "stop"})
-            self._reap_child()
-        self._stop_server()  # its control socket closed: the server returns, or is killed
+        if self._proc is not None:
+            if self._pid is not None:
+                with contextlib.suppress(ChildDied, OSError):
+                    self._send({"type": "stop"})
+                self._reap_child()
+            self._stop_server()  # its control socket closed: the server returns, or is killed
+        if self._slot is not None:
+            self._slot.close()
+            self._slot = None
 
 
 def _kill_quietly(proc: subprocess.Popen, ctrl: socket.socket) -> None:
