@@ -175,6 +175,7 @@ def containment(b: Bench) -> None:
         seed = resolve_target(name).seeds[0]
         rates: dict[str, list[float]] = {"in_process": [], "contained": []}
         costs: dict[str, list[float]] = {"in_process": [], "contained": []}
+        mutant_costs: dict[str, list[float]] = {"in_process": [], "contained": []}
         died: list[str] = []
         for rnd in range(1 if b.quick else 2):
             for contained in ((False, True) if rnd % 2 == 0 else (True, False)):
@@ -185,22 +186,37 @@ def containment(b: Bench) -> None:
                 if seq["rate"]:
                     rates[key].append(seq["rate"])
                 costs[key].append(h.execution_cost(workload, seed, seconds / 2, contained)["us_per_execution"])
+                mutants = h.mutation_cost(workload, seed, 3, contained)
+                if mutants is not None:
+                    mutant_costs[key].append(mutants["us_per_mutant"])
         row = {key: {"inputs_per_s": statistics.mean(rates[key]) if rates[key] else None,
-                     "us_per_execution": statistics.mean(costs[key])} for key in rates}
+                     "us_per_execution": statistics.mean(costs[key]),
+                     "us_per_mutant": statistics.mean(mutant_costs[key]) if mutant_costs[key] else None}
+               for key in rates}
         row["died"] = died
         inside, apart = row["in_process"]["inputs_per_s"], row["contained"]["inputs_per_s"]
         # a target that killed the in-process loop has no in-process rate to compare with
         comparable = inside and apart and not any(d.startswith("in_process") for d in died)
         row["rate_ratio"] = inside / apart if comparable else None
         row["execution_ratio"] = row["contained"]["us_per_execution"] / row["in_process"]["us_per_execution"]
+        mutant_in, mutant_apart = row["in_process"]["us_per_mutant"], row["contained"]["us_per_mutant"]
+        row["mutant_ratio"] = mutant_apart / mutant_in if mutant_in and mutant_apart else None
         rows[name] = row
-        b.say(f"  {name}: {_f(inside)} -> {_f(apart)} inputs/s (x{_f(row['rate_ratio'], '.2f')}); one execution "
-              f"{row['in_process']['us_per_execution']:.0f} -> {row['contained']['us_per_execution']:.0f} us "
-              f"(x{row['execution_ratio']:.2f})" + "".join(f"; {d}" for d in died))
+        b.say(f"  {_containment_line(name, row)}")
     b.results["sections"]["containment"] = {
-        "definition": "one process, no MPI: sequential_rate (run + measure of every distinct child) and the wall time "
-                      "of one measure of the seed, the target in this process vs in the sandbox child; rounds alternate",
+        "definition": "one process, no MPI: sequential_rate (run + measure of every distinct child), the wall time "
+                      "of one measure of the seed and of one mutant of the hybrid phase in runs of the seed, the "
+                      "target in this process vs in the sandbox child; rounds alternate",
         "targets": rows}
+
+
+def _containment_line(name: str, r: dict[str, Any]) -> str:
+    inside, apart = r["in_process"], r["contained"]
+    return (f"{name}: {_f(inside['inputs_per_s'])} -> {_f(apart['inputs_per_s'])} inputs/s "
+            f"(x{_f(r['rate_ratio'], '.2f')} the time per input); one execution {inside['us_per_execution']:.0f} -> "
+            f"{apart['us_per_execution']:.0f} us (x{r['execution_ratio']:.2f}); one mutant in a run "
+            f"{_f(inside['us_per_mutant'], '.0f')} -> {_f(apart['us_per_mutant'], '.0f')} us "
+            f"(x{_f(r['mutant_ratio'], '.2f')})" + "".join(f"; {d}" for d in r.get("died", [])))
 
 
 def _limit(b: Bench, workload: h.Workload) -> float | None:
@@ -595,13 +611,9 @@ def table(results: dict[str, Any], command: str) -> str:
         ratios = [r["rate_ratio"] for r in rows.values() if r["rate_ratio"] is not None]
         ok = bool(ratios) and max(ratios) <= TARGETS["containment_ratio"]
         verdicts["8 containment costs <= 1.3x per input"] = ok
-        lines.append("8 containment (target in a sandbox child vs in the same process; inputs/s of one process, and the "
-                     "wall time of one execution of the seed):")
-        lines += [f"    {name}: {_f(r['in_process']['inputs_per_s'])} -> {_f(r['contained']['inputs_per_s'])} inputs/s "
-                  f"(x{_f(r['rate_ratio'], '.2f')} the time per input); one execution "
-                  f"{r['in_process']['us_per_execution']:.0f} -> {r['contained']['us_per_execution']:.0f} us "
-                  f"(x{r['execution_ratio']:.2f})" + "".join(f"; {d}" for d in r.get("died", []))
-                  for name, r in rows.items()]
+        lines.append("8 containment (target in a sandbox child vs in the same process; inputs/s of one process, the "
+                     "wall time of one execution of the seed and of one hybrid-phase mutant):")
+        lines += [f"    {_containment_line(name, r)}" for name, r in rows.items()]
         lines.append(f"    target <= 1.3x per input (targets the in-process loop survives): {_status(ok)}; the "
                      "efficiency figures (6) are contained campaigns against the in-process sequential limit")
     if "idle" in s:

@@ -178,6 +178,22 @@ def execution_cost(workload: Workload, data: bytes, seconds: float, contained: b
     return {"executions": count, "us_per_execution": 1e6 * elapsed / count}
 
 
+def mutation_cost(workload: Workload, data: bytes, runs: int, contained: bool) -> dict[str, Any] | None:
+    """Wall time per mutant of the hybrid phase inside ``runs`` runs of ``data`` (the concolic
+    executor's notes); None when its runs execute no mutants."""
+    executor = workload.create(contained)
+    try:
+        executor.run(data)  # start-up is not part of it
+        mutants, seconds = 0, 0.0
+        for _ in range(runs):
+            notes = executor.run(data).notes
+            mutants += notes.get("mutations", 0)
+            seconds += notes.get("mutation_seconds", 0.0)
+    finally:
+        executor.close()
+    return {"mutants": mutants, "us_per_mutant": 1e6 * seconds / mutants} if mutants else None
+
+
 def efficiency(rate: float, sequential: float, ncores: int) -> float | None:
     """``rate / (cores x sequential)``: the share of the machine's physical limit that a run reached."""
     if not sequential or ncores <= 0:
