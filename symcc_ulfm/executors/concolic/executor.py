@@ -72,7 +72,8 @@ _NON_NEGATIVE = {"mutate_share", "mutations", "mutate_seed"}  # 0 is meaningful 
 _POSITIVE = {k for k, v in DEFAULTS.items() if v is not None} - _NON_NEGATIVE
 _MAX_SPLICE_PARTNERS = 32
 _MIN_MUTATE_S = 0.01  # a fast symbolic run still gives its mutants this long
-_MIN_MUTANTS = 16  # and at least this many (within the run's deadline), however loaded the machine
+_MIN_MUTANTS = 16  # and at least this many, however loaded the machine, ...
+_MIN_MUTANTS_S = 0.25  # ... unless they take longer than this (a slow or hanging target; within the run's deadline)
 _MAX_MUTANT_LENGTH = 4096  # or twice the input, whichever is longer (at most the length the solver may choose)
 _REPAIR_ROUNDS = 4
 _MAX_REGEX_CHILDREN = 64  # regex input-to-state children measured first in the hybrid phase
@@ -344,7 +345,7 @@ class ConcolicExecutor(Executor):
             partners = [*children[:_MAX_SPLICE_PARTNERS], *self._partners]
             result = mutate.hybrid(self._measure, mutator, [data, *children[:16]], partners, self._covered,
                                    self._reported, until=until, limit=limit, first=first,
-                                   at_least=_MIN_MUTANTS, deadline=deadline)
+                                   at_least=_MIN_MUTANTS, deadline=min(deadline, started + _MIN_MUTANTS_S))
             result.regex_children = len(rewrites)
         for one in (data, *result.kept):
             self._partners.pop(one, None)
