@@ -260,3 +260,11 @@ def test_rendered_text_pins_its_sources_only_when_read():
     (text, unread, same), path = run(message)
     assert text == "bad '1.2'" and isinstance(text, i2s.OpaqueStr) and same
     assert unread == 0 and path.pins == 4, "three characters and the length, once compared"
+
+
+def test_a_number_that_int_rejects_gets_every_digit_in_one_child():
+    """Char by char, each child would fail inside int() like its parent: the digits are asked for at once."""
+    executor = ConcolicExecutor(f"{FIXTURE}:hex_escape", {"mutations": 0})
+    result = executor.run(b"uzzzz")
+    hexdigits = set(b"0123456789abcdefABCDEF")
+    assert any(len(c) >= 5 and set(c[1:5]) <= hexdigits for c in result.candidates), result.candidates

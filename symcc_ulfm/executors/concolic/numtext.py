@@ -20,6 +20,7 @@ from .symbytes import ASCII_SPACE, SymBytes
 from .symstr import SymStr, char_class, code_point_ranges, scope
 
 INT_DIGITS_LIMIT = 4300  # CPython's default limit on the digits int() converts
+_ALL_DIGITS_MAX = 64  # longest text after the sign and prefix whose digits are also asked for at once
 
 
 @functools.cache
@@ -90,6 +91,12 @@ def to_int(text, base=10):
         if not (pos < n and _digit(elems[pos], base)[0]):
             pos -= 1  # "0x" with no digit after it: only the "0" is a digit (and then "x" is an error)
     start, value = pos, 0
+    if 1 < n - start <= _ALL_DIGITS_MAX:
+        every = conjunction([_digit(e, base)[0] for e in elems[start:]])
+        if not concrete_value(every):
+            # recorded (not taken) so that its negation writes every digit at once: char by char,
+            # each child would fail inside int() like its parent, with no new coverage to prefer it
+            bool(every)
     while pos < n:
         ok, digit = _digit(elems[pos], base)
         if not ok:
