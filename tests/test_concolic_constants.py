@@ -116,3 +116,38 @@ def test_regex_children_are_measured_first_and_reach_the_matching_branch():
     result = executor.run(b"hello")
     assert result.notes["regex_children"] >= 2
     assert "december" in {executor.measure(c).returned for c in result.candidates}
+
+
+def test_text_compared_with_a_literal_and_different_is_recorded_as_a_pair():
+    path = P.start(float("inf"), 100)
+    try:
+        compares.equals("text", "multipart", 1)
+        compares.not_equals(b"GIF8", b"\x89PNG", 0)
+        compares.equals("same", "same", 1)  # equal: nothing to replace
+        compares.equals("a", "b", 1)  # single characters: left to the solver and the byte edits
+    finally:
+        P.stop()
+    assert list(path.texts) == [("text", "multipart"), (b"\x89PNG", b"GIF8")]  # (text, literal)
+
+
+def test_text_pairs_replace_the_text_in_the_input_lower_cased_if_need_be_and_in_one_direction():
+    pairs = [(0, "content-type", "content-length"), (0, "text", "multipart")]
+    assert i2s.propose(b"Content-Type: text/x", pairs, 8, directed=True) == [
+        b"content-length: text/x", b"Content-Type: multipart/x"]
+    assert b"Content-Type: text/x" in i2s.propose(b"Content-Type: multipart/x", pairs, 8)  # undirected: both ways
+    assert i2s.propose(b"Content-Type: multipart/x", pairs[1:], 8, directed=True) == []
+
+
+def test_a_literal_compared_with_concrete_text_is_tried_in_its_place_first():
+    executor = ConcolicExecutor(f"{FIXTURE}:kind_gate", {"mutations": 1})
+    result = executor.run(b"text/plain")
+    assert result.notes["text_children"] == 1
+    assert "multipart" in {executor.measure(c).returned for c in result.candidates}
+
+
+def test_a_literal_compared_with_pinned_symbolic_text_is_tried_in_its_place():
+    executor = ConcolicExecutor(f"{FIXTURE}:pinned_kind_gate", {"mutations": 1})
+    recorded, _ = executor._symbolic(b"text/plain")
+    assert ("text", "multipart") in recorded.texts
+    result = executor.run(b"text/plain")
+    assert "multipart" in {executor.measure(c).returned for c in result.candidates}

@@ -10,7 +10,9 @@ its actual path is compared with the prediction: ``notes["diverged"]`` reports t
 
 After the symbolic part, a *hybrid* phase (:mod:`.mutate`; options ``mutate_share``,
 ``mutations``, ``mutate_seed``) runs concretely, through the same path as ``measure``, first the
-regex input-to-state children of the run (:func:`.i2s.regex_pairs`) and prefixes of the input
+input-to-state children of the run's text comparisons (:func:`.path.text_compare`: the literal
+in place of the concrete text it was compared with) and of its regex matches
+(:func:`.i2s.regex_pairs`) and prefixes of the input
 (:func:`.mutate.truncations`), then havoc mutants of the input and of its children, with the
 words the symbolic run saw compared as a dictionary and the words of the target's own modules
 (:mod:`.constants`) as a second one, and adds those that reach an edge new to this process
@@ -75,7 +77,8 @@ _MIN_MUTATE_S = 0.01  # a fast symbolic run still gives its mutants this long
 _MIN_MUTANTS = 16  # and at least this many (within the run's deadline), however loaded the machine
 _MAX_MUTANT_LENGTH = 4096  # or twice the input, whichever is longer (at most the length the solver may choose)
 _REPAIR_ROUNDS = 4
-_MAX_REGEX_CHILDREN = 64  # regex input-to-state children measured first in the hybrid phase
+_MAX_TEXT_CHILDREN = 64  # text-comparison input-to-state children measured first in the hybrid phase
+_MAX_REGEX_CHILDREN = 64  # regex input-to-state children measured next
 
 
 def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -310,7 +313,8 @@ class ConcolicExecutor(Executor):
             skipped_site_budget=search.skipped_budget, repair_runs=extra["repair_runs"],
             repaired=extra["repaired"], compares=len(recorded.compares), i2s=len(proposals),
             mutations=mutants.executions, mutants_kept=len(mutants.kept), mutant_findings=len(mutants.findings),
-            mutation_seconds=round(mutants.seconds, 6), words=mutants.words, regex_children=mutants.regex_children,
+            mutation_seconds=round(mutants.seconds, 6), words=mutants.words, text_children=mutants.text_children,
+            regex_children=mutants.regex_children,
         )
         return RunResult(
             candidates=candidates,
@@ -332,8 +336,10 @@ class ConcolicExecutor(Executor):
         self._words = words
         if self._constants is None:
             self._constants = constants.module_words(self._constant_modules)
+        texts = i2s.propose(data, [(0, text, constant) for text, constant in recorded.texts], _MAX_TEXT_CHILDREN,
+                            directed=True)
         rewrites = i2s.propose(data, i2s.regex_pairs(recorded.matches), _MAX_REGEX_CHILDREN)
-        first = [*rewrites, *mutate.truncations(data)]
+        first = [*texts, *rewrites, *mutate.truncations(data)]
         started = time.monotonic()
         until = min(deadline, started + max(_MIN_MUTATE_S, spent * share / (1.0 - share))) if share > 0 else started
         result = mutate.Hybrid()
@@ -345,7 +351,7 @@ class ConcolicExecutor(Executor):
             result = mutate.hybrid(self._measure, mutator, [data, *children[:16]], partners, self._covered,
                                    self._reported, until=until, limit=limit, first=first,
                                    at_least=_MIN_MUTANTS, deadline=deadline)
-            result.regex_children = len(rewrites)
+            result.text_children, result.regex_children = len(texts), len(rewrites)
         for one in (data, *result.kept):
             self._partners.pop(one, None)
             self._partners[one] = None

@@ -255,7 +255,8 @@ class Hybrid:
     new_coverage: int = 0  # edges first reached by a kept mutant
     seconds: float = 0.0  # the phase's duration (set by the executor)
     words: int = 0  # dictionary size (set by the executor)
-    regex_children: int = 0  # regex input-to-state children among those measured first (set by the executor)
+    text_children: int = 0  # text-comparison input-to-state children measured first (set by the executor)
+    regex_children: int = 0  # regex input-to-state children measured next (set by the executor)
 
 
 def truncations(data: bytes) -> list[bytes]:

@@ -21,6 +21,12 @@ of regex input-to-state (:func:`.i2s.regex_pairs`).
 A *comparison* ``(site, left, right)`` is kept apart from the path: two concrete operands of a
 comparison that involved an opaque value (the result of unmodelled code run on input, see
 :mod:`.i2s`), the material of input-to-state proposals.
+
+A *text comparison* ``(text, constant)`` is input-derived text, symbolic (its concrete value:
+the solver cannot change text a pin fixed) or made concrete, that was compared with a constant
+``==`` and found different (:meth:`.seq.SymSequence.__eq__`, :mod:`.compares`; first
+:data:`MAX_TEXT_COMPARES` distinct pairs, text at most :data:`MAX_TOKEN_LENGTH` long): the hybrid
+phase puts the constant where the text stands in the input (:func:`.i2s.propose`).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ MAX_TOKENS = 512
 MAX_TOKEN_LENGTH = 64
 MAX_PATTERNS = 64
 MAX_MATCHES = 256
+MAX_TEXT_COMPARES = 256
 
 
 class ExecTimeout(BaseException):
@@ -89,6 +96,7 @@ class Path:
     tokens: dict[bytes | str, None] = field(default_factory=dict)
     patterns: dict[tuple[str | bytes, int], None] = field(default_factory=dict)
     matches: list[tuple[tuple[str | bytes, int], str | bytes, int | None]] = field(default_factory=list)
+    texts: dict[tuple[str | bytes, str | bytes], None] = field(default_factory=dict)
     branches: int = 0
     pins: int = 0
     truncated: bool = False
@@ -153,6 +161,16 @@ def token(value) -> None:
     if (path is not None and type(value) in (bytes, str) and 0 < len(value) <= MAX_TOKEN_LENGTH
             and len(path.tokens) < MAX_TOKENS):
         path.tokens[value] = None
+
+
+def text_compare(text, constant) -> None:
+    """Record that ``text`` (the concrete value of input-derived text) was compared with the
+    constant ``constant`` and differed; pairs of single characters are left to the solver and
+    the byte edits of the mutator."""
+    path = _active
+    if (path is not None and text != constant and 0 < len(text) <= MAX_TOKEN_LENGTH
+            and max(len(text), len(constant)) > 1 and len(path.texts) < MAX_TEXT_COMPARES):
+        path.texts[(text, constant)] = None
 
 
 def regex(pattern, text, length: int | None) -> None:
