@@ -151,3 +151,26 @@ def test_a_literal_compared_with_pinned_symbolic_text_is_tried_in_its_place():
     assert ("text", "multipart") in recorded.texts
     result = executor.run(b"text/plain")
     assert "multipart" in {executor.measure(c).returned for c in result.candidates}
+
+
+def test_text_given_to_an_uninstrumented_module_is_replaced_by_that_modules_words():
+    executor = ConcolicExecutor(f"{FIXTURE}:address_gate", {"mutations": 64})
+    recorded, _ = executor._symbolic(b"hello")
+    assert ("ipaddress", "hello") in recorded.callees
+    result = executor.run(b"hello")
+    assert b"0.0.0.0" in result.candidates  # a word of ipaddress's code, the first address among them
+    assert executor.measure(b"0.0.0.0").returned == "address"
+
+
+def test_a_name_looked_up_with_getattr_is_paired_with_the_names_of_the_same_prefix():
+    executor = ConcolicExecutor(f"{FIXTURE}:dispatch_gate", {"mutations": 2})
+    recorded, _ = executor._symbolic(b"beta:x")
+    assert {("beta", "alpha"), ("beta", "omega")} <= set(recorded.texts)
+    result = executor.run(b"beta:x")
+    assert {"alpha", "omega"} <= {executor.measure(c).returned for c in result.candidates}
+
+
+def test_a_text_that_occurs_several_times_is_also_replaced_everywhere_at_once():
+    children = i2s.propose(b"<data>x</data>", [(0, "data", "date")], 8, directed=True)
+    assert children == [b"<date>x</data>", b"<data>x</date>", b"<date>x</date>"]
+    assert i2s.propose(b"\x00\x00\x00", [(0, 0, 7)], 8, directed=True)[:2] == [b"\x07\x00\x00", b"\x00\x07\x00"]

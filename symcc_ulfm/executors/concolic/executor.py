@@ -11,7 +11,9 @@ its actual path is compared with the prediction: ``notes["diverged"]`` reports t
 After the symbolic part, a *hybrid* phase (:mod:`.mutate`; options ``mutate_share``,
 ``mutations``, ``mutate_seed``) runs concretely, through the same path as ``measure``, first the
 input-to-state children of the run's text comparisons (:func:`.path.text_compare`: the literal
-in place of the concrete text it was compared with) and of its regex matches
+in place of the concrete text it was compared with) and of its callee arguments
+(:func:`.path.callee`: the words of an uninstrumented module in place of the text its code was
+given), then of its regex matches
 (:func:`.i2s.regex_pairs`) and prefixes of the input
 (:func:`.mutate.truncations`), then havoc mutants of the input and of its children, with the
 words the symbolic run saw compared as a dictionary and the words of the target's own modules
@@ -164,6 +166,7 @@ class ConcolicExecutor(Executor):
         own = sys.modules.get(getattr(self.info.function, "__module__", None) or "")
         self._constant_modules = ([own] if own is not None else []) + imported
         self._constants: list[bytes] | None = None  # the modules' words (.constants), on first use
+        self._module_words: dict[str, list[bytes]] = {}  # words of uninstrumented callees' modules
         self._search = GenerationalSearch(
             query_timeout_ms=self.options["query_timeout_ms"],
             max_branches=self.options["max_branches_per_run"],
@@ -327,6 +330,13 @@ class ConcolicExecutor(Executor):
             findings=findings,
         )
 
+    def _callee_words(self, name: str) -> list[bytes]:
+        """The words (:mod:`.constants`) of a module whose uninstrumented code the input reached."""
+        if name not in self._module_words:
+            module = sys.modules.get(name)
+            self._module_words[name] = constants.module_words([module]) if module is not None else []
+        return self._module_words[name]
+
     def _hybrid(self, data: bytes, children: list[bytes], recorded, spent: float, deadline: float):
         """The hybrid phase (module docstring): mutants of ``data`` and ``children``, bounded in time."""
         share, limit = self.options["mutate_share"], self.options["mutations"]
@@ -336,8 +346,9 @@ class ConcolicExecutor(Executor):
         self._words = words
         if self._constants is None:
             self._constants = constants.module_words(self._constant_modules)
-        texts = i2s.propose(data, [(0, text, constant) for text, constant in recorded.texts], _MAX_TEXT_CHILDREN,
-                            directed=True)
+        pairs = [(0, text, constant) for text, constant in recorded.texts]
+        pairs += [(0, text, word) for module, text in recorded.callees for word in self._callee_words(module)]
+        texts = i2s.propose(data, pairs, _MAX_TEXT_CHILDREN, directed=True)
         rewrites = i2s.propose(data, i2s.regex_pairs(recorded.matches), _MAX_REGEX_CHILDREN)
         first = [*texts, *rewrites, *mutate.truncations(data)]
         started = time.monotonic()

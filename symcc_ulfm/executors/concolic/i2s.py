@@ -25,6 +25,8 @@ import operator
 from . import path as P
 from .constants import regex_samples
 
+_MAX_OCCURRENCES = 64  # occurrences of one needle replaced in the all-replaced child
+
 
 class _Opaque:
     """Comparisons record their operands; see the module docstring."""
@@ -185,20 +187,30 @@ def propose(data: bytes, compares: list, limit: int, per_needle: int = 4, direct
                 if swap is None:
                     continue
                 lower = name == "raw" and needle not in data and needle == needle.lower()
-                haystack = data.lower() if lower else data
-                start = 0
-                for _ in range(per_needle):
-                    pos = haystack.find(needle, start)
-                    if pos < 0:
-                        break
-                    child = data[:pos] + swap + data[pos + len(needle):]
+                for child in _replacements(data, data.lower() if lower else data, needle, swap, per_needle):
                     if child not in seen:
                         seen.add(child)
                         children.append(child)
                         if len(children) >= limit:
                             return children
-                    start = pos + 1
     return children
+
+
+def _replacements(data: bytes, haystack: bytes, needle: bytes, swap: bytes, per_needle: int) -> list[bytes]:
+    """``data`` with ``swap`` in place of each of the first ``per_needle`` occurrences of ``needle``
+    in ``haystack`` (``data`` or its lower-cased form), then, for a needle longer than a byte, in
+    place of all of them when there are several (a name that opens and closes an element)."""
+    out, pieces, last, count, pos = [], [], 0, 0, haystack.find(needle)
+    while pos >= 0 and count < _MAX_OCCURRENCES:
+        if len(out) < per_needle:
+            out.append(data[:pos] + swap + data[pos + len(needle):])
+        if pos >= last:  # occurrences may overlap; the all-replaced child takes them left to right
+            pieces += [data[last:pos], swap]
+            last, count = pos + len(needle), count + 1
+        pos = haystack.find(needle, pos + 1)
+    if count > 1 and len(needle) > 1:
+        out.append(b"".join(pieces) + data[last:])
+    return out
 
 
 def regex_pairs(matches) -> list[tuple[int, object, object]]:

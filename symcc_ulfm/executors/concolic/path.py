@@ -27,6 +27,11 @@ the solver cannot change text a pin fixed) or made concrete, that was compared w
 ``==`` and found different (:meth:`.seq.SymSequence.__eq__`, :mod:`.compares`; first
 :data:`MAX_TEXT_COMPARES` distinct pairs, text at most :data:`MAX_TOKEN_LENGTH` long): the hybrid
 phase puts the constant where the text stands in the input (:func:`.i2s.propose`).
+
+A *callee argument* ``(module, text)`` is the concrete value of input-derived text passed to a
+Python function of a module that is not instrumented (:class:`.shadow.GuardedModule`; first
+:data:`MAX_CALLEES` distinct pairs): the engine cannot see what that code compares the text
+with, so the hybrid phase tries the words of that module (:mod:`.constants`) in its place.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ MAX_TOKEN_LENGTH = 64
 MAX_PATTERNS = 64
 MAX_MATCHES = 256
 MAX_TEXT_COMPARES = 256
+MAX_CALLEES = 16
 
 
 class ExecTimeout(BaseException):
@@ -97,6 +103,7 @@ class Path:
     patterns: dict[tuple[str | bytes, int], None] = field(default_factory=dict)
     matches: list[tuple[tuple[str | bytes, int], str | bytes, int | None]] = field(default_factory=list)
     texts: dict[tuple[str | bytes, str | bytes], None] = field(default_factory=dict)
+    callees: dict[tuple[str, str | bytes], None] = field(default_factory=dict)
     branches: int = 0
     pins: int = 0
     truncated: bool = False
@@ -171,6 +178,13 @@ def text_compare(text, constant) -> None:
     if (path is not None and text != constant and 0 < len(text) <= MAX_TOKEN_LENGTH
             and max(len(text), len(constant)) > 1 and len(path.texts) < MAX_TEXT_COMPARES):
         path.texts[(text, constant)] = None
+
+
+def callee(module: str, text) -> None:
+    """Record that uninstrumented code of ``module`` was given input-derived ``text`` (its concrete value)."""
+    path = _active
+    if path is not None and text and len(path.callees) < MAX_CALLEES:
+        path.callees[(module, text)] = None
 
 
 def regex(pattern, text, length: int | None) -> None:
