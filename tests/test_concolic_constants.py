@@ -12,6 +12,7 @@ from symcc_ulfm.executors.concolic import ConcolicExecutor, compares, constants,
 from symcc_ulfm.executors.concolic import path as P
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hybrid.py"
+TEXTS = Path(__file__).parent / "fixtures" / "texts.py"
 
 SOURCE = '''
 def outer(x):
@@ -146,7 +147,7 @@ def test_a_literal_compared_with_concrete_text_is_tried_in_its_place_first():
 
 
 def test_a_literal_compared_with_pinned_symbolic_text_is_tried_in_its_place():
-    executor = ConcolicExecutor(f"{FIXTURE}:pinned_kind_gate", {"mutations": 1})
+    executor = ConcolicExecutor(f"{TEXTS}:pinned_kind_gate", {"mutations": 1})
     recorded, _ = executor._symbolic(b"text/plain")
     assert ("text", "multipart") in recorded.texts
     result = executor.run(b"text/plain")
@@ -154,7 +155,7 @@ def test_a_literal_compared_with_pinned_symbolic_text_is_tried_in_its_place():
 
 
 def test_text_given_to_an_uninstrumented_module_is_replaced_by_that_modules_words():
-    executor = ConcolicExecutor(f"{FIXTURE}:address_gate", {"mutations": 64})
+    executor = ConcolicExecutor(f"{TEXTS}:address_gate", {"mutations": 64})
     recorded, _ = executor._symbolic(b"hello")
     assert ("ipaddress", "hello") in recorded.callees
     result = executor.run(b"hello")
@@ -163,7 +164,7 @@ def test_text_given_to_an_uninstrumented_module_is_replaced_by_that_modules_word
 
 
 def test_a_name_looked_up_with_getattr_is_paired_with_the_names_of_the_same_prefix():
-    executor = ConcolicExecutor(f"{FIXTURE}:dispatch_gate", {"mutations": 2})
+    executor = ConcolicExecutor(f"{TEXTS}:dispatch_gate", {"mutations": 2})
     recorded, _ = executor._symbolic(b"beta:x")
     assert {("beta", "alpha"), ("beta", "omega")} <= set(recorded.texts)
     result = executor.run(b"beta:x")
@@ -174,3 +175,11 @@ def test_a_text_that_occurs_several_times_is_also_replaced_everywhere_at_once():
     children = i2s.propose(b"<data>x</data>", [(0, "data", "date")], 8, directed=True)
     assert children == [b"<date>x</data>", b"<data>x</date>", b"<date>x</date>"]
     assert i2s.propose(b"\x00\x00\x00", [(0, 0, 7)], 8, directed=True)[:2] == [b"\x07\x00\x00", b"\x00\x07\x00"]
+
+
+def test_text_that_lacks_an_affix_is_tried_with_it():
+    executor = ConcolicExecutor(f"{TEXTS}:affix_gate", {"mutations": 1})
+    recorded, _ = executor._symbolic(b"name=x")
+    assert ("name", "name*") in recorded.texts and "*" in recorded.tokens
+    result = executor.run(b"name=x")
+    assert "continued" in {executor.measure(c).returned for c in result.candidates}
