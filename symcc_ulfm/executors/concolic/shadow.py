@@ -272,18 +272,20 @@ def _regex_module() -> GuardedModule:
 
 
 class GuardedModule(types.ModuleType):
-    """A view of an imported module whose C callables pin symbolic arguments and whose Python
-    functions record the symbolic text they are given (:func:`_recording`)."""
+    """A view of an imported module whose C callables pin symbolic arguments and, unless the
+    module is instrumented itself (``record`` false), whose Python functions record the symbolic
+    text they are given (:func:`_recording`)."""
 
-    def __init__(self, module: types.ModuleType, overrides: dict | None = None):
+    def __init__(self, module: types.ModuleType, overrides: dict | None = None, record: bool = True):
         super().__init__(module.__name__, module.__doc__)
         object.__setattr__(self, "_module", module)
+        object.__setattr__(self, "_record", record)
         for name, value in (overrides or {}).items():
             object.__setattr__(self, name, value)
 
     def __getattr__(self, name):
         value = getattr(object.__getattribute__(self, "_module"), name)
-        if isinstance(value, types.FunctionType):
+        if isinstance(value, types.FunctionType) and object.__getattribute__(self, "_record"):
             return _recording(value)
         return _pinning(value) if isinstance(value, _C_CALLABLES) else value
 
@@ -292,8 +294,9 @@ BUILTIN_SHIMS = {"int": IntShim, "bytes": BytesShim, "str": StrShim, "len": _len
                  "memoryview": MemoryviewShim, "bytearray": _pinning(bytearray), "getattr": _getattr}
 
 
-def _replacement(name: str, value):
-    """What a module global becomes during the symbolic run (None: left alone)."""
+def _replacement(name: str, value, instrumented: frozenset[str] = frozenset()):
+    """What a module global becomes during the symbolic run (None: left alone); ``instrumented``
+    names the modules whose code the overlay swaps."""
     if value is io.BytesIO:
         return BytesIOShim
     if value is io.StringIO:
@@ -305,7 +308,7 @@ def _replacement(name: str, value):
     if isinstance(value, types.ModuleType):
         if value is re:
             return _regex_module()
-        return GuardedModule(value) if name != "__builtins__" else None
+        return GuardedModule(value, record=value.__name__ not in instrumented) if name != "__builtins__" else None
     if isinstance(value, functools._lru_cache_wrapper) and isinstance(getattr(value, "__wrapped__", None),
                                                                        types.FunctionType):
         return value.__wrapped__  # a cache would hash (pin) the symbolic key and answer from concrete runs
@@ -326,6 +329,7 @@ class Overlay:
     def __init__(self, namespaces: list[dict], modules: list[types.ModuleType]):
         self.namespaces = namespaces
         self.swap = CodeSwap(modules)
+        self._instrumented = frozenset(m.__name__ for m in modules)
         self._saved: list[tuple[dict, dict, list[str]]] = []
         self._defaults: list[tuple[types.FunctionType, tuple]] = []
 
@@ -333,7 +337,7 @@ class Overlay:
         for namespace in self.namespaces:
             saved, added = {}, []
             for name, value in list(namespace.items()):
-                new = _replacement(name, value)
+                new = _replacement(name, value, self._instrumented)
                 if new is not None:
                     saved[name] = value
                     namespace[name] = new
