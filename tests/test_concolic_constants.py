@@ -163,6 +163,8 @@ def test_text_given_to_an_uninstrumented_module_is_replaced_by_that_modules_word
     assert executor.measure(b"0.0.0.0").returned == "address"
     instrumented = ConcolicExecutor(f"{TEXTS}:address_gate", {"modules": ["ipaddress"]})
     assert not instrumented._symbolic(b"hello")[0].callees  # its words are among the constants already
+    reexported = ConcolicExecutor(f"{TEXTS}:toml_gate", {"modules": ["tomllib._parser"]})
+    assert not reexported._symbolic(b"a = 1")[0].callees  # a function of it reached through its package
 
 
 def test_a_name_looked_up_with_getattr_is_paired_with_the_names_of_the_same_prefix():

@@ -173,9 +173,9 @@ def token(value) -> None:
 def text_compare(text, constant) -> None:
     """Record that ``text`` (the concrete value of input-derived text) was compared with the
     constant ``constant`` and differed; pairs of single characters are left to the solver and
-    the byte edits of the mutator."""
+    the byte edits of the mutator, and an empty constant leaves nothing to put in the text's place."""
     path = _active
-    if (path is not None and text != constant and 0 < len(text) <= MAX_TOKEN_LENGTH
+    if (path is not None and text != constant and 0 < len(text) <= MAX_TOKEN_LENGTH and constant
             and max(len(text), len(constant)) > 1 and len(path.texts) < MAX_TEXT_COMPARES):
         path.texts[(text, constant)] = None
 

@@ -272,20 +272,22 @@ def _regex_module() -> GuardedModule:
 
 
 class GuardedModule(types.ModuleType):
-    """A view of an imported module whose C callables pin symbolic arguments and, unless the
-    module is instrumented itself (``record`` false), whose Python functions record the symbolic
-    text they are given (:func:`_recording`)."""
+    """A view of an imported module whose C callables pin symbolic arguments and whose Python
+    functions, unless they belong to a module named in ``instrumented`` (a package re-exports
+    them), record the symbolic text they are given (:func:`_recording`)."""
 
-    def __init__(self, module: types.ModuleType, overrides: dict | None = None, record: bool = True):
+    def __init__(self, module: types.ModuleType, overrides: dict | None = None,
+                 instrumented: frozenset[str] = frozenset()):
         super().__init__(module.__name__, module.__doc__)
         object.__setattr__(self, "_module", module)
-        object.__setattr__(self, "_record", record)
+        object.__setattr__(self, "_instrumented", instrumented)
         for name, value in (overrides or {}).items():
             object.__setattr__(self, name, value)
 
     def __getattr__(self, name):
         value = getattr(object.__getattribute__(self, "_module"), name)
-        if isinstance(value, types.FunctionType) and object.__getattribute__(self, "_record"):
+        if isinstance(value, types.FunctionType) and value.__module__ not in object.__getattribute__(
+                self, "_instrumented"):
             return _recording(value)
         return _pinning(value) if isinstance(value, _C_CALLABLES) else value
 
@@ -308,7 +310,7 @@ def _replacement(name: str, value, instrumented: frozenset[str] = frozenset()):
     if isinstance(value, types.ModuleType):
         if value is re:
             return _regex_module()
-        return GuardedModule(value, record=value.__name__ not in instrumented) if name != "__builtins__" else None
+        return GuardedModule(value, instrumented=instrumented) if name != "__builtins__" else None
     if isinstance(value, functools._lru_cache_wrapper) and isinstance(getattr(value, "__wrapped__", None),
                                                                        types.FunctionType):
         return value.__wrapped__  # a cache would hash (pin) the symbolic key and answer from concrete runs
