@@ -10,11 +10,10 @@ its actual path is compared with the prediction: ``notes["diverged"]`` reports t
 
 After the symbolic part, a *hybrid* phase (:mod:`.mutate`; options ``mutate_share``,
 ``mutations``, ``mutate_seed``) runs concretely, through the same path as ``measure``, first the
-input-to-state children of the run's text comparisons (:func:`.path.text_compare`: the literal
-in place of the concrete text it was compared with) and of its callee arguments
-(:func:`.path.callee`: the words of an uninstrumented module in place of the text its code was
-given), then of its regex matches
-(:func:`.i2s.regex_pairs`) and prefixes of the input
+input-to-state children of the run's text comparisons (:func:`.path.text_compare`: the constant
+in place of the text it was compared with) and of its callee arguments (:func:`.path.callee`:
+the words of an uninstrumented module in place of the text its code was given), then those of
+its regex matches (:func:`.i2s.regex_pairs`) and prefixes of the input
 (:func:`.mutate.truncations`), then havoc mutants of the input and of its children, with the
 words the symbolic run saw compared as a dictionary and the words of the target's own modules
 (:mod:`.constants`) as a second one, and adds those that reach an edge new to this process

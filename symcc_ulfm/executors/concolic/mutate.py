@@ -9,8 +9,8 @@ values, arithmetic, chunk deletion, insertion, duplication and overwrite, trunca
 values in the last 32 bytes (trailers found by seeking from the end), deletion and copying of
 *delimited* chunks (from a byte to a later occurrence of the same byte: an XML element, a line, a
 quoted string, which random chunks rarely cut exactly), splices with other known inputs, and
-dictionary words inserted, overwritten or appended), measures each with the
-executor's own concrete path (the same tracer and classification as ``measure``), and keeps only
+dictionary words inserted, overwritten or appended), measures each with the executor's own
+concrete path (the same tracer and classification as ``measure``), and keeps only
 those that reach an edge new to the executor's process (:func:`hybrid`; hit counts alone do not
 count: a mutant is a new queue entry, and the queue must not fill with loop-count variants).
 

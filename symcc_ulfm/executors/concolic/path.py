@@ -23,8 +23,10 @@ comparison that involved an opaque value (the result of unmodelled code run on i
 :mod:`.i2s`), the material of input-to-state proposals.
 
 A *text comparison* ``(text, constant)`` is input-derived text, symbolic (its concrete value:
-the solver cannot change text a pin fixed) or made concrete, that was compared with a constant
-``==`` and found different (:meth:`.seq.SymSequence.__eq__`, :mod:`.compares`; first
+the solver cannot change text a pin fixed) or made concrete, that differed from a constant it
+was compared with (``==`` in :meth:`.seq.SymSequence.__eq__` and :mod:`.compares`; the constant
+is the text with a missing affix added for ``startswith``/``endswith`` in :mod:`.lookups`, and
+another attribute's suffix for a name dispatched with ``getattr`` in :mod:`.shadow`; first
 :data:`MAX_TEXT_COMPARES` distinct pairs, text at most :data:`MAX_TOKEN_LENGTH` long): the hybrid
 phase puts the constant where the text stands in the input (:func:`.i2s.propose`).
 
