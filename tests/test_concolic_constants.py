@@ -12,6 +12,7 @@ from symcc_ulfm.executors.concolic import ConcolicExecutor, compares, constants,
 from symcc_ulfm.executors.concolic import path as P
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hybrid.py"
+TEXTS = Path(__file__).parent / "fixtures" / "texts.py"
 
 SOURCE = '''
 def outer(x):
@@ -116,3 +117,73 @@ def test_regex_children_are_measured_first_and_reach_the_matching_branch():
     result = executor.run(b"hello")
     assert result.notes["regex_children"] >= 2
     assert "december" in {executor.measure(c).returned for c in result.candidates}
+
+
+def test_text_compared_with_a_literal_and_different_is_recorded_as_a_pair():
+    path = P.start(float("inf"), 100)
+    try:
+        compares.equals("text", "multipart", 1)
+        compares.not_equals(b"GIF8", b"\x89PNG", 0)
+        compares.equals("same", "same", 1)  # equal: nothing to replace
+        compares.equals("a", "b", 1)  # single characters: left to the solver and the byte edits
+    finally:
+        P.stop()
+    assert list(path.texts) == [("text", "multipart"), (b"\x89PNG", b"GIF8")]  # (text, literal)
+
+
+def test_text_pairs_replace_the_text_in_the_input_lower_cased_if_need_be_and_in_one_direction():
+    pairs = [(0, "content-type", "content-length"), (0, "text", "multipart")]
+    assert i2s.propose(b"Content-Type: text/x", pairs, 8, directed=True) == [
+        b"content-length: text/x", b"Content-Type: multipart/x"]
+    assert b"Content-Type: text/x" in i2s.propose(b"Content-Type: multipart/x", pairs, 8)  # undirected: both ways
+    assert i2s.propose(b"Content-Type: multipart/x", pairs[1:], 8, directed=True) == []
+
+
+def test_a_literal_compared_with_concrete_text_is_tried_in_its_place_first():
+    executor = ConcolicExecutor(f"{FIXTURE}:kind_gate", {"mutations": 1})
+    result = executor.run(b"text/plain")
+    assert result.notes["text_children"] == 1
+    assert "multipart" in {executor.measure(c).returned for c in result.candidates}
+
+
+def test_a_literal_compared_with_pinned_symbolic_text_is_tried_in_its_place():
+    executor = ConcolicExecutor(f"{TEXTS}:pinned_kind_gate", {"mutations": 1})
+    recorded, _ = executor._symbolic(b"text/plain")
+    assert ("text", "multipart") in recorded.texts
+    result = executor.run(b"text/plain")
+    assert "multipart" in {executor.measure(c).returned for c in result.candidates}
+
+
+def test_text_given_to_an_uninstrumented_module_is_replaced_by_that_modules_words():
+    executor = ConcolicExecutor(f"{TEXTS}:address_gate", {"mutations": 64})
+    recorded, _ = executor._symbolic(b"hello")
+    assert ("ipaddress", "hello") in recorded.callees
+    result = executor.run(b"hello")
+    assert b"0.0.0.0" in result.candidates  # a word of ipaddress's code, the first address among them
+    assert executor.measure(b"0.0.0.0").returned == "address"
+    instrumented = ConcolicExecutor(f"{TEXTS}:address_gate", {"modules": ["ipaddress"]})
+    assert not instrumented._symbolic(b"hello")[0].callees  # its words are among the constants already
+    reexported = ConcolicExecutor(f"{TEXTS}:toml_gate", {"modules": ["tomllib._parser"]})
+    assert not reexported._symbolic(b"a = 1")[0].callees  # a function of it reached through its package
+
+
+def test_a_name_looked_up_with_getattr_is_paired_with_the_names_of_the_same_prefix():
+    executor = ConcolicExecutor(f"{TEXTS}:dispatch_gate", {"mutations": 2})
+    recorded, _ = executor._symbolic(b"beta:x")
+    assert {("beta", "alpha"), ("beta", "omega")} <= set(recorded.texts)
+    result = executor.run(b"beta:x")
+    assert {"alpha", "omega"} <= {executor.measure(c).returned for c in result.candidates}
+
+
+def test_a_text_that_occurs_several_times_is_also_replaced_everywhere_at_once():
+    children = i2s.propose(b"<data>x</data>", [(0, "data", "date")], 8, directed=True)
+    assert children == [b"<date>x</data>", b"<data>x</date>", b"<date>x</date>"]
+    assert i2s.propose(b"\x00\x00\x00", [(0, 0, 7)], 8, directed=True)[:2] == [b"\x07\x00\x00", b"\x00\x07\x00"]
+
+
+def test_text_that_lacks_an_affix_is_tried_with_it():
+    executor = ConcolicExecutor(f"{TEXTS}:affix_gate", {"mutations": 1})
+    recorded, _ = executor._symbolic(b"name=x")
+    assert ("name", "name*") in recorded.texts and "*" in recorded.tokens
+    result = executor.run(b"name=x")
+    assert "continued" in {executor.measure(c).returned for c in result.candidates}

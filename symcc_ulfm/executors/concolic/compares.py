@@ -8,7 +8,9 @@ hooks would give it. :mod:`.rewrite` therefore turns ``x == 'const'`` and ``x !=
 ``str`` or ``bytes`` literal on either side, one comparison operator) into :func:`equals` /
 :func:`not_equals`, which record the constant as a token when the other operand is text of the
 same kind (symbolic or not) that differs from it, and return exactly what the comparison would.
-Only symbolic runs execute the rewritten code.
+When that operand is concrete, the pair is recorded too (:func:`.path.text_compare`): the hybrid
+phase then tries the input with the constant in the text's place (input-to-state, as RedQueen
+does for the operands of compare instructions). Only symbolic runs execute the rewritten code.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ def _trace(left, right, constant: int) -> None:
         return  # symbolic operands record their own tokens; str against bytes is never equal
     if isinstance(other, (str, bytes)) and other != value:
         P.token(value)
+        P.text_compare(str.__str__(other) if isinstance(other, str) else bytes(other), value)
 
 
 def equals(left, right, constant: int):

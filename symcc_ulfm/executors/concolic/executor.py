@@ -10,7 +10,10 @@ its actual path is compared with the prediction: ``notes["diverged"]`` reports t
 
 After the symbolic part, a *hybrid* phase (:mod:`.mutate`; options ``mutate_share``,
 ``mutations``, ``mutate_seed``) runs concretely, through the same path as ``measure``, first the
-regex input-to-state children of the run (:func:`.i2s.regex_pairs`) and prefixes of the input
+input-to-state children of the run's text comparisons (:func:`.path.text_compare`: the constant
+in place of the text it was compared with) and of its callee arguments (:func:`.path.callee`:
+the words of an uninstrumented module in place of the text its code was given), then those of
+its regex matches (:func:`.i2s.regex_pairs`) and prefixes of the input
 (:func:`.mutate.truncations`), then havoc mutants of the input and of its children, with the
 words the symbolic run saw compared as a dictionary and the words of the target's own modules
 (:mod:`.constants`) as a second one, and adds those that reach an edge new to this process
@@ -76,7 +79,8 @@ _MIN_MUTANTS = 16  # and at least this many, however loaded the machine, ...
 _MIN_MUTANTS_S = 0.25  # ... unless they take longer than this (a slow or hanging target; within the run's deadline)
 _MAX_MUTANT_LENGTH = 4096  # or twice the input, whichever is longer (at most the length the solver may choose)
 _REPAIR_ROUNDS = 4
-_MAX_REGEX_CHILDREN = 64  # regex input-to-state children measured first in the hybrid phase
+_MAX_TEXT_CHILDREN = 64  # text-comparison input-to-state children measured first in the hybrid phase
+_MAX_REGEX_CHILDREN = 64  # regex input-to-state children measured next
 
 
 def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -162,6 +166,7 @@ class ConcolicExecutor(Executor):
         own = sys.modules.get(getattr(self.info.function, "__module__", None) or "")
         self._constant_modules = ([own] if own is not None else []) + imported
         self._constants: list[bytes] | None = None  # the modules' words (.constants), on first use
+        self._module_words: dict[str, list[bytes]] = {}  # words of uninstrumented callees' modules
         self._search = GenerationalSearch(
             query_timeout_ms=self.options["query_timeout_ms"],
             max_branches=self.options["max_branches_per_run"],
@@ -311,7 +316,8 @@ class ConcolicExecutor(Executor):
             skipped_site_budget=search.skipped_budget, repair_runs=extra["repair_runs"],
             repaired=extra["repaired"], compares=len(recorded.compares), i2s=len(proposals),
             mutations=mutants.executions, mutants_kept=len(mutants.kept), mutant_findings=len(mutants.findings),
-            mutation_seconds=round(mutants.seconds, 6), words=mutants.words, regex_children=mutants.regex_children,
+            mutation_seconds=round(mutants.seconds, 6), words=mutants.words, text_children=mutants.text_children,
+            regex_children=mutants.regex_children,
         )
         return RunResult(
             candidates=candidates,
@@ -324,6 +330,13 @@ class ConcolicExecutor(Executor):
             findings=findings,
         )
 
+    def _callee_words(self, name: str) -> list[bytes]:
+        """The words (:mod:`.constants`) of a module whose uninstrumented code the input reached."""
+        if name not in self._module_words:
+            module = sys.modules.get(name)
+            self._module_words[name] = constants.module_words([module]) if module is not None else []
+        return self._module_words[name]
+
     def _hybrid(self, data: bytes, children: list[bytes], recorded, spent: float, deadline: float):
         """The hybrid phase (module docstring): mutants of ``data`` and ``children``, bounded in time."""
         share, limit = self.options["mutate_share"], self.options["mutations"]
@@ -333,8 +346,11 @@ class ConcolicExecutor(Executor):
         self._words = words
         if self._constants is None:
             self._constants = constants.module_words(self._constant_modules)
+        pairs = [(0, text, constant) for text, constant in recorded.texts]
+        pairs += [(0, text, word) for module, text in recorded.callees for word in self._callee_words(module)]
+        texts = i2s.propose(data, pairs, _MAX_TEXT_CHILDREN, directed=True)
         rewrites = i2s.propose(data, i2s.regex_pairs(recorded.matches), _MAX_REGEX_CHILDREN)
-        first = [*rewrites, *mutate.truncations(data)]
+        first = [*texts, *rewrites, *mutate.truncations(data)]
         started = time.monotonic()
         until = min(deadline, started + max(_MIN_MUTATE_S, spent * share / (1.0 - share))) if share > 0 else started
         result = mutate.Hybrid()
@@ -346,7 +362,7 @@ class ConcolicExecutor(Executor):
             result = mutate.hybrid(self._measure, mutator, [data, *children[:16]], partners, self._covered,
                                    self._reported, until=until, limit=limit, first=first,
                                    at_least=_MIN_MUTANTS, deadline=min(deadline, started + _MIN_MUTANTS_S))
-            result.regex_children = len(rewrites)
+            result.text_children, result.regex_children = len(texts), len(rewrites)
         for one in (data, *result.kept):
             self._partners.pop(one, None)
             self._partners[one] = None

@@ -7,12 +7,15 @@ their comparisons (``==``, ``<`` ..., ``startswith``/``endswith``) record both c
 (:func:`.path.compare`); arithmetic on an opaque int stays opaque, so ``crc32(x) & 0xFFFFFFFF`` is
 still recognised.
 
-After the run, :func:`propose` looks for each recorded operand in the input, as raw bytes, as a
-1/2/4/8-byte little- or big-endian integer, in hex or in decimal ASCII, and proposes the child
-that holds the *other* operand, in the same encoding, at that place (RedQueen's idea, here over
-the comparisons our engine could not follow). Regular expressions get the same treatment
-(:func:`regex_pairs`): the text a pattern matched, or failed to match, is paired with strings the
-pattern accepts; the executor measures those children in its hybrid phase.
+After the run, :func:`propose` looks for each recorded operand in the input, as raw bytes (in
+the lower-cased input when a lower-case operand is not in the input as it is: parsers lower-case
+names before comparing them), as a 1/2/4/8-byte little- or big-endian integer, in hex or in
+decimal ASCII, and proposes the child that holds the *other* operand, in the same encoding, at
+that place (RedQueen's idea, here over the comparisons our engine could not follow). Regular
+expressions get the same treatment (:func:`regex_pairs`): the text a pattern matched, or failed
+to match, is paired with strings the pattern accepts; so do the text comparisons of a run
+(:func:`.path.text_compare`): input-derived text with the constant it was compared with. The
+executor measures those children in its hybrid phase.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import operator
 
 from . import path as P
 from .constants import regex_samples
+
+_MAX_OCCURRENCES = 64  # occurrences of one needle replaced in the all-replaced child
 
 
 class _Opaque:
@@ -167,32 +172,45 @@ def _encodings(value) -> dict[str, bytes]:
     return {}
 
 
-def propose(data: bytes, compares: list, limit: int, per_needle: int = 4) -> list[bytes]:
-    """Children that put one operand of a recorded comparison where the other occurs in ``data``."""
+def propose(data: bytes, compares: list, limit: int, per_needle: int = 4, directed: bool = False) -> list[bytes]:
+    """Children that put one operand of a recorded comparison where the other occurs in ``data``
+    (``directed``: only the right operand where the left one occurs)."""
     children: list[bytes] = []
     seen = {data}
     for _site, left, right in compares:
         if left == right:
             continue
-        for found, wanted in ((left, right), (right, left)):
+        for found, wanted in ((left, right),) if directed else ((left, right), (right, left)):
             theirs = _encodings(wanted)
             for name, needle in _encodings(found).items():
                 swap = theirs.get(name)
                 if swap is None:
                     continue
-                start = 0
-                for _ in range(per_needle):
-                    pos = data.find(needle, start)
-                    if pos < 0:
-                        break
-                    child = data[:pos] + swap + data[pos + len(needle):]
+                lower = name == "raw" and needle not in data and needle == needle.lower()
+                for child in _replacements(data, data.lower() if lower else data, needle, swap, per_needle):
                     if child not in seen:
                         seen.add(child)
                         children.append(child)
                         if len(children) >= limit:
                             return children
-                    start = pos + 1
     return children
+
+
+def _replacements(data: bytes, haystack: bytes, needle: bytes, swap: bytes, per_needle: int) -> list[bytes]:
+    """``data`` with ``swap`` in place of each of the first ``per_needle`` occurrences of ``needle``
+    in ``haystack`` (``data`` or its lower-cased form), then, for a needle longer than a byte, in
+    place of all of them when there are several (a name that opens and closes an element)."""
+    out, pieces, last, count, pos = [], [], 0, 0, haystack.find(needle)
+    while pos >= 0 and count < _MAX_OCCURRENCES:
+        if len(out) < per_needle:
+            out.append(data[:pos] + swap + data[pos + len(needle):])
+        if pos >= last:  # occurrences may overlap; the all-replaced child takes them left to right
+            pieces += [data[last:pos], swap]
+            last, count = pos + len(needle), count + 1
+        pos = haystack.find(needle, pos + 1)
+    if count > 1 and len(needle) > 1:
+        out.append(b"".join(pieces) + data[last:])
+    return out
 
 
 def regex_pairs(matches) -> list[tuple[int, object, object]]:

@@ -13,6 +13,11 @@ symbolic key:
 
 Containers with more than :data:`MAX_KEYS` candidate keys, keys that could compare equal across
 types (floats), and anything else fall back to the plain operation, which hashes (pins) the key.
+
+``text.startswith(affix)`` / ``text.endswith(affix)`` answer as always; when the text (plain, or
+the concrete value of symbolic text) lacks the affix, the affix is a token and the text with the
+affix added a text comparison (:func:`.path.text_compare`): ``name.endswith('*')`` after a regex
+pinned the name leaves the hybrid phase the name with ``*`` to try in its place.
 """
 
 from __future__ import annotations
@@ -190,8 +195,20 @@ def getitem(container, key):
     return container[key]
 
 
+def _affix_pairs(obj, name: str, affixes) -> None:
+    """Text that does not start (end) with an affix: the affix is a token, and the text with the
+    affix added is a text comparison (:func:`.path.text_compare`) for input-to-state."""
+    text = obj._plain() if isinstance(obj, SymSequence) else obj
+    for affix in affixes if isinstance(affixes, tuple) else (affixes,):
+        if type(affix) is type(text) and affix:
+            P.token(affix)
+            P.text_compare(text, affix + text if name == "startswith" else text + affix)
+
+
 def call_method(obj, name: str, *args):
-    """``obj.name(*args)`` for the few methods whose receiver is a plain object: get, join, issuperset, tobytes."""
+    """``obj.name(*args)`` for the few methods whose receiver is a plain object: get, join, issuperset,
+    tobytes; and startswith/endswith, which record their affixes when the text lacks them
+    (:func:`_affix_pairs`)."""
     if name == "get" and isinstance(obj, dict) and args and is_symbolic(args[0]) and len(args) <= 2:
         found = _lookup(obj, args[0])
         if found is _MISSING:
@@ -210,10 +227,15 @@ def call_method(obj, name: str, *args):
         source = symbolic_buffer(obj)
         if source is not None:
             return source
+    elif name in ("startswith", "endswith") and isinstance(obj, (str, bytes)) and len(args) == 1:
+        result = getattr(obj, name)(*args)
+        if not (result.node.val if isinstance(result, SymBool) else result):
+            _affix_pairs(obj, name, args[0])
+        return result
     return getattr(obj, name)(*args)
 
 
 HOOKS = {"__symcc_in__": contains, "__symcc_not_in__": not_contains, "__symcc_getitem__": getitem,
          "__symcc_method__": call_method}
 """Global names the rewritten code calls (see :mod:`.rewrite`)."""
-REWRITTEN_METHODS = frozenset({"get", "join", "issuperset", "tobytes"})
+REWRITTEN_METHODS = frozenset({"get", "join", "issuperset", "tobytes", "startswith", "endswith"})

@@ -6,9 +6,11 @@ spends a bounded share of its own time (options ``mutate_share``, ``mutations``)
 of its input (:func:`truncations`: a text that ends inside a value) and then on AFL-style *havoc*
 mutants of its input and of the inputs it found (:class:`Mutator`: bit and byte flips, interesting
 values, arithmetic, chunk deletion, insertion, duplication and overwrite, truncation, interesting
-values in the last 32 bytes (trailers found by seeking from the end), splices with other known
-inputs, and dictionary words inserted, overwritten or appended), measures each with the
-executor's own concrete path (the same tracer and classification as ``measure``), and keeps only
+values in the last 32 bytes (trailers found by seeking from the end), deletion and copying of
+*delimited* chunks (from a byte to a later occurrence of the same byte: an XML element, a line, a
+quoted string, which random chunks rarely cut exactly), splices with other known inputs, and
+dictionary words inserted, overwritten or appended), measures each with the executor's own
+concrete path (the same tracer and classification as ``measure``), and keeps only
 those that reach an edge new to the executor's process (:func:`hybrid`; hit counts alone do not
 count: a mutant is a new queue entry, and the queue must not fill with loop-count variants).
 
@@ -130,7 +132,7 @@ class Mutator:
         self.max_length = max_length
         self._ops = [self._flip_bit, self._set_byte, self._interesting, self._arith, self._text_byte,
                      self._delete, self._insert, self._duplicate, self._overwrite, self._truncate,
-                     self._tail_interesting]
+                     self._tail_interesting, self._delimited_edit]
         if self.words or self.constants:
             self._ops += [self._word_insert, self._word_overwrite, self._word_insert, self._word_overwrite,
                           self._word_append]
@@ -203,6 +205,33 @@ class Mutator:
             pos = self.rng.randrange(len(buf) - (stop - start) + 1)
             buf[pos:pos + stop - start] = buf[start:stop]
 
+    def _delimited(self, buf: bytearray) -> tuple[int, int] | None:
+        """A chunk from a random position to the 1st..4th next occurrence of the byte there (an
+        element from its ``<`` to the next sibling's, a line, a quoted string, a list item), or None."""
+        if not buf:
+            return None
+        start = self._pos(buf)
+        stop = start
+        for _ in range(self.rng.randint(1, 4)):
+            stop = buf.find(buf[start], stop + 1)
+            if stop < 0:
+                return None
+        return start, stop
+
+    def _delimited_edit(self, buf: bytearray) -> None:
+        """Delete a delimited chunk, or copy it before another occurrence of its first byte (one
+        that may be elsewhere in the structure: a key copied into a list)."""
+        chunk = self._delimited(buf)
+        if chunk is None:
+            return
+        start, stop = chunk
+        if self.rng.random() < 0.5:
+            del buf[start:stop]
+            return
+        pos = buf.find(buf[start], self._pos(buf))
+        pos = pos if pos >= 0 else buf.find(buf[start])
+        buf[pos:pos] = buf[start:stop]
+
     def _truncate(self, buf: bytearray) -> None:
         """Cut the input at a random position (the end of text inside a value)."""
         if buf:
@@ -255,7 +284,8 @@ class Hybrid:
     new_coverage: int = 0  # edges first reached by a kept mutant
     seconds: float = 0.0  # the phase's duration (set by the executor)
     words: int = 0  # dictionary size (set by the executor)
-    regex_children: int = 0  # regex input-to-state children among those measured first (set by the executor)
+    text_children: int = 0  # text-comparison input-to-state children measured first (set by the executor)
+    regex_children: int = 0  # regex input-to-state children measured next (set by the executor)
 
 
 def truncations(data: bytes) -> list[bytes]:

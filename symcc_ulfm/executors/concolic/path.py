@@ -21,6 +21,19 @@ of regex input-to-state (:func:`.i2s.regex_pairs`).
 A *comparison* ``(site, left, right)`` is kept apart from the path: two concrete operands of a
 comparison that involved an opaque value (the result of unmodelled code run on input, see
 :mod:`.i2s`), the material of input-to-state proposals.
+
+A *text comparison* ``(text, constant)`` is input-derived text, symbolic (its concrete value:
+the solver cannot change text a pin fixed) or made concrete, that differed from a constant it
+was compared with (``==`` in :meth:`.seq.SymSequence.__eq__` and :mod:`.compares`; the constant
+is the text with a missing affix added for ``startswith``/``endswith`` in :mod:`.lookups`, and
+another attribute's suffix for a name dispatched with ``getattr`` in :mod:`.shadow`; first
+:data:`MAX_TEXT_COMPARES` distinct pairs, text at most :data:`MAX_TOKEN_LENGTH` long): the hybrid
+phase puts the constant where the text stands in the input (:func:`.i2s.propose`).
+
+A *callee argument* ``(module, text)`` is the concrete value of input-derived text passed to a
+Python function of a module that is not instrumented (:class:`.shadow.GuardedModule`; first
+:data:`MAX_CALLEES` distinct pairs): the engine cannot see what that code compares the text
+with, so the hybrid phase tries the words of that module (:mod:`.constants`) in its place.
 """
 
 from __future__ import annotations
@@ -41,6 +54,8 @@ MAX_TOKENS = 512
 MAX_TOKEN_LENGTH = 64
 MAX_PATTERNS = 64
 MAX_MATCHES = 256
+MAX_TEXT_COMPARES = 256
+MAX_CALLEES = 16
 
 
 class ExecTimeout(BaseException):
@@ -89,6 +104,8 @@ class Path:
     tokens: dict[bytes | str, None] = field(default_factory=dict)
     patterns: dict[tuple[str | bytes, int], None] = field(default_factory=dict)
     matches: list[tuple[tuple[str | bytes, int], str | bytes, int | None]] = field(default_factory=list)
+    texts: dict[tuple[str | bytes, str | bytes], None] = field(default_factory=dict)
+    callees: dict[tuple[str, str | bytes], None] = field(default_factory=dict)
     branches: int = 0
     pins: int = 0
     truncated: bool = False
@@ -153,6 +170,23 @@ def token(value) -> None:
     if (path is not None and type(value) in (bytes, str) and 0 < len(value) <= MAX_TOKEN_LENGTH
             and len(path.tokens) < MAX_TOKENS):
         path.tokens[value] = None
+
+
+def text_compare(text, constant) -> None:
+    """Record that ``text`` (the concrete value of input-derived text) was compared with the
+    constant ``constant`` and differed; pairs of single characters are left to the solver and
+    the byte edits of the mutator, and an empty constant leaves nothing to put in the text's place."""
+    path = _active
+    if (path is not None and text != constant and 0 < len(text) <= MAX_TOKEN_LENGTH and constant
+            and max(len(text), len(constant)) > 1 and len(path.texts) < MAX_TEXT_COMPARES):
+        path.texts[(text, constant)] = None
+
+
+def callee(module: str, text) -> None:
+    """Record that uninstrumented code of ``module`` was given input-derived ``text`` (its concrete value)."""
+    path = _active
+    if path is not None and text and len(path.callees) < MAX_CALLEES:
+        path.callees[(module, text)] = None
 
 
 def regex(pattern, text, length: int | None) -> None:

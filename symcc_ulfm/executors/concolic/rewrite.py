@@ -3,9 +3,9 @@
 ``x in c`` (where ``c`` is a plain set, dict or string constant) and ``d[k]`` are answered by C
 code that only sees concrete values, and no Python method of the symbolic operand is called. For
 the modules the shadow instruments, this module recompiles their source with those operations
-(and ``.get``, ``.join``, ``.issuperset``, ``.tobytes`` calls) routed through :mod:`.lookups`, and
-``==`` / ``!=`` with a ``str`` or ``bytes`` literal on one side through :mod:`.compares`, keeping every line
-number, and swaps the new code objects into the module's functions and methods for the duration
+(and ``.get``, ``.join``, ``.issuperset``, ``.tobytes``, ``.startswith``, ``.endswith`` calls)
+routed through :mod:`.lookups`, and ``==`` / ``!=`` with a ``str`` or ``bytes`` literal on one side
+through :mod:`.compares`, keeping every line number, and swaps the new code objects into the module's functions and methods for the duration
 of a symbolic run (:class:`CodeSwap`). Concrete runs always execute the original code, so
 coverage is measured on the code as written.
 

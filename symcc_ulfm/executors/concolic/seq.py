@@ -145,6 +145,8 @@ class SymSequence(SplitMethods):
         if theirs is None:
             return NotImplemented
         P.token(other)
+        if type(other) in (str, bytes) and len(self._e) <= P.MAX_TOKEN_LENGTH:
+            P.text_compare(self._plain(), other)
         size = SymInt(self._len) == len(theirs) if isinstance(self._len, E.Node) else True
         if len(theirs) != len(self._e):
             return size if isinstance(size, SymBool) else False

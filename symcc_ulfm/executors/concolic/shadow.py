@@ -4,11 +4,13 @@ For a symbolic run the twin (:func:`symbolic_twin`) enters an *overlay* on the t
 and on the extra modules it was given (the parser's own modules):
 
 * the module globals get shims for ``int``, ``bytes``, ``str``, ``len``, ``ord``, ``chr``,
-  ``memoryview`` and ``bytearray`` (globals shadow builtins, so every function and method of the
-  module sees them), and ``io.BytesIO`` / ``io.StringIO`` / ``struct`` / ``re`` names are replaced by models;
+  ``memoryview``, ``bytearray`` and ``getattr`` (which records dispatch on a name built from text,
+  :func:`_getattr`; globals shadow builtins, so every function and method of the module sees them), and ``io.BytesIO`` / ``io.StringIO`` / ``struct`` / ``re`` names are replaced by models;
 * every other imported module becomes a :class:`GuardedModule`, and every C function a pinning
   wrapper: symbolic arguments are concretised (pinned) before C code sees them, and the result of
-  a C call that received symbolic data is marked opaque (:mod:`.i2s`);
+  a C call that received symbolic data is marked opaque (:mod:`.i2s`); a Python function of such
+  a module runs as it is, uninstrumented, and the input-derived text it is given is recorded with
+  its module's name (:func:`.path.callee`: the executor pairs that text with the module's words);
 * the functions' code is swapped for the instrumented code of :mod:`.rewrite`, and C callables
   bound as default arguments (``_m=PATTERN.match``) are replaced like globals.
 
@@ -176,6 +178,47 @@ def _pinning(function):
     return call
 
 
+_MAX_DISPATCH = 32  # attribute names of one prefix paired with a looked-up name
+
+
+@functools.lru_cache(maxsize=256)
+def _dispatch_names(owner, prefix: str) -> tuple[str, ...]:
+    return tuple(n[len(prefix):] for n in dir(owner) if n.startswith(prefix) and len(n) > len(prefix))[:_MAX_DISPATCH]
+
+
+def _getattr(obj, name, *default):
+    """``getattr``, which also records dispatch on a name: for ``name`` = prefix + suffix (the
+    prefix ends at its first ``_`` after two characters: ``"end_" + element``), the suffixes of the
+    other attributes of ``obj``'s class (or module) with that prefix are text comparisons of the
+    suffix (:func:`.path.text_compare`): the hybrid phase tries them where the suffix stands."""
+    if isinstance(name, str):
+        plain = str.__str__(name)
+        cut = plain.find("_", 2) + 1
+        if 0 < cut < len(plain):
+            owner = obj if isinstance(obj, (type, types.ModuleType)) else type(obj)
+            try:
+                names = _dispatch_names(owner, plain[:cut])
+            except Exception:  # an unhashable owner, a __dir__ that fails: recording never changes the run
+                names = ()
+            for suffix in names:
+                P.text_compare(plain[cut:], suffix)
+    return getattr(obj, name, *default)
+
+
+def _recording(function: types.FunctionType):
+    """Wrap a Python function of a module that is not instrumented: symbolic text among its
+    arguments is recorded, as its concrete value, with the function's module (:func:`.path.callee`)."""
+
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        for arg in (*args, *kwargs.values()):
+            if isinstance(arg, SymSequence) and len(arg._e) <= P.MAX_TOKEN_LENGTH:
+                P.callee(function.__module__, arg._plain())
+        return function(*args, **kwargs)
+
+    return call
+
+
 class _PatternProxy:
     """A compiled regex whose matching methods pin the part of a symbolic subject they examined
     (and record the pattern and the match, :func:`.path.regex`)."""
@@ -229,25 +272,33 @@ def _regex_module() -> GuardedModule:
 
 
 class GuardedModule(types.ModuleType):
-    """A view of an imported module whose C callables pin symbolic arguments."""
+    """A view of an imported module whose C callables pin symbolic arguments and whose Python
+    functions, unless they belong to a module named in ``instrumented`` (a package re-exports
+    them), record the symbolic text they are given (:func:`_recording`)."""
 
-    def __init__(self, module: types.ModuleType, overrides: dict | None = None):
+    def __init__(self, module: types.ModuleType, overrides: dict | None = None,
+                 instrumented: frozenset[str] = frozenset()):
         super().__init__(module.__name__, module.__doc__)
         object.__setattr__(self, "_module", module)
+        object.__setattr__(self, "_instrumented", instrumented)
         for name, value in (overrides or {}).items():
             object.__setattr__(self, name, value)
 
     def __getattr__(self, name):
         value = getattr(object.__getattribute__(self, "_module"), name)
+        if isinstance(value, types.FunctionType) and value.__module__ not in object.__getattribute__(
+                self, "_instrumented"):
+            return _recording(value)
         return _pinning(value) if isinstance(value, _C_CALLABLES) else value
 
 
 BUILTIN_SHIMS = {"int": IntShim, "bytes": BytesShim, "str": StrShim, "len": _len, "ord": ord_of, "chr": _chr,
-                 "memoryview": MemoryviewShim, "bytearray": _pinning(bytearray)}
+                 "memoryview": MemoryviewShim, "bytearray": _pinning(bytearray), "getattr": _getattr}
 
 
-def _replacement(name: str, value):
-    """What a module global becomes during the symbolic run (None: left alone)."""
+def _replacement(name: str, value, instrumented: frozenset[str] = frozenset()):
+    """What a module global becomes during the symbolic run (None: left alone); ``instrumented``
+    names the modules whose code the overlay swaps."""
     if value is io.BytesIO:
         return BytesIOShim
     if value is io.StringIO:
@@ -259,7 +310,7 @@ def _replacement(name: str, value):
     if isinstance(value, types.ModuleType):
         if value is re:
             return _regex_module()
-        return GuardedModule(value) if name != "__builtins__" else None
+        return GuardedModule(value, instrumented=instrumented) if name != "__builtins__" else None
     if isinstance(value, functools._lru_cache_wrapper) and isinstance(getattr(value, "__wrapped__", None),
                                                                        types.FunctionType):
         return value.__wrapped__  # a cache would hash (pin) the symbolic key and answer from concrete runs
@@ -280,6 +331,7 @@ class Overlay:
     def __init__(self, namespaces: list[dict], modules: list[types.ModuleType]):
         self.namespaces = namespaces
         self.swap = CodeSwap(modules)
+        self._instrumented = frozenset(m.__name__ for m in modules)
         self._saved: list[tuple[dict, dict, list[str]]] = []
         self._defaults: list[tuple[types.FunctionType, tuple]] = []
 
@@ -287,7 +339,7 @@ class Overlay:
         for namespace in self.namespaces:
             saved, added = {}, []
             for name, value in list(namespace.items()):
-                new = _replacement(name, value)
+                new = _replacement(name, value, self._instrumented)
                 if new is not None:
                     saved[name] = value
                     namespace[name] = new
