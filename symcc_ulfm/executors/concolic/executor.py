@@ -45,7 +45,7 @@ from . import constants, i2s, mutate
 from . import path as P
 from .classify import Expected, classify, parse_expected
 from .expr import MAX_LENGTH as E_MAX_LENGTH
-from .search import Child, GenerationalSearch, QueryCache, repair_query, signature
+from .search import Child, GenerationalSearch, QueryCache, child_from_hint, hint_of, repair_query, signature
 from .shadow import symbolic_twin
 from .symbytes import SymBytes
 from .tracer import Tracer, execute
@@ -371,19 +371,3 @@ class ConcolicExecutor(Executor):
         result.seconds = time.monotonic() - started
         result.words = len(self._words)
         return result
-
-
-_HINT_KEYS = {"bound": int, "branch": int, "expect": int, "optimistic": bool}
-
-
-def hint_of(child: Child) -> dict[str, Any]:
-    return {"bound": child.bound, "branch": child.branch, "expect": child.expect, "optimistic": child.optimistic}
-
-
-def child_from_hint(data: bytes, hint: dict[str, Any] | None) -> Child | None:
-    """The lineage a hint describes; a malformed hint is ignored (the run starts at bound 0)."""
-    if not isinstance(hint, dict) or set(hint) != set(_HINT_KEYS):
-        return None
-    if any(type(hint[k]) is not t for k, t in _HINT_KEYS.items()) or hint["bound"] < 0 or hint["branch"] < -1:
-        return None
-    return Child(data, hint["bound"], hint["branch"], hint["expect"], hint["optimistic"])

@@ -36,6 +36,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import expr as E
 from .path import PIN
@@ -340,4 +341,22 @@ def repair_query(data: bytes, entries: list, expected: tuple, keep: dict[int, in
     return None
 
 
-__all__ = ["Child", "GenerationalSearch", "QueryCache", "SearchStats", "Slicer", "repair_query", "signature"]
+_HINT_KEYS = {"bound": int, "branch": int, "expect": int, "optimistic": bool}
+
+
+def hint_of(child: Child) -> dict[str, Any]:
+    """A child's lineage as the JSON its hint travels in (to the master and back with its lease)."""
+    return {"bound": child.bound, "branch": child.branch, "expect": child.expect, "optimistic": child.optimistic}
+
+
+def child_from_hint(data: bytes, hint: dict[str, Any] | None) -> Child | None:
+    """The lineage a hint describes; a malformed hint is ignored (the run starts at bound 0)."""
+    if not isinstance(hint, dict) or set(hint) != set(_HINT_KEYS):
+        return None
+    if any(type(hint[k]) is not t for k, t in _HINT_KEYS.items()) or hint["bound"] < 0 or hint["branch"] < -1:
+        return None
+    return Child(data, hint["bound"], hint["branch"], hint["expect"], hint["optimistic"])
+
+
+__all__ = ["Child", "GenerationalSearch", "QueryCache", "SearchStats", "Slicer", "child_from_hint", "hint_of",
+           "repair_query", "signature"]

@@ -5,12 +5,12 @@ and on the extra modules it was given (the parser's own modules):
 
 * the module globals get shims for ``int``, ``bytes``, ``str``, ``len``, ``ord``, ``chr``,
   ``memoryview``, ``bytearray`` and ``getattr`` (which records dispatch on a name built from text,
-  :func:`_getattr`; globals shadow builtins, so every function and method of the module sees them), and ``io.BytesIO`` / ``io.StringIO`` / ``struct`` / ``re`` names are replaced by models;
+  :func:`.recording.recording_getattr`; globals shadow builtins, so every function and method of the module sees them), and ``io.BytesIO`` / ``io.StringIO`` / ``struct`` / ``re`` names are replaced by models;
 * every other imported module becomes a :class:`GuardedModule`, and every C function a pinning
   wrapper: symbolic arguments are concretised (pinned) before C code sees them, and the result of
   a C call that received symbolic data is marked opaque (:mod:`.i2s`); a Python function of such
   a module runs as it is, uninstrumented, and the input-derived text it is given is recorded with
-  its module's name (:func:`.path.callee`: the executor pairs that text with the module's words);
+  its module's name (:mod:`.recording`: the executor pairs that text with the module's words);
 * the functions' code is swapped for the instrumented code of :mod:`.rewrite`, and C callables
   bound as default arguments (``_m=PATTERN.match``) are replaced like globals.
 
@@ -33,6 +33,7 @@ import types
 from . import i2s, streams, structs
 from . import path as P
 from .numtext import chr_of, fromhex, ord_of, to_int
+from .recording import recording, recording_getattr
 from .rewrite import CodeSwap
 from .seq import SymSequence, concrete_deep, length_of
 from .symbolic import SymBool, SymInt
@@ -178,47 +179,6 @@ def _pinning(function):
     return call
 
 
-_MAX_DISPATCH = 32  # attribute names of one prefix paired with a looked-up name
-
-
-@functools.lru_cache(maxsize=256)
-def _dispatch_names(owner, prefix: str) -> tuple[str, ...]:
-    return tuple(n[len(prefix):] for n in dir(owner) if n.startswith(prefix) and len(n) > len(prefix))[:_MAX_DISPATCH]
-
-
-def _getattr(obj, name, *default):
-    """``getattr``, which also records dispatch on a name: for ``name`` = prefix + suffix (the
-    prefix ends at its first ``_`` after two characters: ``"end_" + element``), the suffixes of the
-    other attributes of ``obj``'s class (or module) with that prefix are text comparisons of the
-    suffix (:func:`.path.text_compare`): the hybrid phase tries them where the suffix stands."""
-    if isinstance(name, str):
-        plain = str.__str__(name)
-        cut = plain.find("_", 2) + 1
-        if 0 < cut < len(plain):
-            owner = obj if isinstance(obj, (type, types.ModuleType)) else type(obj)
-            try:
-                names = _dispatch_names(owner, plain[:cut])
-            except Exception:  # an unhashable owner, a __dir__ that fails: recording never changes the run
-                names = ()
-            for suffix in names:
-                P.text_compare(plain[cut:], suffix)
-    return getattr(obj, name, *default)
-
-
-def _recording(function: types.FunctionType):
-    """Wrap a Python function of a module that is not instrumented: symbolic text among its
-    arguments is recorded, as its concrete value, with the function's module (:func:`.path.callee`)."""
-
-    @functools.wraps(function)
-    def call(*args, **kwargs):
-        for arg in (*args, *kwargs.values()):
-            if isinstance(arg, SymSequence) and len(arg._e) <= P.MAX_TOKEN_LENGTH:
-                P.callee(function.__module__, arg._plain())
-        return function(*args, **kwargs)
-
-    return call
-
-
 class _PatternProxy:
     """A compiled regex whose matching methods pin the part of a symbolic subject they examined
     (and record the pattern and the match, :func:`.path.regex`)."""
@@ -274,7 +234,7 @@ def _regex_module() -> GuardedModule:
 class GuardedModule(types.ModuleType):
     """A view of an imported module whose C callables pin symbolic arguments and whose Python
     functions, unless they belong to a module named in ``instrumented`` (a package re-exports
-    them), record the symbolic text they are given (:func:`_recording`)."""
+    them), record the symbolic text they are given (:func:`.recording.recording`)."""
 
     def __init__(self, module: types.ModuleType, overrides: dict | None = None,
                  instrumented: frozenset[str] = frozenset()):
@@ -288,12 +248,12 @@ class GuardedModule(types.ModuleType):
         value = getattr(object.__getattribute__(self, "_module"), name)
         if isinstance(value, types.FunctionType) and value.__module__ not in object.__getattribute__(
                 self, "_instrumented"):
-            return _recording(value)
+            return recording(value)
         return _pinning(value) if isinstance(value, _C_CALLABLES) else value
 
 
 BUILTIN_SHIMS = {"int": IntShim, "bytes": BytesShim, "str": StrShim, "len": _len, "ord": ord_of, "chr": _chr,
-                 "memoryview": MemoryviewShim, "bytearray": _pinning(bytearray), "getattr": _getattr}
+                 "memoryview": MemoryviewShim, "bytearray": _pinning(bytearray), "getattr": recording_getattr}
 
 
 def _replacement(name: str, value, instrumented: frozenset[str] = frozenset()):
