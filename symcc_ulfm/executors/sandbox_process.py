@@ -134,7 +134,7 @@ class ChildProcess:
         for _attempt in range(2):
             req_r, req_w = os.pipe2(os.O_CLOEXEC)
             rep_r, rep_w = os.pipe2(os.O_CLOEXEC)
-            self._slot.reset()
+            self._slot.reset()  # the new child maps it idle, its sequence even (the seqlock's parity)
             try:
                 reply = self._control({"op": "fork"}, (req_r, rep_w, self._slot.fd))
             finally:

@@ -91,11 +91,12 @@ def to_int(text, base=10):
         if not (pos < n and _digit(elems[pos], base)[0]):
             pos -= 1  # "0x" with no digit after it: only the "0" is a digit (and then "x" is an error)
     start, value = pos, 0
-    if 1 < n - start <= _ALL_DIGITS_MAX:
+    if error is not None and 1 < n - start <= _ALL_DIGITS_MAX:
         every = conjunction([_digit(e, base)[0] for e in elems[start:]])
         if not concrete_value(every):
-            # recorded (not taken) so that its negation writes every digit at once: char by char,
-            # each child would fail inside int() like its parent, with no new coverage to prefer it
+            # a text int() rejects: recorded (not taken) so that its negation writes every digit at
+            # once; char by char, each child would fail inside int() like its parent, with no new
+            # coverage to prefer it
             bool(every)
     while pos < n:
         ok, digit = _digit(elems[pos], base)
