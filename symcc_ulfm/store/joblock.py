@@ -31,6 +31,7 @@ from ..errors import ConfigError, StoreError, UnsafeFile
 from .reads import MODE_HINT
 
 OWNER_LOCK = "launch.lock"
+NOTE_WAIT_S = 0.5  # how long a refused launch waits for the holder's note (written right after its lock)
 RANKS_LOCK = "ranks.lock"
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _POLL_S = 0.05
@@ -70,6 +71,17 @@ def _try(fd: int, operation: int) -> bool:
         raise StoreError(f"cannot lock: {exc.strerror or exc}") from exc
 
 
+def _holder(fd: int) -> str:
+    """The note of the launch holding the lock; it writes it just after it took the lock, so an
+    empty note is read again for up to :data:`NOTE_WAIT_S` before the holder is left unnamed."""
+    deadline = time.monotonic() + NOTE_WAIT_S
+    while True:
+        note = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
+        if note or time.monotonic() >= deadline:
+            return note or "another process"
+        time.sleep(0.01)
+
+
 class OwnerLock:
     """``launch``'s exclusive hold of a state directory (see the module docstring)."""
 
@@ -77,7 +89,7 @@ class OwnerLock:
         self.path = Path(root) / OWNER_LOCK
         self._fd = _open(self.path, mode)
         if not _try(self._fd, fcntl.LOCK_EX):
-            holder = os.pread(self._fd, 512, 0).decode("utf-8", "replace").strip() or "another process"
+            holder = _holder(self._fd)
             os.close(self._fd)
             self._fd = -1
             raise ConfigError("state_dir", f"{Path(root)} is in use by {holder} ({self.path}); wait for it to "
