@@ -41,7 +41,7 @@ evidence: setup $(KERNEL_SPEC)
 	echo "run directory: $$run"; \
 	$(BIN)/papermill -k $(KERNEL) --log-level WARNING notebooks/f447_run.ipynb "$$run/run.ipynb" \
 		-p run_dir "$$run" $$params; status=$$?; \
-	$(BIN)/python -c "import sys; from symcc_ulfm.engines import ensure_stopped; ensure_stopped(sys.argv[1])" "$$id"; \
+	$(BIN)/python -c "import sys; from symcc_ulfm.launch.engines import ensure_stopped; ensure_stopped(sys.argv[1])" "$$id"; \
 	if [ $$status -ne 0 ]; then mkdir -p "$(EVIDENCE_DIR)/.failed" && mv "$$run" "$(EVIDENCE_DIR)/.failed/"; \
 		echo "make evidence: the notebook failed (papermill exit $$status); not accepted, kept in $(EVIDENCE_DIR)/.failed/$$id"; \
 		exit $$status; fi; \
@@ -60,13 +60,13 @@ lab: setup $(KERNEL_SPEC)
 .PHONY: multinode
 MULTINODE_OUT ?= runs/multinode-$(shell date -u +%Y%m%dT%H%M%SZ)
 multinode: setup
-	$(BIN)/python -m symcc_ulfm.multinode --out "$(MULTINODE_OUT)" --wrong-mode-check
+	$(BIN)/python -m symcc_ulfm.gates.multinode --out "$(MULTINODE_OUT)" --wrong-mode-check
 
-# -- faults: the fault matrix, every scenario several times, the oracle deciding (symcc_ulfm/faults.py) --
+# -- faults: the fault matrix, every scenario several times, the oracle deciding (symcc_ulfm/gates/faults.py) --
 FAULT_REPEATS ?= 3
 .PHONY: faults
 faults: setup
-	$(BIN)/python -m symcc_ulfm.faults --repeats $(FAULT_REPEATS)
+	$(BIN)/python -m symcc_ulfm.gates.faults --repeats $(FAULT_REPEATS)
 
 # -- scale: the preregistered scaling study (notebooks/f447_scale.ipynb) into $(SCALE_DIR)/scale-<time>-<protocol>/ --
 # A study keeps every cell's campaign state (thousands of files), so it goes under runs/ (ignored

@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from symcc_ulfm.executors import create  # noqa: E402
-from symcc_ulfm.explore import explore  # noqa: E402
 from symcc_ulfm.targets import names, resolve_target  # noqa: E402
+from symcc_ulfm.tools.explore import explore  # noqa: E402
 
 
 def bench(name: str, seconds: float) -> dict:

@@ -56,7 +56,7 @@ def _module_files(parser: str) -> list[str]:
 def _run_engine(parser: str, corpus: Path, seconds: float, before: bool) -> dict:
     from benchmarks import engine_parsers
     from symcc_ulfm.executors.concolic import ConcolicExecutor
-    from symcc_ulfm.explore import explore
+    from symcc_ulfm.tools.explore import explore
 
     spec = f"{HERE / 'engine_parsers.py'}:t_{parser}"
     seed = engine_parsers.SEEDS[parser]

@@ -5,7 +5,7 @@ What is measured how (every figure of ``make bench`` comes from one of these):
 
 * **one unit of work** (:func:`analyze_input`): ``executor.run(input, hint)`` and one
   ``executor.measure_many`` of the distinct children, exactly what a campaign worker does per
-  input (``symcc_ulfm/mpi/worker.py``). The sequential limit, the upstream-style baseline and
+  input (``symcc_ulfm/runtime/worker_loop.py``). The sequential limit, the upstream-style baseline and
   the Dask comparison all run this function; the campaign runs the worker loop.
 * **physical limit** = ``cores x`` the inputs/s of :func:`sequential_rate` (one process, no
   MPI, FIFO frontier from the executor's seeds, dedup by SHA-256). **Efficiency** = analyzed/s
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from symcc_ulfm import launch_process
+from symcc_ulfm.launch import child as launch_process
 from symcc_ulfm.store.runlog import Event, LogFollower, read_events
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
 def run_baseline(workload: Workload, workers: int, window: float, out: Path, margin: float = 0.0) -> dict:
     """Run the baseline with 1 + ``workers`` ranks under the campaign's mpiexec flags (no ULFM)."""
     from symcc_ulfm.core.modes import modes_from_env
-    from symcc_ulfm.mpiexec import find_mpiexec, job_environment, mpi_flags
+    from symcc_ulfm.launch.mpiexec import find_mpiexec, job_environment, mpi_flags
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

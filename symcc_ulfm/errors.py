@@ -1,7 +1,7 @@
 """One exception tree for the whole package.
 
 Every error the package raises on purpose derives from :class:`SymccUlfmError` and carries an
-``exit_code``. Only :mod:`symcc_ulfm.cli` turns them into process exits; library code raises.
+``exit_code``. Only :mod:`symcc_ulfm.cli.main` turns them into process exits; library code raises.
 
 Exit codes (also listed in the README):
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from symcc_ulfm import launch_process
+from symcc_ulfm.launch import child as launch_process
 from symcc_ulfm.store.runlog import read_events
 
 FAST_SIMULATE = ["--executor", "simulate", "--executor-option", "cost_s=0.02"]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from symcc_ulfm.core.membership import commit, initial_membership
 from symcc_ulfm.core.modes import FileModes
-from symcc_ulfm.netns.access import SearchGrants, blocking
+from symcc_ulfm.gates.netns.access import SearchGrants, blocking
 from symcc_ulfm.store.corpus import Corpus, claim_owner
 from symcc_ulfm.store.crashpoints import CRASH_VAR
 from symcc_ulfm.store.paths import StateDir

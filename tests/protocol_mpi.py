@@ -19,9 +19,9 @@ import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 from protocol_scenarios import MASTER, SCENARIOS, MpiBench, prepare, rank_state  # noqa: E402
 
-from symcc_ulfm.master import MasterDriver  # noqa: E402
 from symcc_ulfm.mpi.channels import MpiTransport  # noqa: E402
 from symcc_ulfm.mpi.context import RankContext  # noqa: E402
+from symcc_ulfm.runtime.master_driver import MasterDriver  # noqa: E402
 
 
 def main(root: Path) -> None:

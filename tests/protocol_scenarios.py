@@ -23,21 +23,21 @@ from pathlib import Path
 
 from symcc_ulfm.core import envelope
 from symcc_ulfm.core.canonical import sha256_hex
+from symcc_ulfm.core.master.ownership import owner
 from symcc_ulfm.core.membership import initial_membership
 from symcc_ulfm.core.modes import FileModes
-from symcc_ulfm.core.ownership import owner
 from symcc_ulfm.core.policy import Policy, build_policy
-from symcc_ulfm.loopback import Loopback
-from symcc_ulfm.master import MasterDriver
-from symcc_ulfm.mpi.injection import Injector
-from symcc_ulfm.rank_state import RankState
+from symcc_ulfm.runtime.injection import Injector
+from symcc_ulfm.runtime.loopback import Loopback
+from symcc_ulfm.runtime.master_driver import MasterDriver
+from symcc_ulfm.runtime.rank_state import RankState
+from symcc_ulfm.runtime.transport import DATA, FRONTIER, SENTINEL
 from symcc_ulfm.store.corpus import Corpus
 from symcc_ulfm.store.identity import write_identity
 from symcc_ulfm.store.paths import StateDir
 from symcc_ulfm.store.runlog import RankLog
 from symcc_ulfm.store.staging import WorkerStaging
 from symcc_ulfm.store.wal import WorkWAL
-from symcc_ulfm.transport import DATA, FRONTIER, SENTINEL
 
 RANKS = 4
 MASTER, WORKER, PEER = 0, 1, 2

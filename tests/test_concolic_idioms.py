@@ -20,7 +20,7 @@ from symcc_ulfm.executors.concolic.seq import length_of
 from symcc_ulfm.executors.concolic.shadow import BytesShim, IntShim, StrShim, symbolic_twin
 from symcc_ulfm.executors.concolic.symbolic import SymInt
 from symcc_ulfm.executors.concolic.symbytes import SymBytes
-from symcc_ulfm.explore import explore
+from symcc_ulfm.tools.explore import explore
 
 FIXTURE = Path(__file__).parent / "fixtures" / "idioms.py"
 

@@ -15,7 +15,7 @@ from symcc_ulfm.executors.concolic import ConcolicExecutor, mutate
 from symcc_ulfm.executors.concolic import expr as E
 from symcc_ulfm.executors.concolic import path as P
 from symcc_ulfm.executors.outcome import OK, Outcome
-from symcc_ulfm.explore import explore
+from symcc_ulfm.tools.explore import explore
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hybrid.py"
 

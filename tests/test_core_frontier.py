@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from symcc_ulfm.core.frontier import PRIORITY_NOVEL, PRIORITY_SEED, PRIORITY_UNIQUE, FrontierQueue
-from symcc_ulfm.core.ownership import owner, weight
+from symcc_ulfm.core.master.frontier import PRIORITY_NOVEL, PRIORITY_SEED, PRIORITY_UNIQUE, FrontierQueue
+from symcc_ulfm.core.master.ownership import owner, weight
 
 
 def h(i: int) -> str:

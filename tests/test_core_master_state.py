@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from symcc_ulfm.core import envelope
-from symcc_ulfm.core import master_events as ev
-from symcc_ulfm.core.commit_round import MAX_REJECTIONS, PIPELINE
-from symcc_ulfm.core.master_state import MasterConfig, MasterState
+from symcc_ulfm.core.master import events as ev
+from symcc_ulfm.core.master.machine import MasterConfig, MasterState
+from symcc_ulfm.core.master.rounds import MAX_REJECTIONS, PIPELINE
 
 LIMIT = 1 << 20
 GEN = 0

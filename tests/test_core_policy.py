@@ -398,7 +398,7 @@ def test_the_executor_registry_owns_the_names():
     checks it against the registry (the one list of executors)."""
     from symcc_ulfm import executors
     from symcc_ulfm.evidence.rundir import policy_from_parameters
-    from symcc_ulfm.launch import check_executor
+    from symcc_ulfm.launch.prepare import check_executor
 
     assert executors.names() == ["concolic", "simulate", "symcc"]
     policy = build_policy(executor="afl")

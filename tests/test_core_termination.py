@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from symcc_ulfm.core.termination import Status, Waves
+from symcc_ulfm.core.master.termination import Status, Waves
 
 IDLE = Status(True, 3, 3)
 

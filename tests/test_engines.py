@@ -11,7 +11,7 @@ import pytest
 
 from symcc_ulfm.core.modes import FileModes
 from symcc_ulfm.core.policy import build_policy
-from symcc_ulfm.engines import (
+from symcc_ulfm.launch.engines import (
     EngineRun,
     classify_engines,
     cluster_processes,
@@ -77,10 +77,10 @@ def test_a_timed_out_run_is_not_as_scheduled():
 ORPHAN = """
 import os, sys
 from pathlib import Path
-from symcc_ulfm.engines import run_on_engines
+from symcc_ulfm.launch.engines import run_on_engines
 from symcc_ulfm.core.modes import FileModes
 from symcc_ulfm.core.policy import build_policy
-from symcc_ulfm.launch import prepare_state_dir
+from symcc_ulfm.launch.prepare import prepare_state_dir
 policy = build_policy(ranks=4, warm_spares=0, workers_per_master=1, deadline_s=60.0, executor="simulate")
 state = prepare_state_dir(policy, Path(sys.argv[1]), FileModes())
 def die():

@@ -10,7 +10,7 @@ import sys
 import pytest
 from helpers_evidence import fresh_copy, sealed_run
 
-from symcc_ulfm.evidence.oracle import canonical, judge
+from symcc_ulfm.evidence.oracle.judge import canonical, judge
 from symcc_ulfm.evidence.recompute import recompute
 
 pytestmark = pytest.mark.mpi
@@ -147,8 +147,8 @@ def test_a_claim_that_is_not_a_record_listing_the_object_fails(tmp_path):
 
 
 @pytest.mark.parametrize("module, forbidden", [
-    ("symcc_ulfm.evidence.oracle", ("symcc_ulfm.core", "symcc_ulfm.store")),
-    ("symcc_ulfm.evidence.recompute", ("symcc_ulfm.core", "symcc_ulfm.store", "symcc_ulfm.evidence.oracle")),
+    ("symcc_ulfm.evidence.oracle.judge", ("symcc_ulfm.core", "symcc_ulfm.store")),
+    ("symcc_ulfm.evidence.recompute", ("symcc_ulfm.core", "symcc_ulfm.store", "symcc_ulfm.evidence.oracle.judge")),
 ])
 def test_checkers_do_not_import_the_runtime(module, forbidden):
     code = f"import sys, {module}; print('\\n'.join(sorted(sys.modules)))"

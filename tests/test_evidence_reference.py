@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from symcc_ulfm.evidence.oracle import judge
+from symcc_ulfm.evidence.oracle.judge import judge
 from symcc_ulfm.evidence.verify import verify
 
 EVIDENCE = Path(__file__).resolve().parents[1] / "evidence"

@@ -11,7 +11,7 @@ import pytest
 from helpers_evidence import flip_byte, fresh_copy, sealed_run
 
 from symcc_ulfm.errors import EvidenceTampered
-from symcc_ulfm.evidence.oracle import judge
+from symcc_ulfm.evidence.oracle.judge import judge
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.evidence.verify import verify
 

@@ -10,8 +10,8 @@ import pytest
 
 from symcc_ulfm.executors import create
 from symcc_ulfm.executors.base import Executor, Measurement, RunResult, coverage_id
-from symcc_ulfm.explore import explore
 from symcc_ulfm.targets import names, resolve_target
+from symcc_ulfm.tools.explore import explore
 
 KEYS = {"executions", "generated", "unique", "novel", "edges", "seconds", "executions_per_s",
         "solver_queries", "solver_queries_per_s", "solver_seconds"}

@@ -21,8 +21,8 @@ import time
 import pytest
 from helpers_mpi import launch
 
-from symcc_ulfm.evidence.oracle import judge
-from symcc_ulfm.evidence.oracle_rules import canonical, sha256
+from symcc_ulfm.evidence.oracle.judge import judge
+from symcc_ulfm.evidence.oracle.rules import canonical, sha256
 
 pytestmark = pytest.mark.mpi
 

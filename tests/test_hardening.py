@@ -185,7 +185,7 @@ def test_a_job_whose_mpiexec_failed_before_any_rank_started_is_started_again(tmp
     started a rank is never run twice."""
     from symcc_ulfm.core.modes import FileModes
     from symcc_ulfm.core.policy import Policy
-    from symcc_ulfm.job import START_ATTEMPTS, run_job
+    from symcc_ulfm.launch.job import START_ATTEMPTS, run_job
     from symcc_ulfm.store.paths import StateDir
 
     state = StateDir(tmp_path, FileModes())

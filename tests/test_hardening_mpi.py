@@ -20,10 +20,10 @@ import pytest
 from helpers_mpi import FAST_SIMULATE, launch
 from helpers_store import mounted_tmpfs
 
-from symcc_ulfm import launch_process
-from symcc_ulfm.evidence.oracle import judge
-from symcc_ulfm.evidence.oracle_rules import canonical, sha256
+from symcc_ulfm.evidence.oracle.judge import judge
+from symcc_ulfm.evidence.oracle.rules import canonical, sha256
 from symcc_ulfm.evidence.seal import seal
+from symcc_ulfm.launch import child as launch_process
 from symcc_ulfm.store.runlog import BURST
 
 pytestmark = pytest.mark.mpi
@@ -173,7 +173,7 @@ def test_a_full_disk_stops_the_campaign_with_exit_7_and_the_reason_and_resume_pa
 def adversary(tmp_path: Path, mode: str, *args: str) -> tuple[dict, list[dict]]:
     from symcc_ulfm.core.modes import FileModes
     from symcc_ulfm.core.policy import build_policy
-    from symcc_ulfm.launch import conclude, prepare_state_dir, release, run_job
+    from symcc_ulfm.launch.prepare import conclude, prepare_state_dir, release, run_job
 
     policy = build_policy(executor="simulate", executor_options={"cost_s": 0.02}, failure_schedule="", deadline_s=5.0,
                           ranks=4, warm_spares=0, workers_per_master=3)

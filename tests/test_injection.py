@@ -14,7 +14,7 @@ _CHILD = """
 import sys
 from pathlib import Path
 from symcc_ulfm.core.schedule import parse_schedule
-from symcc_ulfm.mpi.injection import Injector
+from symcc_ulfm.runtime.injection import Injector
 from symcc_ulfm.store.runlog import RankLog
 
 schedule, stable, calls, log = sys.argv[1], int(sys.argv[2]), sys.argv[3], Path(sys.argv[4])
@@ -62,7 +62,7 @@ def test_sigkill_at_the_scheduled_point(tmp_path):
 
 def test_an_injection_point_that_does_not_exist_fails(tmp_path):
     from symcc_ulfm.core.schedule import PHASES, Phase, parse_schedule
-    from symcc_ulfm.mpi.injection import Injector
+    from symcc_ulfm.runtime.injection import Injector
     from symcc_ulfm.store.runlog import RankLog
 
     assert PHASES == ("work", "commit", "recovery", "idle") and Phase.COMMIT == "commit"

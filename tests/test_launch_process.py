@@ -1,4 +1,4 @@
-"""``launch --json`` as a child process (``symcc_ulfm.launch_process``): command, verdict, bounds."""
+"""``launch --json`` as a child process (``symcc_ulfm.launch.child``): command, verdict, bounds."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from symcc_ulfm import launch_process
+from symcc_ulfm.launch import child as launch_process
 
 
 def test_the_command_line_names_the_state_and_asks_for_json():

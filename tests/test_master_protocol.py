@@ -29,7 +29,7 @@ from protocol_scenarios import (
 )
 
 from symcc_ulfm.errors import ProtocolError
-from symcc_ulfm.transport import DATA, SENTINEL, PeerFailure
+from symcc_ulfm.runtime.transport import DATA, SENTINEL, PeerFailure
 
 BY_NAME = {s.name: s for s in SCENARIOS}
 TESTS_DIR = Path(__file__).resolve().parent
@@ -39,7 +39,7 @@ TESTS_DIR = Path(__file__).resolve().parent
 def mpi_run(tmp_path_factory):
     """Every scenario, played once under mpiexec; the root of their state directories."""
     from symcc_ulfm.core.modes import FileModes
-    from symcc_ulfm.mpiexec import find_mpiexec, job_environment, mpi_flags
+    from symcc_ulfm.launch.mpiexec import find_mpiexec, job_environment, mpi_flags
 
     root = tmp_path_factory.mktemp("protocol-mpi")
     command = [find_mpiexec(), *mpi_flags(True), "-n", "4", sys.executable, str(TESTS_DIR / "protocol_mpi.py"),

@@ -22,11 +22,11 @@ import pytest
 from helpers_store import reachable_by
 
 from symcc_ulfm.evidence.verify import verify
-from symcc_ulfm.multinode import HOST_A, HOST_B, HOSTS
-from symcc_ulfm.netns.access import SearchGrants, blocking, targets
-from symcc_ulfm.netns.agent import render
-from symcc_ulfm.netns.session import RUNTIME
-from symcc_ulfm.netns.topology import leftovers, unavailable_reason
+from symcc_ulfm.gates.multinode import HOST_A, HOST_B, HOSTS
+from symcc_ulfm.gates.netns.access import SearchGrants, blocking, targets
+from symcc_ulfm.gates.netns.agent import render
+from symcc_ulfm.gates.netns.session import RUNTIME
+from symcc_ulfm.gates.netns.topology import leftovers, unavailable_reason
 
 REASON = unavailable_reason()
 
@@ -39,7 +39,7 @@ def test_two_host_gate_matches_the_single_host_reference():
     base = Path(tempfile.mkdtemp(prefix="symcc-multinode-"))
     try:
         out = base / "run"
-        done = subprocess.run([sys.executable, "-m", "symcc_ulfm.multinode", "--out", str(out), "--wrong-mode-check"],
+        done = subprocess.run([sys.executable, "-m", "symcc_ulfm.gates.multinode", "--out", str(out), "--wrong-mode-check"],
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-5000:]
         gate = json.loads((out / "gate.json").read_text())
@@ -78,7 +78,7 @@ def test_two_host_gate_matches_the_single_host_reference():
 def test_without_root_the_gate_refuses_with_exit_2():
     temp = Path(tempfile.gettempdir())
     out = temp / f"symcc-multinode-refused-{os.getpid()}"
-    command = [sys.executable, "-m", "symcc_ulfm.multinode", "--out", str(out)]
+    command = [sys.executable, "-m", "symcc_ulfm.gates.multinode", "--out", str(out)]
     reach = contextlib.nullcontext()
     if os.geteuid() == 0:  # as root: ask as the unprivileged uid, reaching the checkout (e.g. under a 0700 mktemp -d)
         if shutil.which("setpriv") is None:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from symcc_ulfm.engines import cluster_processes, ipp_root
-from symcc_ulfm.evidence.oracle import judge
+from symcc_ulfm.evidence.oracle.judge import judge
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.evidence.verify import verify
+from symcc_ulfm.launch.engines import cluster_processes, ipp_root
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "f447_run.ipynb"

@@ -16,8 +16,8 @@ from helpers_mpi import FAST_SIMULATE, launch
 
 from symcc_ulfm.core.modes import FileModes
 from symcc_ulfm.core.policy import build_policy
-from symcc_ulfm.faults import SCENARIOS, format_table, run_scenario
-from symcc_ulfm.launch import conclude, prepare_state_dir, run_job
+from symcc_ulfm.gates.faults import SCENARIOS, format_table, run_scenario
+from symcc_ulfm.launch.prepare import conclude, prepare_state_dir, run_job
 
 pytestmark = pytest.mark.mpi
 BY_NAME = {s.name: s for s in SCENARIOS}
@@ -135,7 +135,7 @@ def test_a_lone_survivor_stops_instead_of_claiming_the_deadline(tmp_path):
     import signal
     import threading
 
-    from symcc_ulfm.faults import _pid_of, _started_at, _wait_for
+    from symcc_ulfm.gates.faults import _pid_of, _started_at, _wait_for
 
     state = tmp_path / "state"
 

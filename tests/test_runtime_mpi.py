@@ -133,8 +133,8 @@ def test_ulfm_missing_at_runtime_fails_closed(tmp_path):
     """The same ranks under mpiexec without --with-ft ulfm must refuse to run (exit 5), never plain MPI."""
     from symcc_ulfm.core.modes import FileModes
     from symcc_ulfm.core.policy import build_policy
-    from symcc_ulfm.launch import prepare_state_dir
-    from symcc_ulfm.mpiexec import COMMON_FLAGS, find_mpiexec, forwarded_variables, job_environment
+    from symcc_ulfm.launch.mpiexec import COMMON_FLAGS, find_mpiexec, forwarded_variables, job_environment
+    from symcc_ulfm.launch.prepare import prepare_state_dir
 
     policy = build_policy(ranks=4, warm_spares=0, workers_per_master=1, executor="simulate", deadline_s=3.0)
     state = prepare_state_dir(policy, tmp_path / "state", FileModes())
@@ -155,8 +155,8 @@ def test_ulfm_missing_at_runtime_fails_closed(tmp_path):
 def test_hot_path_unset_fails_closed(tmp_path):
     from symcc_ulfm.core.modes import FileModes
     from symcc_ulfm.core.policy import build_policy
-    from symcc_ulfm.launch import prepare_state_dir
-    from symcc_ulfm.mpiexec import find_mpiexec, job_environment, mpi_flags
+    from symcc_ulfm.launch.mpiexec import find_mpiexec, job_environment, mpi_flags
+    from symcc_ulfm.launch.prepare import prepare_state_dir
 
     policy = build_policy(ranks=4, warm_spares=0, workers_per_master=1, executor="simulate", deadline_s=3.0)
     state = prepare_state_dir(policy, tmp_path / "state", FileModes())

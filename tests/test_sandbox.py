@@ -15,9 +15,9 @@ import pytest
 
 from symcc_ulfm.errors import TargetError
 from symcc_ulfm.executors import create
-from symcc_ulfm.executors.frames import FrameBuffer, FrameError, encode_frame
 from symcc_ulfm.executors.outcome import dump_frames, sanitizer_summary
-from symcc_ulfm.executors.sandbox import Sandbox
+from symcc_ulfm.executors.sandbox.frames import FrameBuffer, FrameError, encode_frame
+from symcc_ulfm.executors.sandbox.parent import Sandbox
 
 BAD = textwrap.dedent('''
     import ctypes, os, signal, stat, sys, time

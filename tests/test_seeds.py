@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from symcc_ulfm import seeds
 from symcc_ulfm.errors import ConfigError
+from symcc_ulfm.tools import seeds
 
 
 def test_regular_files_in_name_order_without_duplicates(tmp_path):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import threading
 
-from symcc_ulfm.executors import slot as S
-from symcc_ulfm.executors.frames import FrameBuffer
-from symcc_ulfm.executors.sandbox_child import Child
+from symcc_ulfm.executors.sandbox import slot as S
+from symcc_ulfm.executors.sandbox.child import Child
+from symcc_ulfm.executors.sandbox.frames import FrameBuffer
 
 
 def test_what_one_mapping_writes_the_other_reads():

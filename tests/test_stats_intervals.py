@@ -12,12 +12,7 @@ from scipy import stats
 
 from symcc_ulfm.errors import ConfigError
 from symcc_ulfm.stats.common import StatsInputError
-from symcc_ulfm.stats.intervals import (
-    mean_normal_ci,
-    model_wilson,
-    paired_relative_change,
-    wilson_interval,
-)
+from symcc_ulfm.stats.intervals import mean_normal_ci, model_wilson, paired_relative_change, wilson_interval
 
 Z = stats.norm.ppf(0.975)
 

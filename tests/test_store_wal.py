@@ -10,13 +10,7 @@ import pytest
 from helpers_store import EXECUTOR, input_hash, make_lease, open_env, sha, stage_manifest
 
 from symcc_ulfm.core.canonical import canonical_json, sha256_hex
-from symcc_ulfm.errors import (
-    CorpusIntegrityError,
-    FenceError,
-    IntegrityError,
-    StaleGeneration,
-    WalCorruption,
-)
+from symcc_ulfm.errors import CorpusIntegrityError, FenceError, IntegrityError, StaleGeneration, WalCorruption
 from symcc_ulfm.store.record import WAL_FORMAT, canonical_manifest, manifest_objects, parse_record, work_hash
 from symcc_ulfm.store.staging import staged_name
 from symcc_ulfm.store.wal import RECORD_LOCKS, AlreadyDone, NeedsReplay

@@ -32,13 +32,13 @@ from symcc_ulfm import executors
 from symcc_ulfm.core.policy import Policy
 from symcc_ulfm.errors import PolicyError, ProvenanceChanged, TargetError
 from symcc_ulfm.executors.base import HIT_CLASS_BOUNDS, coverage_id, edge_of
-from symcc_ulfm.executors.sandbox import Sandbox
-from symcc_ulfm.executors.symcc import NO_COVERAGE, SymccExecutor
-from symcc_ulfm.executors.symcc_coverage import coverage_from_afl_map
-from symcc_ulfm.executors.symcc_io import classify_exit, run_binary
-from symcc_ulfm.executors.symcc_options import DEFAULT_SEED_LENGTHS
-from symcc_ulfm.executors.symcc_target import read_dynamic
-from symcc_ulfm.launch import check_executor
+from symcc_ulfm.executors.sandbox.parent import Sandbox
+from symcc_ulfm.executors.symcc.adapter import NO_COVERAGE, SymccExecutor
+from symcc_ulfm.executors.symcc.afl_coverage import coverage_from_afl_map
+from symcc_ulfm.executors.symcc.options import DEFAULT_SEED_LENGTHS
+from symcc_ulfm.executors.symcc.runs import classify_exit, run_binary
+from symcc_ulfm.executors.symcc.target import read_dynamic
+from symcc_ulfm.launch.prepare import check_executor
 
 FIXTURES = Path(__file__).parent / "fixtures" / "symcc"
 SOURCE = FIXTURES / "fake_symcc.c"

@@ -71,8 +71,8 @@ class Policy(Canonical):
     seed: int = REFERENCE["seed"]
     ulfm: bool = True
     max_message_bytes: int = 4 * 1024 * 1024
-    poison_deaths: int = 2  # worker deaths while executing an input before it is quarantined (core.poison)
-    stop_when_exhausted: bool = True  # end before the deadline once the search is exhausted (core.termination)
+    poison_deaths: int = 2  # worker deaths while executing an input before it is quarantined (core.master.poison)
+    stop_when_exhausted: bool = True  # end before the deadline once the search is exhausted (core.master.termination)
     timeouts: Timeouts = field(default_factory=Timeouts)
 
     def __post_init__(self):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProvenanceChanged
-from ..seeds import read_seed_dir
+from ..tools.seeds import read_seed_dir
 
 PROVENANCE_FORMAT = "symcc-ulfm-provenance/1"
 SOURCE_PATTERNS = ("symcc_ulfm/**/*.py", "notebooks/*.py", "pyproject.toml")

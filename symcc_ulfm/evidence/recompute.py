@@ -1,6 +1,6 @@
 """A second, separate computation of a run's canonical summary and ``result_sha256``.
 
-Written apart from :mod:`symcc_ulfm.evidence.oracle` and importing nothing from it, the
+Written apart from :mod:`symcc_ulfm.evidence.oracle.judge` and importing nothing from it, the
 runtime's core or the store: it takes masters and workers from the final layout *file* (the
 oracle derives them from the layout rule), walks the receipt chain by its digests, counts the
 WAL from the done records and the corpus from the directory, and runs its own smaller set of

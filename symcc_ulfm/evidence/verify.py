@@ -151,7 +151,7 @@ def _read_json(run_dir: Path, rel: str, problems: list[str]) -> dict | None:
 
 def check_results(run_dir: Path, problems: list[str]) -> tuple[str | None, str | None]:
     """Step 4; returns (recomputed result_sha256, fresh oracle result_sha256)."""
-    from .oracle import judge  # only to compare with: nothing above depends on it
+    from .oracle.judge import judge  # only to compare with: nothing above depends on it
 
     state = run_dir / "state"
     if not (state / "policy.json").is_file():

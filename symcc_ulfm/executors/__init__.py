@@ -15,12 +15,12 @@ from typing import Any
 
 from ..errors import PolicyError
 from .base import Executor, RunResult
-from .sandbox import Sandbox
+from .sandbox.parent import Sandbox
 
 _REGISTRY: dict[str, str] = {
     "simulate": "symcc_ulfm.executors.simulate:SimulateExecutor",
     "concolic": "symcc_ulfm.executors.concolic:ConcolicExecutor",
-    "symcc": "symcc_ulfm.executors.symcc:SymccExecutor",
+    "symcc": "symcc_ulfm.executors.symcc.adapter:SymccExecutor",
 }
 
 def names() -> list[str]:

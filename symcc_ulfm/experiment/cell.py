@@ -1,6 +1,6 @@
 """One matrix cell: a campaign of one tier without injected failures, and its ``result.json``.
 
-The campaign runs in-process through :mod:`symcc_ulfm.launch` (``prepare_state_dir``,
+The campaign runs in-process through :mod:`symcc_ulfm.launch.prepare` (``prepare_state_dir``,
 ``run_job``, ``conclude``) with its state directory at ``cells/<block>-<tier>/state/``. Then
 ``result.json`` is written atomically and the empty ``COMPLETE`` marker last: a cell directory
 without the marker never counts (:mod:`.selection`).
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.modes import FileModes
-from ..launch import JobResult, conclude, prepare_state_dir, release, run_job
+from ..launch.prepare import JobResult, conclude, prepare_state_dir, release, run_job
 from ..store.atomic import write_new
 from ..store.dirs import ensure_dir
 from ..store.findings import read_findings

@@ -36,7 +36,7 @@ from ..core.canonical import canonical_json, digest
 from ..core.modes import modes_from_env
 from ..errors import ConfigError, MatrixCellsFailed, ProvenanceChanged
 from ..evidence import provenance
-from ..launch import check_executor
+from ..launch.prepare import check_executor
 from ..store.atomic import write_new
 from ..store.dirs import ensure_dir
 from ..store.reads import read_bytes

@@ -42,21 +42,14 @@ from pathlib import Path
 from typing import Any
 
 from ..core.canonical import canonical_json, digest
-from ..evidence.oracle import judge
+from ..evidence.oracle.judge import judge
 from ..evidence.recompute import recompute
 from ..evidence.verify import SUMS, check_seal
 from . import analysis, protocol
 from .cell import STATE_DIR, cell_failed, measurements
 from .jsonfile import dumps, read_json
 from .matrix import PLAN_FILE, PROVENANCE_FILE, REPORT_FILE
-from .selection import (
-    CELLS_DIR,
-    PROTOCOL_FILE,
-    RESULT_FILE,
-    load_protocol,
-    read_cells,
-    select,
-)
+from .selection import CELLS_DIR, PROTOCOL_FILE, RESULT_FILE, load_protocol, read_cells, select
 
 STUDY_PREFIX = "scale"
 NOTEBOOK_NAME = "scale.ipynb"

@@ -1,6 +1,6 @@
 """Can this user run a rank on a state directory? ``python -m symcc_ulfm.mpi.access_probe STATE_DIR``.
 
-Run as the unprivileged host-B user (``netns.access``): it imports what a rank imports first
+Run as the unprivileged host-B user (``gates.netns.access``): it imports what a rank imports first
 (mpi4py, without initialising MPI, and the rank's entry point) and exits 0 when the state
 directory is readable, writable and searchable; otherwise the reason is its last line.
 """

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from mpi4py import MPI
 
-from ..backoff import Backoff, hot_rounds_for
 from ..core import envelope
 from ..core.budget import consumed_after, final_agreement_s
 from ..core.canonical import canonical_json, sha256_hex
@@ -27,6 +26,8 @@ from ..core.modes import modes_from_env
 from ..core.policy import Policy
 from ..core.schedule import Phase
 from ..errors import CapabilityError, CheckFailed, PolicyError, ProtocolError, SymccUlfmError
+from ..runtime.backoff import Backoff, hot_rounds_for
+from ..runtime.worker_loop import WorkerLoop
 from ..store.atomic import write_replace
 from ..store.heartbeat import Heartbeat, heartbeat_path, last_heartbeat
 from ..store.joblock import RanksLock
@@ -38,7 +39,7 @@ from .context import RankContext
 from .ft import ops_for
 from .master import run_master
 from .recovery import recover
-from .transport import (
+from .requests import (
     TAG_CONTROL,
     FailureDetected,
     Mailbox,
@@ -48,7 +49,6 @@ from .transport import (
     warm_up,
 )
 from .watchdog import bounded
-from .worker import WorkerLoop
 
 OUTCOME_FORMAT = "symcc-ulfm-outcome/1"
 DEFAULT_STARTUP_S = 60.0

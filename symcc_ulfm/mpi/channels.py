@@ -11,9 +11,9 @@ failure completes (``Inbox``): anything that arrives on it is refused.
 from __future__ import annotations
 
 from ..errors import ProtocolError
-from ..transport import CONTROL, DATA, FRONTIER, SENTINEL
+from ..runtime.transport import CONTROL, DATA, FRONTIER, SENTINEL
 from .context import RankContext
-from .transport import TAG_CONTROL, TAG_DATA, TAG_FRONTIER, TAG_SENTINEL, Inbox, Mailbox, Outbox
+from .requests import TAG_CONTROL, TAG_DATA, TAG_FRONTIER, TAG_SENTINEL, Inbox, Mailbox, Outbox
 
 TAGS = {DATA: TAG_DATA, SENTINEL: TAG_SENTINEL, FRONTIER: TAG_FRONTIER, CONTROL: TAG_CONTROL}
 SENTINEL_BYTES = 16

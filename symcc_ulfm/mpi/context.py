@@ -10,12 +10,12 @@ from mpi4py import MPI
 from ..core.modes import FileModes
 from ..core.policy import Policy
 from ..errors import ProtocolError
-from ..rank_state import RankState
+from ..runtime.injection import Injector
+from ..runtime.rank_state import RankState
 from ..store.paths import StateDir
 from ..store.runlog import RankLog
 from .ft import PlainOps, UlfmOps
-from .injection import Injector
-from .transport import TAG_REVOKE, Inbox
+from .requests import TAG_REVOKE, Inbox
 
 
 @dataclass

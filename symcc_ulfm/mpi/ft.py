@@ -21,7 +21,7 @@ import numpy as np
 from mpi4py import MPI
 
 from ..errors import CheckFailed
-from .transport import failure, revoke_quietly
+from .requests import failure, revoke_quietly
 
 
 class NoFaultTolerance(CheckFailed):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..master import MasterDriver
+from ..runtime.master_driver import MasterDriver
 from .channels import MpiTransport
 from .context import RankContext
 

@@ -28,7 +28,7 @@ from ..core.schedule import Phase
 from ..errors import MembershipConflict, RecoveryTimeout, StoreError
 from ..store.runlog import Event
 from .context import RankContext
-from .transport import FailureDetected, allgather_ints
+from .requests import FailureDetected, allgather_ints
 from .watchdog import bounded
 
 _DURABLE, _SAME = 1, 2  # bits of the attestation agreement

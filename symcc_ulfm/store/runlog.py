@@ -13,7 +13,7 @@ reported with the next line logged for that key.
 This module owns the format: the line (``t``, ``generation``, ``rank``, ``event``, fields),
 the file names (``logs/rank-<stable>.jsonl``), the names of the events other modules read
 (:class:`Event`) and the reader (:class:`LogFollower`, :func:`read_log`, :func:`read_events`).
-The oracle keeps a reader of its own (``evidence.oracle_logs``), so that a bug here cannot
+The oracle keeps a reader of its own (``evidence.oracle.log_checks``), so that a bug here cannot
 hide in the checker.
 """
 

@@ -15,7 +15,7 @@ object (a link).
 A worker also notes in ``running-<g>`` which lease it is executing in generation g (one file per
 generation, rewritten in place, never synced: it must outlive the worker's process, not the
 machine), so that after its death a master can tell the lease it was running from those it only
-held (:mod:`symcc_ulfm.core.poison`).
+held (:mod:`symcc_ulfm.core.master.poison`).
 
 Both sides keep directory descriptors open (the worker its own directory, the committing master
 the workers' directories), so a staged object costs a system call or two on a name inside an

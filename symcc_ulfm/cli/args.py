@@ -1,0 +1,108 @@
+"""The command line's arguments: every subcommand, its options and their defaults (the
+reference campaign's from ``core.reference``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import executors
+from ..core.reference import REFERENCE, REFERENCE_SCHEDULE
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="symcc-ulfm",
+        description="Fault-tolerant multi-master concolic execution campaigns on MPI with ULFM, sealed as evidence.",
+        epilog="Exit codes: 0 pass, 1 check failed, 2 bad input, 3 matrix cells failed, 4 integrity, "
+        "5 ULFM missing, 6 provenance changed, 7 store failure, 70 internal error.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("launch", help="run a campaign under mpiexec --with-ft ulfm, then the oracle")
+    p.add_argument("--ranks", type=int, default=REFERENCE["ranks"])
+    p.add_argument("--warm-spares", type=int, default=REFERENCE["warm_spares"])
+    p.add_argument("--workers-per-master", type=int, default=REFERENCE["workers_per_master"])
+    p.add_argument("--failure-schedule", default="",
+                   help=f"G:R[@work|commit|recovery|idle][!], comma separated (default: none; the reference campaign "
+                        f"uses {REFERENCE_SCHEDULE})")
+    p.add_argument("--deadline", type=float, default=REFERENCE["deadline_s"], help="campaign seconds from generation 0")
+    p.add_argument("--state-dir", help="state directory (default runs/launch-<time>)")
+    p.add_argument("--seeds", help="directory of seed inputs (or an AFL output dir: its queue/) instead of the "
+                                   "executor's own; with --resume, more seeds for the campaign")
+    p.add_argument("--executor", default=REFERENCE["executor"],
+                   help=f"{', '.join(executors.names())} (default {REFERENCE['executor']})")
+    p.add_argument("--target", help="built-in target name, module:function, file.py:function, or a SymCC binary")
+    p.add_argument("--executor-option", action="append", metavar="KEY=VALUE", help="executor option (repeatable)")
+    p.add_argument("--hosts", default="", help="host spec such as node-a:9,node-b:1")
+    p.add_argument("--minimum-hosts", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-ulfm", action="store_true", help="fault-free baseline without ULFM")
+    p.add_argument("--timeout", action="append", metavar="NAME=SECONDS",
+                   help="bound on a wait: startup_s, recovery_step_s, recovery_retries, lease_s, shutdown_grace_s, "
+                   "finalize_s, job_grace_s, endpoint_s (repeatable)")
+    p.add_argument("--resume", action="store_true", help="continue the campaign in an existing --state-dir")
+    p.add_argument("--run-to-deadline", action="store_true",
+                   help="keep the ranks up until the deadline even when the search is exhausted")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("oracle", help="judge a state or run directory independently")
+    p.add_argument("dir")
+    p.add_argument("--minimum-hosts", type=int)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("findings", help="list the unique findings of a state or run directory")
+    p.add_argument("dir")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("replay", help="re-run a finding's input, contained; exit 0 when it reproduces")
+    p.add_argument("dir")
+    p.add_argument("finding", help="finding id (or 4+ of its first characters) or the SHA-256 of its input")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("export", help="write a campaign's corpus in another tool's layout (AFL++: queue/, crashes/, hangs/)")
+    p.add_argument("dir")
+    p.add_argument("out", help="a new directory")
+    p.add_argument("--layout", default="afl", help="afl (the default and only layout)")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("seal", help="write SHA256SUMS.txt over every file of a run directory")
+    p.add_argument("run_dir")
+
+    p = sub.add_parser("verify", help="check a sealed run: file list, digests, oracle agreement")
+    p.add_argument("run_dir")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("explore", help="one process, no MPI: search a target and keep what it finds")
+    p.add_argument("--target", required=True)
+    p.add_argument("--executor", default=REFERENCE["executor"])
+    p.add_argument("--executor-option", action="append", metavar="KEY=VALUE")
+    p.add_argument("--seeds", help="directory of seed inputs (default: the target's shipped seeds)")
+    p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--out", required=True)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("targets", help="list the built-in targets")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("matrix", help="run a preregistered scaling matrix")
+    p.add_argument("protocol")
+    p.add_argument("--out", required=True)
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("analyze", help="selection, intervals, models and ceiling of a matrix directory")
+    p.add_argument("dir")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("model", help="scaling models on published numbers")
+    models = p.add_subparsers(dest="model", required=True)
+    m = models.add_parser("usl", help="fit the Universal Scalability Law")
+    m.add_argument("--workers", required=True)
+    m.add_argument("--throughput", required=True)
+    m.add_argument("--gain", type=float, default=0.10)
+    m.add_argument("--json", action="store_true")
+    m = models.add_parser("wilson", help="Wilson 95%% interval of a failure rate")
+    m.add_argument("--failures", type=int, required=True)
+    m.add_argument("--trials", type=int, required=True)
+    m.add_argument("--json", action="store_true")
+    return parser

@@ -1,0 +1,317 @@
+"""Command line (DESIGN.md §12): the only place where exceptions become exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import CheckFailed, ConfigError, SymccUlfmError, TargetError
+from .args import build_parser
+
+
+def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(payload, sort_keys=True, indent=None))
+    else:
+        print(text)
+
+
+def _executor_options(pairs: list[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError("--executor-option", f"{pair!r} is not KEY=VALUE (VALUE is JSON or a plain string)")
+        try:
+            options[key] = json.loads(value)
+        except RecursionError:
+            raise ConfigError(f"--executor-option {key}", "the JSON value nests too deeply") from None
+        except ValueError:
+            options[key] = value
+    return options
+
+
+def _timeouts(pairs: list[str] | None) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        try:
+            out[key] = int(value) if key == "recovery_retries" else float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not key:
+            raise ConfigError("--timeout", f"{pair!r} is not NAME=SECONDS (e.g. lease_s=30, recovery_step_s=10)")
+    return out
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    from ..core.modes import modes_from_env
+    from ..core.policy import build_policy
+    from ..launch.prepare import check_executor, conclude, prepare_state_dir, run_job
+    from ..tools.seeds import read_seed_dir
+
+    modes = modes_from_env(os.environ)
+    policy = build_policy(
+        ranks=args.ranks,
+        warm_spares=args.warm_spares,
+        workers_per_master=args.workers_per_master,
+        deadline_s=args.deadline,
+        failure_schedule=args.failure_schedule,
+        executor=args.executor,
+        target=args.target,
+        executor_options=_executor_options(args.executor_option),
+        hosts=args.hosts,
+        minimum_hosts=args.minimum_hosts,
+        seed=args.seed,
+        ulfm=not args.no_ulfm,
+        timeouts=_timeouts(args.timeout),
+        stop_when_exhausted=not args.run_to_deadline,
+    )
+    seeds = read_seed_dir(args.seeds) if args.seeds else None
+    probe = check_executor(policy, seeds)
+    state_dir = Path(args.state_dir or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
+    state = prepare_state_dir(policy, state_dir, modes, resume=args.resume, probe=probe, new_seeds=seeds is not None)
+    echo = (lambda line: print(line, file=sys.stderr)) if args.json else print
+    job = run_job(policy, state, echo=echo)
+    verdict = conclude(state)
+    verdict.pop("summary", None)
+    verdict.update(job_returncode=job.returncode, job_seconds=round(job.seconds, 3), job_timed_out=job.timed_out,
+                   state_dir=str(state.root), command=job.command,
+                   rank_errors=[{"exit": code, "error": why} for code, why in job.errors])
+    lines = [
+        f"state dir: {state.root}",
+        f"job: exit {job.returncode} after {job.seconds:.1f} s" + (" (timed out, killed)" if job.timed_out else ""),
+        *[f"rank error (exit {code}): {why}" for code, why in _distinct(job.errors)],
+        f"oracle: {'PASS' if verdict['passed'] else 'FAIL'}  result_sha256={verdict.get('result_sha256')}",
+    ]
+    if verdict.get("final_generation") is not None:
+        lines.append(
+            f"generation {verdict['final_generation']}; receipts {verdict['receipts']}; promoted {verdict['promoted']}; "
+            f"active {verdict['final_active']}; masters {verdict['masters']}; workers {verdict['workers']}"
+        )
+        lines.append(
+            f"analyzed {verdict['wal_analyzed']}, generated {verdict['wal_generated']}, unique {verdict['wal_unique']}, "
+            f"novel {verdict['wal_novel']}, public objects {verdict['public_objects']}, "
+            f"endpoint edges {verdict['endpoint_edges']}"
+        )
+        lines.append(f"findings: {verdict['findings_unique']} unique, {verdict['findings_hits']} hits"
+                     + (f" (symcc-ulfm findings {state.root})" if verdict["findings_unique"] else ""))
+    lines += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
+    lines += [f"note: {note}" for note in ([job.output_error] if job.output_error else []) + job.notes]
+    if not verdict["passed"]:
+        lines.append("last job output:\n" + job.tail())
+    _emit(args, verdict, "\n".join(lines))
+    return launch_exit(verdict, job, (state.root / "outcome.json").exists())
+
+
+def _distinct(errors: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    return list(dict.fromkeys(errors))[:8]
+
+
+def launch_exit(verdict: dict, job, finished: bool) -> int:
+    """0 only for a judged, passing campaign whose verdict was stored; a job that failed before it
+    finished exits with its ranks' reason (2 bad input, 4 integrity, 5 ULFM, 6 provenance, 7
+    store); a verdict that could not be stored is a store failure (7)."""
+    if verdict.get("store_error"):
+        return 7
+    if verdict["passed"]:
+        return 0
+    if not finished:
+        for code in [job.returncode] + [c for c, _ in job.errors]:
+            if code in (2, 4, 5, 6, 7):
+                return code
+    return 1
+
+
+def cmd_oracle(args: argparse.Namespace) -> int:
+    from ..evidence.oracle.judge import judge
+
+    verdict = judge(args.dir, minimum_hosts=args.minimum_hosts)
+    verdict.pop("summary", None)
+    text = [f"oracle: {'PASS' if verdict['passed'] else 'FAIL'}  result_sha256={verdict.get('result_sha256')}"]
+    text += [f"  {k}: {verdict[k]}" for k in ("final_generation", "receipts", "promoted", "final_active", "masters",
+                                                "workers", "surviving_hosts", "wal_analyzed", "wal_generated",
+                                                "public_objects") if k in verdict]
+    text += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
+    _emit(args, verdict, "\n".join(text))
+    return 0 if verdict["passed"] else 1
+
+
+def cmd_findings(args: argparse.Namespace) -> int:
+    from ..core.modes import modes_from_env
+    from ..tools.replay import list_findings
+
+    result = list_findings(args.dir, modes_from_env(os.environ))
+    text = [f"{result['unique']} unique findings, {result['hits']} hits in {result['state_dir']}"]
+    for row in result["findings"]:
+        when = f"+{row['first_seen_s']:.1f} s" if "first_seen_s" in row else f"{row['first_seen']:.0f}"
+        text.append(f"{row['id']}  {row['kind']:<9} hits {row['hits']:<4} first {when} (generation {row['generation']}, "
+                    f"worker {row['worker']})  {row['signature']}\n    input {row['input_sha256']}\n    {row['replay']}")
+    _emit(args, result, "\n".join(text))
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from ..core.modes import modes_from_env
+    from ..tools.replay import replay
+
+    row = replay(args.dir, args.finding, modes_from_env(os.environ))
+    observed = row["observed"]
+    verdict = {True: "REPRODUCED", False: "NOT REPRODUCED", None: "NOT REPLAYED"}[row["reproduced"]]
+    text = [f"{verdict}  {row['id']} {row['kind']}: {row['signature']}", f"  input {row['input_sha256']}"]
+    if observed is not None:
+        text.append(f"  observed {observed['kind']}: {observed['signature'] or '-'} ({observed['detail'] or '-'})")
+    if row.get("note"):
+        text.append(f"  note: {row['note']}")
+    _emit(args, row, "\n".join(text))
+    return 0 if row["reproduced"] else 1
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from ..core.modes import modes_from_env
+    from ..tools.export import export
+
+    result = export(args.dir, args.out, modes_from_env(os.environ), layout=args.layout)
+    _emit(args, result, f"exported to {result['out']} ({result['layout']} layout): queue {result['queue']}, "
+                        f"crashes {result['crashes']}, hangs {result['hangs']}")
+    return 0
+
+
+def cmd_seal(args: argparse.Namespace) -> int:
+    from ..evidence.seal import seal
+
+    result = seal(Path(args.run_dir))
+    print(f"sealed {result['files']} files into {result['sums']}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from ..evidence.verify import verify
+    from ..experiment.study import is_study, verify_study
+
+    path = Path(args.run_dir)
+    result = verify_study(path) if is_study(path) else verify(path)
+    text = [f"verify: {'PASS' if result['passed'] else 'FAIL'}  files_checked={result['files_checked']}  "
+            f"result_sha256={result['result_sha256']}"]
+    text += [f"problem: {p}" for p in result["problems"]]
+    _emit(args, result, "\n".join(text))
+    return 0 if result["passed"] else 1
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from ..executors import create
+    from ..tools.explore import explore
+    from ..tools.seeds import read_seed_dir
+
+    seeds = read_seed_dir(args.seeds) if args.seeds else None
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError("--out", f"{out} exists and is not a directory; name a directory (it is created)")
+    executor = create(args.executor, args.target, _executor_options(args.executor_option))
+    try:
+        result = explore(executor, seconds=args.seconds, out_dir=Path(args.out), seeds=seeds)
+    finally:
+        executor.close()
+    text = (
+        f"executions {result['executions']} ({result.get('executions_per_s', 0):.1f}/s), generated {result['generated']}, "
+        f"unique {result['unique']}, novel {result['novel']}, edges {result['edges']}, "
+        f"solver queries {result.get('solver_queries', 0)} ({result.get('solver_queries_per_s', 0):.1f}/s), "
+        f"{result['seconds']:.1f} s -> {args.out}"
+    )
+    _emit(args, result, text)
+    return 0
+
+
+def cmd_targets(args: argparse.Namespace) -> int:
+    from ..targets import list_targets
+
+    rows = list_targets()
+    if args.json:
+        print(json.dumps(rows, sort_keys=True))
+    else:
+        for row in rows:
+            print(f"{row['name']:<12} {row['description']}")
+    return 0
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    from ..experiment.matrix import run_matrix
+
+    report = run_matrix(Path(args.protocol), Path(args.out), resume=args.resume)
+    print(json.dumps(report, sort_keys=True) if args.json else f"matrix: {report['summary']}")
+    return 0
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from ..experiment.analysis import analyze
+
+    result = analyze(Path(args.dir))
+    print(json.dumps(result, sort_keys=True) if args.json else f"analysis written under {args.dir}/analysis")
+    return 0
+
+
+def _floats(field: str, text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(field, f"{text!r} is not a comma-separated list of numbers") from None
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    if args.model == "usl":
+        from ..stats.usl import model_usl
+
+        result = model_usl(_floats("--workers", args.workers), _floats("--throughput", args.throughput), gain=args.gain)
+        text = (f"USL: gamma={result['gamma']:.6g} sigma={result['sigma']:.6g} kappa={result['kappa']:.6g} "
+                f"R2={result['r2']:.4f} threshold={result['threshold']}")
+    else:
+        from ..stats.intervals import model_wilson
+
+        result = model_wilson(args.failures, args.trials)
+        text = f"Wilson 95%: [{100 * result['low']:.2f}%, {100 * result['high']:.2f}%]"
+    _emit(args, result, text)
+    return 0
+
+
+COMMANDS = {
+    "launch": cmd_launch,
+    "oracle": cmd_oracle,
+    "findings": cmd_findings,
+    "replay": cmd_replay,
+    "export": cmd_export,
+    "seal": cmd_seal,
+    "verify": cmd_verify,
+    "explore": cmd_explore,
+    "targets": cmd_targets,
+    "matrix": cmd_matrix,
+    "analyze": cmd_analyze,
+    "model": cmd_model,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except TargetError as exc:
+        print(f"symcc-ulfm: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except SymccUlfmError as exc:
+        kind = "check failed" if isinstance(exc, CheckFailed) else type(exc).__name__
+        print(f"symcc-ulfm: {kind}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except FileNotFoundError as exc:
+        where = f"{exc.filename}: {exc.strerror or 'missing'}" if exc.filename else str(exc)
+        print(f"symcc-ulfm: no such file or directory: {where}", file=sys.stderr)
+        return 1
+    except SystemExit as exc:  # only argparse may end the program on purpose; anything else is a bug
+        print(f"symcc-ulfm: internal error: something asked to exit ({exc.code!r})", file=sys.stderr)
+        return 70
+    except KeyboardInterrupt:
+        print("symcc-ulfm: interrupted", file=sys.stderr)
+        return 130

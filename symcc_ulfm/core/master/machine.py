@@ -1,0 +1,287 @@
+"""One master of one generation as a state machine: events in, instructions out.
+
+Pure: no MPI, no clock, no file system. :meth:`MasterState.handle` takes an event
+(``core.master.events``) and returns the instructions to perform; the driver (``mpi.master``)
+performs them and feeds back what they found as facts. The machine holds the outstanding
+leases of every worker, the commit pipeline, the frontier queue and its accounts.
+
+Work moves through the WAL states ``leased -> committing -> done``:
+
+- *start* (:mod:`.master_start`): replay the ``committing`` records this master owns
+  (``committing -> done``), reclaim the leases of older generations (``leased``, queued ahead of
+  everything else unless they killed too many workers, ``core.master.poison``) and rebuild the queue
+  from the corpus;
+- *none -> leased*: a ready worker with room in its pipeline (``PIPELINE`` leases) gets the
+  next input; the WORK is sent after the barrier that makes its lease durable;
+- *leased -> committing*: a RESULT that matches its lease (``core.envelope.check_fence``) waits
+  for a round; the round writes its manifest;
+- *committing -> done*: the next round publishes its objects before its barrier and marks it
+  done after it; done records are counted (and their new inputs forwarded to their owners)
+  after the barrier that follows;
+- *leased -> queued*: a rejected result puts its input back (``MAX_REJECTIONS`` at most).
+
+Durability is a group commit per round (:mod:`.commit_round`). A round is not run for every
+RESULT: results wait up to half the time a task takes (at most ``MAX_COMMIT_DELAY``) for others
+to share their barrier, unless a worker is down to the lease it runs while inputs are waiting
+for it. An idle master drains the pipeline (publish, barrier, done, barrier).
+
+A worker that holds a lease past ``lease_s`` without a result is fenced: killed when it runs on
+this master's host (ULFM then detects it like any death), reported otherwise.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ...errors import FenceError, ProtocolError
+from .. import envelope
+from ..envelope import check_fence
+from . import events as ev
+from .frontier import Frontier
+from .rounds import PIPELINE, CommitRounds, Outstanding, Round
+from .start import Recovery, StartPhase
+from .termination import Status
+
+MAX_COMMIT_DELAY = 0.02  # seconds a RESULT may wait for others to share its round's barrier
+
+
+@dataclass(frozen=True)
+class MasterConfig:
+    me: int
+    generation: int
+    workers: tuple[int, ...]
+    masters: tuple[int, ...]
+    limit: int  # the largest message, bytes
+    lease_s: float
+    deadline: float
+    grace_s: float  # how long a stopping master waits for outstanding results
+    peers: dict[int, dict] = field(default_factory=dict)  # stable rank -> {"host", "pid"} (for fencing)
+
+
+class MasterState(StartPhase, CommitRounds):
+    def __init__(self, config: MasterConfig):
+        self.config = config
+        self.gen = config.generation
+        self.frontier = Frontier(config.me, config.masters, config.generation, config.limit)
+        self.queue = self.frontier.queue
+        self.ready: set[int] = set()  # workers that sent READY
+        self.outstanding: dict[int, deque[Outstanding]] = {w: deque() for w in config.workers}
+        self.progress_at: dict[int, float] = {}  # when each worker last made progress (for fencing)
+        self.fenced: set[int] = set()
+        self.waiting: list[tuple[int, dict, Outstanding]] = []  # accepted RESULTs for the next round
+        self.pending: list[str] = []  # work whose manifests are durable, published in the next round
+        self.unaccounted: list[dict] = []  # done records not yet durable, counted after the next barrier
+        self.rejections: dict[str, int] = {}
+        self.oldest = 0.0  # when the oldest waiting RESULT (or pending manifest) arrived
+        self.task_s = 0.0  # how long a task takes (moving average of the workers' reports)
+        self.dispatched = 0
+        self.rounds = 0
+        self.syncs = 0
+        self.stopping_since: float | None = None
+        self.exhausted = False
+        self.failed = False
+        self.stopped = False
+        self._round: Round | None = None
+        self._awaiting: tuple[type, Callable] | None = None  # the fact the machine waits for
+        self._start: Recovery | None = None
+        self._seq = 0
+        self._stimulus = ""
+        self._now = 0.0
+        self._tick = 0.0  # the time of the tick being handled
+        self._out: list[ev.Instruction] = []
+        self._handlers = {
+            ev.Start: self._on_start, ev.FromWorker: self._on_worker, ev.FromMaster: self._on_master,
+            ev.Refused: self._on_refused, ev.Tick: self._on_tick, ev.Failed: self._on_failed,
+        }
+
+    @property
+    def committer(self) -> dict:
+        return {"generation": self.gen, "master": self.config.me}
+
+    # -- events in, instructions out ------------------------------------------------------------
+
+    def handle(self, event: ev.Event) -> list[ev.Instruction]:
+        """The instructions an event causes; at most the last one ends in a fact to feed back.
+
+        Each stimulus gets an id (``tick-57``); the instructions of a fact carry the id of the
+        stimulus whose instructions found it.
+        """
+        self._seq += 1
+        self._now = event.now
+        self._out = []
+        if self._awaiting is not None:
+            kind, then = self._awaiting
+            if not isinstance(event, kind) and not isinstance(event, ev.Failed):
+                raise RuntimeError(f"{type(event).__name__} while the master waits for {kind.__name__}")
+            if isinstance(event, kind):
+                self._awaiting = None
+                then(event)
+                return self._out
+        self._stimulus = f"{type(event).__name__.lower()}-{self._seq}"
+        handler = self._handlers.get(type(event))
+        if handler is None:
+            raise RuntimeError(f"{type(event).__name__} was not asked for")
+        handler(event)
+        return self._out
+
+    def _emit(self, instruction_type: type, *args, **fields) -> None:
+        self._out.append(instruction_type(self._stimulus, *args, **fields))
+
+    def _ask(self, instruction_type: type, then: Callable, *args, **fields) -> None:
+        """Emit an instruction that ends in a fact; ``then`` takes the fact."""
+        self._emit(instruction_type, *args, **fields)
+        self._awaiting = (instruction_type.FACT, then)
+
+    def _log(self, event: str, **fields) -> None:
+        self._emit(ev.Log, event, fields)
+
+    def _log_limited(self, event: str, key: object, **fields) -> None:
+        self._emit(ev.Log, event, fields, key)
+
+    def held(self) -> int:
+        return sum(len(queue) for queue in self.outstanding.values())
+
+    def status(self) -> Status:
+        """Idle: nothing queued, leased, waiting to be committed or counted (``core.master.termination``)."""
+        idle = not (self.queue.pending or self.held() or self.waiting or self.pending or self.unaccounted)
+        return Status(idle, self.frontier.items_sent, self.frontier.items_received)
+
+    # -- messages ----------------------------------------------------------------------------------
+
+    def _on_refused(self, event: ev.Refused) -> None:
+        self._log_limited("message-rejected", event.source, source=event.source, reason=event.reason)
+
+    def _on_worker(self, event: ev.FromWorker) -> None:
+        """A READY marks the worker idle; a RESULT that matches its lease waits for a round."""
+        worker = event.worker
+        try:
+            message = envelope.decode(event.raw, self.config.limit)
+            kind = message["type"]
+            if kind == "READY":
+                if message["generation"] != self.gen or message["worker"] != worker:
+                    raise FenceError(f"READY for generation {message['generation']} from {message['worker']}")
+                self.ready.add(worker)
+                return
+            if kind != "RESULT":
+                raise ProtocolError(f"{kind} is not a worker message")
+            queue = self.outstanding.get(worker)
+            if not queue:
+                raise FenceError(f"RESULT from worker {worker}, which holds no lease")
+            check_fence(queue[0].fence, message, worker, self.gen)  # a worker runs its leases in order
+        except (ProtocolError, FenceError) as exc:
+            self._log_limited("message-rejected", worker, source=worker, reason=str(exc))
+            return
+        self.progress_at[worker] = event.now
+        if not self.waiting and not self.pending:
+            self.oldest = event.now
+        self.waiting.append((worker, message, queue.popleft()))
+
+    def _on_master(self, event: ev.FromMaster) -> None:
+        source = event.master
+        try:
+            message = envelope.decode(event.raw, self.config.limit)
+            if message["type"] != "FRONTIER" or message["generation"] != self.gen or message["master"] != source:
+                raise FenceError(f"{message['type']} of generation {message['generation']} from master {source}")
+        except (ProtocolError, FenceError) as exc:
+            self._log_limited("message-rejected", source, source=source, reason=str(exc))
+            return
+        self.frontier.take(message)
+
+    # -- a tick: fencing, deadline, exhaustion, a round ----------------------------------------------
+
+    def _on_tick(self, event: ev.Tick) -> None:
+        if self._start is not None or self.stopped:
+            raise RuntimeError("a tick before the master is ready or after it stopped")
+        now = self._tick = event.now
+        self._fence_expired(now)
+        if self.stopping_since is None and now >= self.config.deadline:
+            self.stopping_since = now
+            self._log("deadline", outstanding=self.held(), frontier=self.queue.pending)
+            self._round_or_settle(now)
+        elif self.stopping_since is None:
+            status = self.status()
+            self._ask(ev.PollExhaustion, self._polled, status.idle, status.sent, status.received, now)
+        else:
+            self._round_or_settle(now)
+
+    def _polled(self, fact: ev.Polled) -> None:
+        now = self._tick
+        if fact.exhausted:
+            self.stopping_since, self.exhausted = now, True
+            self._log("exhausted", totals=self.frontier.totals, remaining_s=self.config.deadline - now)
+        self._round_or_settle(now)
+
+    def _fence_expired(self, now: float) -> None:
+        limit = self.config.lease_s
+        for worker, queue in self.outstanding.items():
+            held_s = now - self.progress_at.get(worker, now)
+            if not queue or worker in self.fenced or held_s <= limit:
+                continue
+            self.fenced.add(worker)
+            peer, me = self.config.peers[worker], self.config.peers[self.config.me]
+            if peer["host"] != me["host"]:
+                self._log("lease-expired", worker=worker, held_s=held_s, fenced=False,
+                          reason=f"worker runs on {peer['host']}; only local ranks can be fenced")
+                continue
+            self._log("lease-expired", worker=worker, held_s=held_s, fenced=True, pid=peer["pid"])
+            self._emit(ev.Kill, peer["pid"])
+
+    def _round_or_settle(self, now: float) -> None:
+        dispatch = self.stopping_since is None
+        if self._due(dispatch, now):
+            self._begin_round(dispatch, lambda: self._after_tick(now))
+        elif self.unaccounted and not self.waiting and not self.pending:
+            self._settle(lambda: self._after_tick(now))
+        else:
+            self._after_tick(now)
+
+    def _after_tick(self, now: float) -> None:
+        if self.stopping_since is not None and (not self.held() or now - self.stopping_since > self.config.grace_s):
+            self._settle(self._stop)
+
+    def _due(self, dispatch: bool, now: float) -> bool:
+        """Whether a round runs now (see the module docstring)."""
+        if dispatch and self.queue.pending and any(
+                w in self.ready and len(self.outstanding[w]) < PIPELINE - 1 for w in self.config.workers):
+            return True
+        if not self.waiting and not self.pending:
+            return False
+        return not dispatch or now - self.oldest >= min(MAX_COMMIT_DELAY, self.task_s / 2)
+
+    # -- stopping ---------------------------------------------------------------------------------
+
+    def _stop(self) -> None:
+        for queue in self.outstanding.values():
+            for lost in queue:
+                self._emit(ev.Release, lost.fence.lease)
+        self._log("master-stop", abandoned=self.held(), totals=self.frontier.totals, syncs=self.syncs,
+                  frontier=self.queue.pending)
+        reason = "exhausted" if self.exhausted else "deadline"
+        for w in self.config.workers:
+            stop = envelope.encode("STOP", self.config.limit, generation=self.gen, reason=reason)
+            self._emit(ev.Send, w, stop, f"STOP to worker {w}")
+        self.stopped = True
+        self._emit(ev.Stop)
+
+    def _on_failed(self, event: ev.Failed) -> None:
+        """Done records of the last round are durable after one more barrier: count them (the
+        FRONTIER messages cannot go out any more; the next generation rebuilds from the corpus)."""
+        self._round = None
+        self._awaiting = None
+        self.failed = True
+        self._ask(ev.Barrier, lambda fact: self._account_all())
+
+    def _account_all(self) -> None:
+        """Count the done records the last barrier made durable; forward their new inputs."""
+        records, self.unaccounted = self.unaccounted, []
+        for record in records:
+            for master, payload in self._account(record):
+                if not self.failed:
+                    self._emit(ev.Forward, master, payload)
+
+    def _account(self, record: dict) -> list[tuple[int, bytes]]:
+        line, messages = self.frontier.account(record)
+        self._log("commit", **line)
+        return messages

@@ -1,0 +1,291 @@
+"""One round of group commit (part of :class:`.master_state.MasterState`).
+
+Durability is a group commit per round, pipelined over rounds so that one barrier per round
+keeps every ordering the WAL needs: the round's manifests and new leases, the claims and
+objects of the previous round's manifests and the done records marked after the previous
+barrier all become durable together. In order, a round moves each waiting RESULT
+``leased -> committing`` (accept, write its manifest), publishes the manifests the previous
+barrier made durable, fills the ready workers' pipelines (``none -> leased``), runs the
+barrier, then counts, sends the WORK and marks ``committing -> done`` what it made durable.
+Draining (:meth:`CommitRounds._settle`) publishes what is pending with no new leases.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ...errors import FenceError, ProtocolError
+from .. import envelope
+from ..envelope import Fence
+from ..schedule import Phase
+from . import events as ev
+from .report import check_stats, distinct_objects
+
+MAX_REJECTIONS = 3
+PIPELINE = 3  # leases a worker may hold: a worker runs one, the next ones are already there
+
+
+@dataclass
+class Outstanding:
+    fence: Fence
+    lease: dict
+    priority: int
+
+
+@dataclass
+class Round:
+    """One round of group commit in progress."""
+
+    dispatch: bool
+    results: deque
+    then: Callable[[], None]  # what the tick that started it does next
+    current: tuple | None = None
+    staged: list[str] = field(default_factory=list)
+    publishing: deque = field(default_factory=deque)
+    published: list[tuple[str, list[str] | None | bool]] = field(default_factory=list)
+    slots: deque = field(default_factory=deque)
+    work_out: list[tuple[int, bytes]] = field(default_factory=list)
+    finishing: deque = field(default_factory=deque)
+    leasing: str = ""  # the input of the lease being taken
+
+
+def findings_of(message: dict, now: float) -> list[dict]:
+    """A RESULT's finding reports as manifest records: each must name the lease's input or one of
+    the result's candidates (the objects the commit publishes); the master stamps its own time."""
+    named = {c["sha256"] for c in message["candidates"]} | {message["input_hash"]}
+    out = {}
+    for report in message["findings"]:
+        if report["sha256"] not in named:
+            raise FenceError(f"a {report['kind']} finding names {report['sha256'][:12]}, not an input of this result")
+        out.setdefault((report["kind"], report["signature"], report["sha256"]), {**report, "time": now})
+    return list(out.values())
+
+
+class CommitRounds:
+    """The round transitions of :class:`~.master_state.MasterState`."""
+
+
+    def _begin_round(self, dispatch: bool, then: Callable[[], None]) -> None:
+        self.rounds += 1
+        self._round = Round(dispatch, deque(self.waiting), then)
+        self.waiting = []
+        self._emit(ev.OpenBatch)
+        self._leased_to_committing()
+
+    def _leased_to_committing(self) -> None:
+        """``leased -> committing`` for each waiting result, in order."""
+        r = self._round
+        while r.results:
+            worker, message, held = r.current = r.results.popleft()
+            try:
+                check_stats(message["stats"], self.config.lease_s)  # the worker's word, recorded only
+            except ProtocolError as exc:
+                self._leased_to_queued(worker, held, str(exc))
+                continue
+            fence = held.fence
+            self._ask(ev.Accept, self._accepted, worker, message["generation"], message["shard"], message["lease"],
+                      fence.work_hash)
+            return
+        r.publishing = deque(self.pending)
+        self._publish_committing()
+
+    def _accepted(self, fact: ev.Accepted) -> None:
+        worker, message, held = self._round.current
+        if fact.error is not None:
+            self._leased_to_queued(worker, held, fact.error)
+            return self._leased_to_committing()
+        fence = held.fence
+        judged = self.queue.judge(distinct_objects(message["candidates"]))
+        try:
+            findings = findings_of(message, fact.now)
+        except FenceError as exc:
+            self._leased_to_queued(worker, held, str(exc))
+            return self._leased_to_committing()
+        objects = [{"sha256": j.sha256, "length": j.length, "novel": j.novel, "coverage": list(j.coverage),
+                    "hint": j.hint} for j in judged]
+        manifest = {
+            "generation": self.gen, "master": self.config.me, "worker": worker, "shard": fence.shard,
+            "lease": fence.lease, "input_hash": fence.input_hash, "work_hash": fence.work_hash,
+            "objects": objects, "generated": len(objects),  # derived from what was staged (core.master.report)
+            "findings": findings, "stats": message["stats"], "error": message["error"],
+        }
+        self._round.current = (worker, message, held, judged)
+        self._ask(ev.WriteManifest, self._committing, fence.work_hash, held.lease, manifest)
+
+    def _committing(self, fact: ev.Committing) -> None:
+        worker, message, held, judged = self._round.current
+        if fact.error is not None:
+            self._leased_to_queued(worker, held, fact.error)
+            return self._leased_to_committing()
+        seconds = message["stats"].get("seconds", 0.0)
+        self.task_s = seconds if not self.task_s else 0.8 * self.task_s + 0.2 * seconds
+        for j in judged:  # learn the coverage now: the next round's results are judged before this round is counted
+            self.queue.absorb(j.coverage)
+        self._round.staged.append(held.fence.work_hash)
+        self._leased_to_committing()
+
+    def _leased_to_queued(self, worker: int, held: Outstanding, reason: str) -> None:
+        """``leased -> queued``: release the lease, put the input back (or drop it)."""
+        self._emit(ev.Release, held.fence.lease)
+        self._requeue_rejected(held.fence.input_hash, held.priority, reason)
+        self._log_limited("result-rejected", worker, worker=worker, lease=held.fence.lease, reason=reason)
+
+    def _requeue_rejected(self, input_hash: str, priority: int, reason: str) -> None:
+        count = self.rejections.get(input_hash, 0) + 1
+        self.rejections[input_hash] = count
+        if count < MAX_REJECTIONS:
+            self.queue.requeue(input_hash, priority)
+        else:
+            self._log("input-dropped", input_hash=input_hash, rejections=count, reason=reason)
+
+    def _publish_committing(self) -> None:
+        """Claims and objects of the records whose manifests the last barrier made durable."""
+        r = self._round
+        if r.publishing:
+            self._ask(ev.Publish, self._published, r.publishing.popleft())
+            return
+        if r.dispatch:
+            r.slots = deque(self._free_slots())
+            self._to_leased()
+        else:
+            self._ask(ev.Barrier, self._round_synced)
+
+    def _published(self, fact: ev.Published) -> None:
+        self._round.published.append((fact.work, self._claimed(fact)))
+        self._publish_committing()
+
+    def _claimed(self, fact: ev.Published) -> list[str] | None | bool:
+        """What a publication claimed; False when integrity stops it (logged)."""
+        if fact.error is not None:
+            self._log("integrity-error", work_hash=fact.work, error=fact.error)
+            return False
+        return fact.claimed
+
+    def _free_slots(self) -> list[int]:
+        """Ready workers with room in their pipeline, emptiest first (one slot per entry)."""
+        slots = []
+        for depth in range(PIPELINE):
+            slots += [w for w in self.config.workers if w in self.ready and len(self.outstanding[w]) == depth]
+        return slots
+
+    def _to_leased(self) -> None:
+        """``none -> leased``: fill every ready worker's pipeline while inputs are queued."""
+        r = self._round
+        if r.slots:
+            input_hash = self.queue.next_input()
+            if input_hash is not None:
+                r.leasing = input_hash
+                self._ask(ev.Lease, self._leased, r.slots[0], input_hash)
+                return
+        self._ask(ev.Barrier, self._round_synced)
+
+    def _leased(self, fact: ev.Leased) -> None:
+        r = self._round
+        worker = r.slots[0]
+        input_hash = r.leasing
+        if fact.outcome == "leased":
+            r.slots.popleft()
+            fence = Fence(self.gen, fact.shard, fact.token, fact.work, input_hash, worker)
+            if not self.outstanding[worker]:
+                self.progress_at[worker] = fact.now
+            priority = self.frontier.priority_of(input_hash)
+            self.outstanding[worker].append(Outstanding(fence, fact.lease, priority))
+            r.work_out.append((worker, envelope.encode("WORK", self.config.limit, **fence.fields(),
+                                                       hint=self.frontier.hints.get(input_hash))))
+            return self._to_leased()
+        self._emit(ev.Release, fact.token)
+        if fact.outcome == "committing":  # replayed in this batch: its lock is held
+            self.queue.forget(input_hash)
+            if fact.work not in self.pending and all(w != fact.work for w, _ in r.published):
+                self._ask(ev.Publish, self._replay_published, fact.work)
+                return
+        elif fact.outcome == "retry":
+            self._requeue_rejected(input_hash, self.frontier.priority_of(input_hash), fact.error)
+            self._log("lease-refused", input_hash=input_hash, reason=fact.error)
+        elif fact.outcome == "refused":
+            self.queue.forget(input_hash)
+            self._log("lease-refused", input_hash=input_hash, reason=fact.error)
+        self._to_leased()
+
+    def _replay_published(self, fact: ev.Published) -> None:
+        self._round.published.append((fact.work, self._claimed(fact)))
+        self._to_leased()
+
+    def _round_synced(self, fact: ev.Synced) -> None:
+        """After the barrier: count, send WORK, mark done what the barrier made durable."""
+        r = self._round
+        self.syncs = fact.syncs
+        self._account_all()
+        for worker, payload in r.work_out:
+            self._emit(ev.Send, worker, payload, f"WORK to {worker}")
+            self.dispatched += 1
+            if self.dispatched == 1:
+                self._log("first-work", worker=worker)
+            self._emit(ev.Inject, Phase.WORK)
+        if r.staged:
+            self._emit(ev.Inject, Phase.COMMIT)
+        r.finishing = deque((work, claimed) for work, claimed in r.published if claimed is not False)
+        self._committing_to_done(self._end_round)
+
+    def _committing_to_done(self, then: Callable[[], None]) -> None:
+        """``committing -> done`` for the records whose claims and objects are durable."""
+        r = self._round
+        if r.finishing:
+            work, claimed = r.finishing[0]
+            self._ask(ev.MarkDone, lambda fact: self._done(fact, then), work, claimed)
+        else:
+            then()
+
+    def _done(self, fact: ev.Done, then: Callable[[], None]) -> None:
+        _, claimed = self._round.finishing.popleft()
+        if claimed is not None:  # None: it was done already, by whoever counts it
+            self.unaccounted.append(fact.record)
+        self._committing_to_done(then)
+
+    def _end_round(self) -> None:
+        r, self._round = self._round, None
+        self._emit(ev.CloseBatch)
+        self.pending = r.staged
+        self.oldest = self._now
+        r.then()
+
+    # -- draining the pipeline ----------------------------------------------------------------------
+
+    def _settle(self, then: Callable[[], None]) -> None:
+        """Publish what is pending, make the last done records durable, count them."""
+        if not self.pending:
+            self._ask(ev.Barrier, lambda fact: self._settled(fact, then))
+            return
+        self._round = Round(False, deque(), then, publishing=deque(self.pending))
+        self.pending = []
+        self._emit(ev.OpenBatch)
+        self._settle_publish()
+
+    def _settle_publish(self) -> None:
+        r = self._round
+        if r.publishing:
+            self._ask(ev.Publish, self._settle_published, r.publishing.popleft())
+            return
+        self._ask(ev.Barrier, self._settle_synced)
+
+    def _settle_published(self, fact: ev.Published) -> None:
+        self._round.published.append((fact.work, self._claimed(fact)))
+        self._settle_publish()
+
+    def _settle_synced(self, fact: ev.Synced) -> None:
+        r = self._round
+        self.syncs = fact.syncs
+        r.finishing = deque((work, claimed) for work, claimed in r.published if claimed is not False)
+        self._committing_to_done(self._settle_closed)
+
+    def _settle_closed(self) -> None:
+        r, self._round = self._round, None
+        self._emit(ev.CloseBatch)
+        self._ask(ev.Barrier, lambda fact: self._settled(fact, r.then))
+
+    def _settled(self, fact: ev.Synced, then: Callable[[], None]) -> None:
+        self.syncs = fact.syncs
+        self._account_all()
+        then()

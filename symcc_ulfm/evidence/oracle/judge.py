@@ -1,0 +1,354 @@
+"""The independent oracle: re-reads a state directory with its own parser and judges the run.
+
+It imports nothing from ``symcc_ulfm.core`` or ``symcc_ulfm.store``: canonical JSON, the
+layout rule, the promotion rule and the WAL record checks are implemented again here, from
+DESIGN.md, so a bug in the runtime cannot hide in the checker.
+
+``judge(state_dir)`` returns a dict with the keys other tools read (DESIGN.md §12) plus
+``problems`` (why it failed), ``notes`` and ``summary`` (what ``result_sha256`` is taken over).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+from ...errors import UnsafeFile
+from .finding_checks import FindingChecks
+from .log_checks import LogChecks, check_capabilities
+from .membership_checks import MembershipChecks
+from .rules import MAX_JSON_BYTES, canonical, expected_groups, file_sha256, parse_json, read_file, sha256
+
+_SHA = re.compile(r"[0-9a-f]{64}")
+_WAL_KEYS = {
+    "format", "work_hash", "input_hash", "executor_sha256", "state", "lease", "history", "manifest", "done", "checksum",
+}
+_WAL_NEXT = {"leased": {"leased", "committing"}, "committing": {"done"}, "done": set()}  # line to line
+_EVENT = re.compile(r"(\d+):(\d+)(?:@([a-z]+))?(!)?")
+# WAL formats whose manifests took 'generated' from the worker (since wal/5: the objects staged)
+_WORKER_GENERATED = {"symcc-ulfm-wal/1", "symcc-ulfm-wal/2", "symcc-ulfm-wal/3", "symcc-ulfm-wal/4"}
+
+
+
+def _record_lines(raw: bytes) -> tuple[list[bytes], bool]:
+    """A WAL record file's complete lines (one state each) and whether a torn tail follows. A
+    record written by the first format (``symcc-ulfm-wal/1``: one state per file, no newline)
+    is one line, so runs sealed before the change still verify."""
+    if b"\n" not in raw and b'"format":"symcc-ulfm-wal/1"' in raw:
+        return [raw], False
+    lines = raw.split(b"\n")
+    return lines, lines.pop() != b""
+
+
+def locate_state(path: str | Path) -> Path:
+    """Accept a state directory or a run directory holding ``state/``."""
+    path = Path(path)
+    if os.path.lexists(path / "policy.json"):
+        return path
+    if os.path.lexists(path / "state" / "policy.json"):
+        return path / "state"
+    raise FileNotFoundError(f"{path} holds no policy.json (neither a state nor a run directory)")
+
+
+class _Judge(MembershipChecks, FindingChecks, LogChecks):
+    def __init__(self, root: Path):
+        self.root = root
+        self.problems: list[str] = []
+        self.notes: list[str] = []
+
+    def fail(self, message: str) -> None:
+        self.problems.append(message)
+
+    def read_json(self, rel: str) -> Any:
+        data = read_file(self.root / rel, MAX_JSON_BYTES)
+        return parse_json(data, rel), data
+
+    # -- WAL and corpus ------------------------------------------------------------------
+
+    def wal(self, snaps: list[dict]) -> dict:
+        records = {}
+        torn = 0
+        for path in sorted((self.root / "wal" / "records").glob("*.json")):
+            work = path.name[:-5]
+            complete, tail = _record_lines(read_file(path, MAX_JSON_BYTES))
+            torn += tail  # a last append cut by a crash: never durable, not a state
+            states = [self._wal_state(work, line) for line in complete]
+            if not states:
+                self.fail(f"WAL record {work}: no complete line")
+            if not states or None in states:  # what is wrong with a line is reported already
+                continue
+            for before, after in zip(states, states[1:], strict=False):
+                if after["state"] not in _WAL_NEXT[before["state"]]:
+                    self.fail(f"WAL record {work}: goes {before['state']} -> {after['state']}")
+            records[work] = states[-1]
+        if torn:
+            self.notes.append(f"{torn} WAL records end in a torn line (an append cut by a crash; ignored)")
+        groups = {s["generation"]: expected_groups(s["active"], s["workers_per_master"]) for s in snaps}
+        done = {w: r for w, r in records.items() if r["state"] == "done"}
+        for work, record in done.items():
+            manifest, lease = record["manifest"], record["lease"]
+            if manifest["generation"] != lease["generation"] or manifest["lease"] != lease["token"]:
+                self.fail(f"WAL record {work}: manifest fence differs from its lease")
+            if manifest["master"] != lease["master"] or manifest["worker"] != lease["worker"]:
+                self.fail(f"WAL record {work}: manifest master/worker differ from its lease")
+            grps = groups.get(manifest["generation"], [])
+            # a quarantine is settled by its master without a worker (checked with the findings)
+            if "quarantine" not in manifest and not any(
+                    grp[0] == manifest["master"] and manifest["worker"] in grp[1:] for grp in grps):
+                self.fail(
+                    f"WAL record {work}: worker {manifest['worker']} was not in master {manifest['master']}'s "
+                    f"group in generation {manifest['generation']} (old or forged fence accepted)"
+                )
+            names = [o["sha256"] for o in manifest["objects"]]
+            if len(set(names)) != len(names):
+                self.fail(f"WAL record {work}: manifest lists an object twice")
+            if not set(record["done"]["claimed"]) <= set(names):
+                self.fail(f"WAL record {work}: claims objects outside its manifest")
+            if record["format"] in _WORKER_GENERATED:  # older runs: the worker's count, at least the objects
+                if manifest["generated"] < len(names):
+                    self.fail(f"WAL record {work}: generated {manifest['generated']} < {len(names)} objects")
+            elif manifest["generated"] != len(names):
+                self.fail(f"WAL record {work}: generated {manifest['generated']} is not its {len(names)} objects "
+                          "(a count taken from the worker's word)")
+        return {"records": records, "done": done}
+
+    def _wal_state(self, work: str, line: bytes) -> dict | None:
+        """One line of a record file (one state), checked; None after reporting what is wrong."""
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            self.fail(f"WAL record {work}: a line is not valid JSON")
+            return None
+        if not isinstance(record, dict) or set(record) != _WAL_KEYS:
+            self.fail(f"WAL record {work}: unexpected fields")
+            return None
+        body = {k: v for k, v in record.items() if k != "checksum"}
+        if record["checksum"] != sha256(canonical(body)):
+            self.fail(f"WAL record {work}: checksum mismatch")
+        expected = sha256(canonical({"input_hash": record["input_hash"], "executor_sha256": record["executor_sha256"]}))
+        if record["work_hash"] != work or expected != work:
+            self.fail(f"WAL record {work}: work hash does not match input and executor")
+        return record
+
+    def corpus(self, done: dict, records: dict) -> dict:
+        objects_dir = self.root / "corpus" / "objects"
+        names = sorted(n for n in os.listdir(objects_dir) if not n.startswith("."))
+        for name in names:
+            if not _SHA.fullmatch(name):
+                self.fail(f"corpus/objects/{name}: not a SHA-256 name")
+            elif file_sha256(objects_dir / name) != name:
+                self.fail(f"corpus/objects/{name}: content does not hash to its name")
+        claimed_by: dict[str, str] = {}
+        double = 0
+        for work, record in done.items():
+            for obj in record["done"]["claimed"]:
+                if obj in claimed_by:
+                    double += 1
+                    self.fail(f"object {obj} counted by two done records ({claimed_by[obj]}, {work})")
+                claimed_by[obj] = work
+        seeds, pending = set(), set()
+        claims_dir = self.root / "corpus" / "claims"
+        for name in os.listdir(claims_dir):  # a claim no object names is never read, but never a FIFO either
+            if not stat.S_ISREG(os.lstat(claims_dir / name).st_mode):
+                raise UnsafeFile(f"{claims_dir / name}: not a regular file")
+        for name in names:
+            path = claims_dir / name
+            owner = self._claim_owner(path, name) if path.exists() else None
+            if owner == "seed":
+                seeds.add(name)
+            elif owner in done:
+                if claimed_by.get(name) != owner:
+                    self.fail(f"object {name}: claim names {owner[:12]} but that record does not count it")
+            elif owner in records:
+                pending.add(name)
+            else:
+                self.fail(f"object {name}: published without a claim by a known record")
+        for obj, work in claimed_by.items():
+            if not (objects_dir / obj).is_file():
+                self.fail(f"object {obj} counted by {work[:12]} is not in the corpus")
+        if pending:
+            self.notes.append(f"{len(pending)} objects belong to records still committing")
+        return {"names": names, "seeds": seeds, "claimed": claimed_by, "pending": pending, "double_counted": double}
+
+    def _claim_owner(self, path: Path, name: str) -> str | None:
+        """``seed``, or the work hash of the committing record the claim is (a link to it)."""
+        data = read_file(path, MAX_JSON_BYTES)
+        if data == b"seed":
+            return "seed"
+        try:
+            states = [json.loads(line) for line in _record_lines(data)[0]]
+            works = {state["work_hash"] for state in states}
+            if len(works) == 1 and any(
+                name in {o["sha256"] for o in state["manifest"]["objects"]} for state in states if state["manifest"]
+            ):
+                return works.pop()
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            pass
+        self.fail(f"corpus/claims/{name}: neither 'seed' nor a WAL record whose manifest lists the object")
+        return None
+
+
+def check_exhausted(j: _Judge, policy: dict, records: dict, names: list[str], dropped: set[str], outcome: dict,
+                    final: dict) -> None:
+    """An early end is only right when nothing was left: every corpus object analyzed (a done
+    record), the input of a finding never expanded, or logged as dropped; no record in flight."""
+    if not policy.get("stop_when_exhausted", False):
+        j.fail("outcome.json says exhausted, but the policy runs to the deadline")
+        return
+    unsettled = sorted(w for w, r in records.items() if r["state"] != "done")
+    if unsettled:
+        j.fail(f"outcome.json says exhausted, but {len(unsettled)} WAL records are not done, e.g. {unsettled[0][:12]}")
+    analyzed = {r["input_hash"] for r in records.values() if r["state"] == "done"}
+    stopped = {f["sha256"] for r in records.values() if r["state"] == "done"
+               for f in r["manifest"].get("findings", []) if f["kind"] in ("crash", "hang", "oom")}
+    left = sorted(set(names) - analyzed - stopped - dropped)
+    if left:
+        j.fail(f"outcome.json says exhausted, but {len(left)} corpus objects were never analyzed, e.g. {left[0][:12]}")
+    deadline = final["epoch_started_at"] + max(0.0, policy["deadline_s"] - final["consumed_s"])
+    j.notes.append(f"the search was exhausted {max(0.0, deadline - outcome.get('ended_at', deadline)):.1f} s "
+                   "before the deadline")
+
+
+def parse_schedule(text: str) -> list[tuple[int, int, str]]:
+    events = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        m = _EVENT.fullmatch(part)
+        if not m:
+            raise ValueError(f"failure schedule event {part!r}")
+        events.append((int(m[1]), int(m[2]), m[3] or "work"))
+    return events
+
+
+def judge(state_dir: str | Path, minimum_hosts: int | None = None) -> dict[str, Any]:
+    root = locate_state(state_dir)
+    j = _Judge(root)
+    result: dict[str, Any] = {"passed": False, "policy_sha256": None}
+    try:
+        return _judge(j, result, minimum_hosts)
+    except _UNREADABLE as exc:
+        j.fail(f"state directory unreadable: {type(exc).__name__}: {exc}")
+        result.update(problems=j.problems, notes=j.notes, result_sha256=None)
+        return result
+
+
+# what a malformed file of the judged directory raises while it is checked (a file that is not a
+# regular file or is too large raises UnsafeFile instead: exit 4, never a verdict)
+_UNREADABLE = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError)
+
+
+def _judge(j: _Judge, result: dict[str, Any], minimum_hosts: int | None) -> dict[str, Any]:
+    root = j.root
+    policy_raw = read_file(root / "policy.json", MAX_JSON_BYTES)
+    policy = parse_json(policy_raw, "policy.json")
+    policy_sha = result["policy_sha256"] = sha256(policy_raw)
+    if policy_raw != canonical(policy):
+        j.fail("policy.json is not canonical JSON")
+    members = j.membership(policy, policy_sha)
+    snaps, receipts = members["snapshots"], members["receipts"]
+    final = snaps[-1]
+    failed = {r for s in snaps for r in s["failed"]}
+    resumes = [r["generation"] for r in receipts if r.get("kind") == "resume"]
+    wal = j.wal(snaps)
+    corpus = j.corpus(wal["done"], wal["records"])
+    findings = j.findings(policy, wal["done"], receipts, set(corpus["names"]))
+    logs = j.logs(wal["done"], failed, max(resumes, default=0), (root / "outcome.json").exists())
+
+    kinds = {r["generation"]: r.get("kind") for r in receipts}
+    for generation, rank, _phase in parse_schedule(policy["failure_schedule"]):
+        hit = [r for r in receipts if r["generation"] > generation and rank in r["missing"]]
+        if kinds.get(generation + 1) == "resume":
+            j.notes.append(f"scheduled failure {generation}:{rank} not reached: the job was lost and resumed")
+        elif not hit:
+            j.fail(f"scheduled failure {generation}:{rank} is in no receipt")
+    scheduled = {rank for _, rank, _ in parse_schedule(policy["failure_schedule"])}
+    unscheduled = sorted(failed - scheduled)
+    if unscheduled:
+        j.notes.append(f"ranks {unscheduled} failed without being scheduled")
+
+    check_capabilities(j, policy, logs["capabilities"])
+    for work, record in wal["done"].items():
+        if record["manifest"]["generation"] > final["generation"]:
+            j.fail(f"WAL record {work}: committed in generation {record['manifest']['generation']} > final")
+    groups = expected_groups(final["active"], final["workers_per_master"])
+    live = sorted(set(final["active"]) | set(final["spares"]))
+    hosts = final["hosts"]
+    surviving_hosts = sorted({hosts[r] for r in live}) if hosts else []
+    minimum = policy["minimum_hosts"] if minimum_hosts is None else minimum_hosts
+    if len(surviving_hosts) < minimum:
+        j.fail(f"{len(surviving_hosts)} surviving hosts {surviving_hosts} < minimum {minimum}")
+    done = wal["done"]
+    wal_generated = sum(r["manifest"]["generated"] for r in done.values())
+    if len(final["active"]) < final["budget"]:
+        j.notes.append(f"continued with {len(final['active'])} active endpoints, below the budget of {final['budget']}")
+    outcome_path = root / "outcome.json"
+    outcome = parse_json(read_file(outcome_path), "outcome.json") if outcome_path.exists() else {}
+    if outcome.get("status") not in ("deadline-reached", "exhausted"):
+        j.fail(f"campaign outcome is {outcome.get('status')!r}, not 'deadline-reached' or 'exhausted'")
+    elif outcome.get("final_generation") != final["generation"] or outcome.get("policy_sha256") != policy_sha:
+        j.fail("outcome.json names another final generation or policy than the membership files")
+    elif outcome["status"] == "exhausted":
+        check_exhausted(j, policy, wal["records"], corpus["names"], logs["dropped"], outcome, final)
+    else:
+        # an epoch ends at its start plus what is left of the deadline budget, never earlier
+        deadline = final["epoch_started_at"] + max(0.0, policy["deadline_s"] - final["consumed_s"])
+        if outcome.get("ended_at", 0.0) < deadline - 0.5:
+            j.fail(f"outcome.json says deadline-reached {deadline - outcome.get('ended_at', 0.0):.1f} s "
+                   "before the deadline")
+    if logs["logged_analyzed"] > len(done) or logs["logged_generated"] > wal_generated:
+        j.fail("logged totals exceed the WAL totals")
+    public = corpus["names"]
+    unique = len(corpus["claimed"])
+    if unique + len(corpus["seeds"]) + len(corpus["pending"]) != len(public):
+        j.fail(
+            f"public objects {len(public)} != seeds {len(corpus['seeds'])} + counted unique {unique} "
+            f"+ pending {len(corpus['pending'])}"
+        )
+    novel = sum(
+        1 for r in done.values() for o in r["manifest"]["objects"] if o["novel"] and o["sha256"] in r["done"]["claimed"]
+    )
+    endpoint_path = root / "endpoint.json"
+    endpoint = parse_json(read_file(endpoint_path), "endpoint.json") if endpoint_path.exists() else {}
+    if "error" in endpoint:
+        j.notes.append(f"endpoint coverage not measured: {endpoint['error']}")
+    summary = {
+        "policy_sha256": policy_sha,
+        "final_generation": final["generation"],
+        "receipts": [{"generation": r["generation"], "missing": r["missing"]} for r in receipts],
+        "promoted": [p for r in receipts for p in r["promoted"]],
+        "final_active": final["active"],
+        "masters": [g[0] for g in groups],
+        "workers": [w for g in groups for w in g[1:]],
+        "surviving_hosts": len(surviving_hosts),
+        "wal_analyzed": len(done),
+        "wal_generated": wal_generated,
+        "wal_unique": unique,
+        "wal_novel": novel,
+        "public_objects": len(public),
+        "corpus_sha256": sha256("\n".join(public).encode()),
+        "endpoint_edges": endpoint.get("edges"),
+        "findings_unique": findings["unique"],
+        "findings_hits": findings["hits"],
+    }
+    passed = not j.problems
+    summary["passed"] = passed
+    result.update(summary)
+    result.update(
+        passed=passed,
+        result_sha256=sha256(canonical(summary)),
+        surviving_host_names=surviving_hosts,
+        epochs=final["epoch"] + 1,
+        lost_objects=len(set(corpus["claimed"]) - set(public)),
+        double_counted=corpus["double_counted"],
+        logged_analyzed=logs["logged_analyzed"],
+        logged_generated=logs["logged_generated"],
+        injected=[e.get("spec") for e in logs["injected"]],
+        findings=findings["list"],
+        problems=j.problems,
+        notes=j.notes,
+        summary=summary,
+    )
+    return result

@@ -1,0 +1,117 @@
+"""The oracle's membership checks: snapshot chain, receipts, prepares, layouts, resumes."""
+
+from __future__ import annotations
+
+import re
+
+from .rules import canonical, expected_groups, sha256
+
+
+class MembershipChecks:
+    """Mixin of the oracle's judge: needs ``fail``, ``read_json``, ``notes`` and ``root``."""
+
+    # -- membership ----------------------------------------------------------------------
+
+    def membership(self, policy: dict, policy_sha: str) -> dict:
+        wpm = policy["workers_per_master"]
+        snaps: list[dict] = []
+        snap0, raw0 = self.read_json("membership/generation-0-snapshot.json")
+        if raw0 != canonical(snap0):
+            self.fail("generation-0 snapshot is not canonical JSON")
+        if snap0.get("policy_sha256") != policy_sha:
+            self.fail("generation-0 snapshot names another policy")
+        budget = policy["ranks"] - policy["warm_spares"]
+        if (snap0["active"] != list(range(budget)) or snap0["spares"] != list(range(budget, policy["ranks"]))
+                or snap0["failed"] != []):
+            self.fail("generation 0 does not start with the lowest ranks active and the highest as spares")
+        self.check_layout(0, snap0, wpm)
+        snaps.append(snap0)
+        receipts = []
+        names = sorted(
+            int(m[1]) for p in (self.root / "membership").iterdir() if (m := re.fullmatch(r"receipt-(\d+)\.json", p.name))
+        )
+        if names != list(range(1, len(names) + 1)):
+            self.fail(f"receipts are not consecutive from 1: {names}")
+        previous, previous_raw = snap0, raw0
+        for g in names:
+            receipt, raw = self.read_json(f"membership/receipt-{g}.json")
+            snap, snap_raw = self.read_json(f"membership/generation-{g}-snapshot.json")
+            if raw != canonical(receipt) or snap_raw != canonical(snap):
+                self.fail(f"generation {g}: receipt or snapshot is not canonical JSON")
+            if receipt["previous_sha256"] != sha256(previous_raw) or snap.get("previous_sha256") != sha256(previous_raw):
+                self.fail(f"receipt-{g} does not chain to the snapshot of generation {g - 1}")
+            if receipt["snapshot_sha256"] != sha256(snap_raw):
+                self.fail(f"receipt-{g} names a snapshot other than generation-{g}-snapshot.json")
+            if receipt["layout_sha256"] != snap.get("layout_sha256"):
+                self.fail(f"receipt-{g} and its snapshot name different layouts")
+            self.check_transition(g, previous, snap, receipt)
+            self.check_layout(g, snap, wpm)
+            receipts.append(receipt)
+            snaps.append(snap)
+            previous, previous_raw = snap, snap_raw
+        return {"snapshots": snaps, "receipts": receipts}
+
+    def check_layout(self, g: int, snap: dict, wpm: int) -> None:
+        layout, raw = self.read_json(f"membership/generation-{g}-layout.json")
+        if sha256(raw) != snap.get("layout_sha256"):
+            self.fail(f"generation-{g}-layout.json does not match the SHA-256 in its snapshot")
+        if raw != canonical(layout) or layout.get("generation") != g:
+            self.fail(f"generation-{g}-layout.json is not the canonical layout of generation {g}")
+        expected = expected_groups(snap["active"], wpm)
+        got = [[grp["master"], *grp["workers"]] for grp in layout.get("groups", [])]
+        if got != expected:
+            self.fail(f"generation {g}: layout groups {got} are not the rule's {expected}")
+
+    def check_transition(self, g: int, prev: dict, snap: dict, receipt: dict) -> None:
+        if snap["generation"] != g or snap["started_at"] != prev["started_at"]:
+            self.fail(f"generation {g}: snapshot generation or campaign start time changed")
+        if receipt.get("kind") == "resume":
+            self.check_resume(g, prev, snap, receipt)
+            return
+        if receipt.get("kind") != "recovery":
+            self.fail(f"receipt-{g}: unknown kind {receipt.get('kind')!r}")
+        if (snap["epoch"], snap["epoch_started_at"], snap["consumed_s"]) != (
+            prev["epoch"], prev["epoch_started_at"], prev["consumed_s"]
+        ):
+            self.fail(f"generation {g}: a recovery changed the epoch or its deadline budget")
+        missing = set(receipt["missing"])
+        live = set(prev["active"]) | set(prev["spares"])
+        if not missing or not missing <= live:
+            self.fail(f"receipt-{g}: missing {sorted(missing)} is not a non-empty subset of the live {sorted(live)}")
+        active = [r for r in prev["active"] if r not in missing]
+        spares = [r for r in prev["spares"] if r not in missing]
+        need = max(0, prev["budget"] - len(active))
+        promoted = spares[:need]
+        if receipt["promoted"] != promoted:
+            self.fail(f"receipt-{g}: promoted {receipt['promoted']}, the lowest-spare rule gives {promoted}")
+        if snap["active"] != sorted(active + promoted) or snap["spares"] != spares[len(promoted):]:
+            self.fail(f"generation {g}: active/spares do not follow from generation {g - 1} and the receipt")
+        if snap["failed"] != sorted(set(prev["failed"]) | missing):
+            self.fail(f"generation {g}: failed {snap['failed']} is not generation {g - 1}'s plus the receipt's missing")
+        self.check_prepare(g, receipt)
+
+    def check_prepare(self, g: int, receipt: dict) -> None:
+        """DESIGN.md §6.4: a recovery receipt commits exactly the plan that was prepared for it."""
+        try:
+            plan, _ = self.read_json(f"membership/prepare-{g}.json")
+        except FileNotFoundError:
+            self.fail(f"receipt-{g} has no prepare-{g}.json (a receipt without a prepared plan)")
+            return
+        if plan.get("missing") != receipt["missing"] or plan.get("previous_sha256") != receipt["previous_sha256"]:
+            self.fail(f"prepare-{g}.json plans another transition than receipt-{g}")
+
+    def check_resume(self, g: int, prev: dict, snap: dict, receipt: dict) -> None:
+        """A new job re-admits every stable rank in the initial split and opens the next epoch."""
+        budget, ranks = prev["budget"], prev["ranks"]
+        if receipt["missing"] or receipt["promoted"] or snap["failed"]:
+            self.fail(f"receipt-{g}: a resume receipt names missing or promoted ranks")
+        if snap["active"] != list(range(budget)) or snap["spares"] != list(range(budget, ranks)):
+            self.fail(f"generation {g}: a resume does not restore the initial active/spare split")
+        if snap["epoch"] != prev["epoch"] + 1 or snap["epoch_started_at"] != receipt["resumed_at"]:
+            self.fail(f"generation {g}: resume receipt and snapshot disagree on the new epoch")
+        if snap["consumed_s"] != receipt["consumed_s"] or snap["consumed_s"] < prev["consumed_s"]:
+            self.fail(f"generation {g}: the deadline budget used went backwards or differs from the receipt")
+        self.notes.append(
+            f"generation {g} resumed the campaign after the whole job was lost "
+            f"({receipt['consumed_s']:.1f} s of the deadline budget used before)"
+        )

@@ -1,0 +1,232 @@
+"""Containment: target code runs in a child process, never in a rank, ``launch``, the oracle or a
+notebook kernel.
+
+:class:`Sandbox` is an :class:`~.base.Executor` that hosts the real one (built by
+:func:`~symcc_ulfm.executors.engine`) in a long-lived child (:mod:`.sandbox_child`), reused
+across inputs and replaced after it dies: the child is forked by a fork server that built the
+executor and imported the target once (:mod:`.sandbox_process`), so a target that crashes on
+every other input costs a fork per crash, not a Python start-up. Each target execution is
+bounded: the child's own tracer ends Python-level endless loops, the child runs under
+``RLIMIT_AS`` (allocation storms raise ``MemoryError``), and this side kills the child when an execution outlives its
+limit plus a grace (an endless loop in C code), after asking it (``SIGUSR1``) to print where it
+is. So a crash, ``os._exit``, a signal, a hang or a memory storm ends one execution, and the
+execution that was running is known (the child writes each one into memory it shares with this
+side, :mod:`.slot`): it gets the outcome of the death (:func:`.outcome.death`).
+
+A death inside :meth:`run` is confirmed before it is reported: the input that was executing is
+reproduced (:meth:`~.base.Executor.reproduce`, by default a measurement) in a fresh child, and
+only a concrete run that fails again is a finding (the symbolic run is the engine's view; a
+shim's limit is not a bug of the target). A death inside :meth:`measure_many` or
+:meth:`reproduce` is a concrete run already and is reported as it is.
+"""
+
+from __future__ import annotations
+
+import array
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ...errors import TargetError, rebuild
+from ..base import Executor, Finding, Measurement, RunResult
+from ..outcome import Outcome
+from . import slot as S
+from .forkserver import STARTUP_S, ChildDied, ChildProcess, grace_s
+
+CHUNK_BYTES = 8 << 20
+CHUNK_INPUTS = 512
+POLL_S = 0.05  # how often a request's wait looks at the execution slot (the precision of a hang's bound)
+
+
+class Sandbox(ChildProcess, Executor):
+    """The executor ``name`` for ``target`` with ``options``, contained in a child process."""
+
+    in_process_target = False
+
+    def __init__(self, name: str, target: str | None, options: Mapping[str, Any] | None = None,
+                 startup_s: float = STARTUP_S, scratch: Path | None = None):
+        self.name = name
+        self.scratch_dir = scratch
+        self._executing: bytes | None = None  # the input executing in the current request (see _exchange)
+        super().__init__({"type": "init", "executor": name, "target": target, "options": dict(options or {}),
+                          "scratch": None if scratch is None else str(scratch)}, startup_s)
+
+    # -- the Executor interface -----------------------------------------------------------
+
+    def identity(self) -> dict[str, Any]:
+        return self._wait_ready()["identity"]
+
+    def seeds(self) -> list[bytes]:
+        self._wait_ready()
+        return list(self._seeds)
+
+    @property
+    def execution_limit_s(self) -> float:
+        return float(self._wait_ready()["execution_limit_s"])
+
+    @property
+    def run_limit_s(self) -> float:
+        return float(self._wait_ready()["run_limit_s"])
+
+    def _exchange(self, request: dict, blobs: list[bytes], own: bytes | None, reply: str,
+                  limit_s: float) -> tuple[dict, list[bytes]]:
+        """Send a request whose target executions the child announces; the ``reply`` frame.
+
+        Each announced execution is bounded by the execution limit plus grace, the whole request by
+        ``limit_s`` plus that: this side wakes every :data:`POLL_S` to read the execution slot
+        (:mod:`.slot`). On a death, ``self._executing`` is the input that was executing (the
+        request's ``own``, the slot's or the one framed), None when the child was between executions.
+        """
+        exec_bound = self.execution_limit_s + grace_s(self.execution_limit_s)
+        self._executing, framed = None, None
+        self._ensure_child()
+        request_deadline = time.monotonic() + limit_s + exec_bound
+        self._slot.reset()  # the child is between requests: it writes the slot only while it serves one
+        self._send(request, blobs)
+        try:
+            while True:
+                seen = self._slot.read()
+                deadline = request_deadline if seen is None or seen.idle else min(request_deadline,
+                                                                                 seen.started + exec_bound)
+                now = time.monotonic()
+                if now >= deadline:
+                    if self._slot.read() == seen:  # still the execution the deadline was computed for
+                        raise ChildDied(self._hung())
+                    continue
+                frame = self._frame_until(min(deadline, now + POLL_S))
+                if frame is None:
+                    continue
+                message, reply_blobs = frame
+                kind = message.get("type")
+                if kind == "exec":
+                    framed = reply_blobs[0] if reply_blobs else None
+                elif kind == reply:
+                    return message, reply_blobs
+                elif kind == "error":
+                    raise rebuild(str(message.get("error")), str(message.get("message")),
+                                  message.get("exit_code", 70))
+                else:
+                    raise ChildDied(Outcome("crash", "sandbox: unexpected reply", f"unexpected {kind!r}"))
+        except ChildDied:
+            final = self._slot.read()  # the child is gone: what it last wrote stays
+            state = None if final is None else final.state
+            self._executing = {S.OWN: own, S.COPIED: None if final is None else final.data, S.FRAMED: framed}.get(state)
+            raise
+
+    def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
+        data = bytes(data)
+        started = time.monotonic()
+        try:
+            message, blobs = self._exchange({"type": "run", "hint": hint, "mutate": mutate}, [data], data, "result",
+                                            self.run_limit_s)
+            return self._result(message, blobs)
+        except ChildDied as died:
+            current = self._executing
+            self._restart()
+            notes = {"sandbox": died.outcome.to_json(), "executing": current is not None}
+            findings = []
+            if current is not None:  # the target's execution of `current` ended the child: confirm it concretely
+                confirmed = self.reproduce(current)
+                notes["confirmed"] = confirmed.kind
+                if confirmed.is_finding:
+                    findings.append(Finding(confirmed, current))
+            if mutate and current is not None and current != data:
+                # a hybrid executor's mutant ended the child: the run's own work is rerun without mutants
+                # (they are drawn deterministically: the same one would end the new child again)
+                again = self.run(data, hint, mutate=False)
+                again.findings[:0] = findings
+                again.notes.update(mutant_ended_child=notes)
+                again.executions += 1 + (current is not None)
+                again.seconds = time.monotonic() - started
+                return again
+            return RunResult(candidates=[], executions=1 + (current is not None), seconds=time.monotonic() - started,
+                             notes=notes, findings=findings)
+
+    def reproduce(self, data: bytes) -> Outcome:
+        """The executor's own :meth:`~.base.Executor.reproduce` in the child; a death is the outcome."""
+        data = bytes(data)
+        try:
+            message, _ = self._exchange({"type": "reproduce"}, [data], data, "reproduced", self.execution_limit_s)
+            return Outcome.from_json(message["outcome"])
+        except ChildDied as died:
+            self._restart()
+            return died.outcome
+
+    def preflight(self, seeds: list[bytes] | None = None) -> dict[str, Any]:
+        """The executor's own :meth:`~.base.Executor.preflight` in the child, bounded as one run per
+        seed; a child the target killed or hung meanwhile is a TargetError."""
+        blobs = [] if seeds is None else [bytes(seed) for seed in seeds]
+        limit_s = max(1, len(self.seeds() if seeds is None else blobs)) * self.run_limit_s
+        try:
+            message, _ = self._exchange({"type": "preflight", "own_seeds": seeds is None}, blobs, None,
+                                        "preflight-ok", limit_s)
+            return message["summary"]
+        except ChildDied as died:
+            self._restart()
+            raise TargetError("target", f"preflight: the sandbox child died ({died.outcome.kind}: "
+                                        f"{died.outcome.signature})") from None
+
+    def _result(self, message: dict, blobs: list[bytes]) -> RunResult:
+        count = message["candidates"]
+        findings = [Finding(Outcome.from_json(f["outcome"]), blobs[count + i]) for i, f in enumerate(message["findings"])]
+        return RunResult(candidates=blobs[:count], hints=message["hints"], executions=message["executions"],
+                         solver_queries=message["solver_queries"], solver_seconds=message["solver_seconds"],
+                         seconds=message["seconds"], notes=message["notes"], findings=findings)
+
+    def measure(self, data: bytes) -> Measurement:
+        return self.measure_many([data])[0]
+
+    def measure_many(self, inputs: list[bytes], budget_s: float | None = None) -> list[Measurement | None]:
+        results: list[Measurement | None] = [None] * len(inputs)
+        until = None if budget_s is None else time.monotonic() + budget_s
+        pos = 0
+        while pos < len(inputs):
+            left = None if until is None else until - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            chunk = _chunk(inputs, pos)
+            done, finished = self._measure_chunk(chunk, left, results, pos)
+            pos += done
+            if finished and done < len(chunk):  # the budget ran out in the child
+                break
+        return results
+
+    def _measure_chunk(self, chunk: list[bytes], budget_s: float | None, results: list, offset: int) -> tuple[int, bool]:
+        """Measure ``chunk`` into ``results[offset:]``; (inputs settled, whether the child finished)."""
+        exec_bound = self.execution_limit_s + grace_s(self.execution_limit_s)
+        if self._ready.get("batch_measure"):  # the whole chunk is one batch: its results come together
+            exec_bound *= len(chunk)
+        index = 0
+        try:
+            self._ensure_child()
+            self._send({"type": "measure", "budget_s": budget_s}, chunk)
+            while True:
+                message, blobs = self._next(time.monotonic() + exec_bound)
+                kind = message.get("type")
+                if kind == "measured" and message.get("index") == index:
+                    coverage = frozenset(array.array("Q", blobs[0]))
+                    results[offset + index] = Measurement(coverage, Outcome.from_json(message["outcome"]),
+                                                          message.get("returned"))
+                    index += 1
+                elif kind == "measured-end":
+                    return index, True
+                elif kind == "error":
+                    raise rebuild(str(message.get("error")), str(message.get("message")), message.get("exit_code", 70))
+                else:
+                    raise ChildDied(Outcome("crash", "sandbox: unexpected reply", f"unexpected {kind!r}"))
+        except ChildDied as died:
+            self._restart()
+            results[offset + index] = Measurement(frozenset(), died.outcome)
+            return index + 1, False
+
+
+
+def _chunk(inputs: list[bytes], pos: int) -> list[bytes]:
+    out, size = [], 0
+    for data in inputs[pos:pos + CHUNK_INPUTS]:
+        if out and size + len(data) > CHUNK_BYTES:
+            break
+        out.append(data)
+        size += len(data)
+    return out

@@ -1,0 +1,309 @@
+"""The ``symcc`` executor: drive a real SymCC-compiled binary the way SymCC expects.
+
+One :meth:`SymccExecutor.run` is one concolic execution of the binary on one input:
+
+- a fresh, existing, empty ``SYMCC_OUTPUT_DIR`` per run (SymCC exits with status 255 when the
+  directory does not exist), ``SYMCC_ENABLE_LINEARIZATION=1`` unless ``env`` says otherwise;
+- the input on stdin, or (``@@`` in ``args``) in a file whose path replaces ``@@`` and is also
+  exported as ``SYMCC_INPUT_FILE``, because SymCC only treats reads of the file named there as
+  symbolic;
+- every inherited ``SYMCC_*`` (and ``AFL_*``) variable is dropped first, so the run means exactly
+  what :meth:`~SymccExecutor.identity` says (a stray ``SYMCC_INPUT_FILE`` would make stdin
+  concrete); the only SymCC runtime variables a campaign may set are those of
+  :data:`.symcc_options.RUNTIME_ENV`, through the ``env`` option;
+- every test case SymCC wrote is a candidate, in the order it wrote them: QSYM names them
+  ``000000``, ``000001``, ... and ``NNNNNN-optimistic`` when it could only solve the negated
+  branch alone (the path constraint was unsatisfiable; such inputs often reach new code anyway),
+  counted as ``outputs_plain`` and ``outputs_optimistic``. SymCC writes them in place, so a
+  killed run can leave a partial last file: it is read as it is (any byte string is a valid
+  input; the master deduplicates by content). Entries are opened with ``O_NOFOLLOW`` and must be
+  regular files; symlinks, FIFOs, directories, unreadable and oversized entries are skipped and
+  counted in the notes.
+
+The binary runs as a direct child of the executor's process (:func:`.symcc_io.run_binary`): its
+own process group, the time limit enforced there, and every process it left behind killed once
+it is done. The runtime hosts this executor in the sandbox child (``in_process_target``), which
+makes itself a child subreaper for it (``adopts_orphans``), so that also daemons and AFL's fork
+server (both call ``setsid()``) are found and killed; the sandbox is told of each execution
+(:attr:`~.base.Executor.on_execution`).
+
+Outcomes (:func:`.symcc_io.classify_exit`): a signal or a sanitizer report is a ``crash``, the
+time limit a ``hang``, an exit status alone is ``ok`` (parsers exit non-zero on inputs they
+reject). A SymCC run that is not ``ok`` is confirmed by :meth:`~SymccExecutor.reproduce`, a
+concrete run of the same binary (``SYMCC_NO_SYMBOLIC_INPUT=1``: the runtime does no symbolic
+work), and only a confirmed outcome makes the input a finding: a run that timed out because the
+solver was slow, or a crash inside SymCC's runtime, is not a bug of the target.
+
+Before a campaign, :meth:`~SymccExecutor.preflight` runs SymCC on the seeds until one run ends
+cleanly with test cases; a target that never does (nothing symbolic reaches a branch, it crashes
+or hangs on every seed, the runtime refuses to start) is refused with a TargetError naming why.
+A binary that is not SymCC-instrumented is refused when the executor is built
+(:mod:`.symcc_target`).
+
+Coverage comes from an optional AFL-instrumented twin of the target measured in batches
+(:mod:`.symcc_coverage`). Without a twin there is no coverage: :meth:`~SymccExecutor.measure`
+returns an empty set and the identity and notes say "no coverage: content dedup only".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ...errors import PolicyError, ProvenanceChanged, TargetError
+from ..base import Executor, Finding, Measurement, RunResult
+from ..outcome import Outcome
+from .afl_coverage import AflTwin, check_instrumented, which_showmap
+from .options import parse_options
+from .runs import (
+    Exit,
+    Scratch,
+    classify_exit,
+    clean_env,
+    is_subreaper,
+    read_outputs,
+    remove_tree,
+    run_binary,
+    tail,
+)
+from .target import symcc_runtime
+
+VERSION = 2
+NO_COVERAGE = "no coverage: content dedup only"
+PREFLIGHT_SEEDS = 16  # seeds tried by preflight() before the target is refused
+
+
+class SymccExecutor(Executor):
+    """Runs ``target``, a SymCC-compiled binary; options as in :data:`.symcc_options.DEFAULTS`."""
+
+    name = "symcc"
+    in_process_target: ClassVar[bool] = True  # hosted in the sandbox child: no Python process per run
+    batch_measure: ClassVar[bool] = True  # one afl-showmap per chunk
+    adopts_orphans: ClassVar[bool] = True  # the sandbox child becomes a child subreaper for it
+
+    def __init__(self, target: str | None, options: dict[str, Any]):
+        o = parse_options(options)
+        self._args, self._input_mode, self._timeout_s = o.args, o.input_mode, o.timeout_s
+        self._measure_timeout_s, self._max_output_bytes = o.measure_timeout_s, o.max_output_bytes
+        self._env, self._seeds = o.env, o.seeds
+        if not target:
+            raise TargetError("target", "the symcc executor needs the path of a SymCC-compiled binary")
+        self._target = target
+        self._base_env = clean_env()
+        self._stamps: dict[str, tuple[int, ...]] = {}
+        self._binary, self._binary_sha256, binary_data = self._pin("target", target)
+        runtime = symcc_runtime(self._binary, binary_data, self._base_env)
+        self._runtime, self._runtime_sha256, _ = self._pin("target", runtime, executable=False)
+        self._coverage_identity: dict[str, Any] = {"kind": "none", "note": NO_COVERAGE}
+        self._twin: AflTwin | None = None
+        if o.afl_binary is not None:
+            afl_binary, afl_sha256, afl_data = self._pin("executor_options.afl_binary", o.afl_binary)
+            check_instrumented(o.afl_binary, afl_data)
+            showmap, showmap_sha256, _ = self._pin(
+                "executor_options.afl_showmap", o.afl_showmap or which_showmap()
+            )
+            self._twin = AflTwin(afl_binary, showmap, self._args, self._measure_timeout_s)
+            self._coverage_identity = {
+                "kind": "afl-showmap -Z -b",
+                "afl_binary": o.afl_binary,
+                "afl_binary_sha256": afl_sha256,
+                "afl_showmap_sha256": showmap_sha256,
+            }
+        self._scratch: Scratch | None = None  # made at the first run: the runtime sets scratch_dir after __init__
+        self._map = self._env.get("SYMCC_AFL_COVERAGE_MAP")
+        self._run_env = dict(self._env)
+        # Leftovers outside a run's process group can only be found by a child subreaper.
+        self._adopt = is_subreaper()
+
+    def _pin(self, field: str, path: Any, executable: bool = True) -> tuple[str, str, bytes]:
+        """Absolute path, SHA-256 and bytes of a regular file that must not change from now on."""
+        if not isinstance(path, str) or not path:
+            raise PolicyError(field, f"{path!r}: expected the path of an executable file")
+        resolved = os.path.abspath(path)
+        if not os.path.isfile(resolved):
+            raise TargetError(field, f"{path}: no such file")
+        if executable and not os.access(resolved, os.X_OK):
+            raise TargetError(field, f"{path}: not executable")
+        with open(resolved, "rb") as handle:
+            data = handle.read()
+            self._stamps[resolved] = _stamp(handle.fileno())
+        return resolved, hashlib.sha256(data).hexdigest(), data
+
+    def identity(self) -> dict[str, Any]:
+        env = dict(self._env)
+        if self._map is not None and not os.path.isabs(self._map):
+            env["SYMCC_AFL_COVERAGE_MAP"] = f"per-worker:{self._map}"
+        return {
+            "executor": self.name,
+            "version": VERSION,
+            "target": self._target,
+            "target_sha256": self._binary_sha256,
+            "runtime": self._runtime,
+            "runtime_sha256": self._runtime_sha256,
+            "args": list(self._args),
+            "input_mode": self._input_mode,
+            "env": env,
+            "timeout_s": self._timeout_s,
+            "measure_timeout_s": self._measure_timeout_s,
+            "max_output_bytes": self._max_output_bytes,
+            "coverage": dict(self._coverage_identity),
+            "seeds_sha256": [hashlib.sha256(seed).hexdigest() for seed in self._seeds],
+        }
+
+    def seeds(self) -> list[bytes]:
+        return list(self._seeds)
+
+    @property
+    def execution_limit_s(self) -> float:
+        return self._timeout_s
+
+    @property
+    def run_limit_s(self) -> float:
+        return 2 * self._timeout_s  # the SymCC run, and its concrete confirmation when it failed
+
+    @property
+    def scratch_root(self) -> Path:
+        return self._workspace().root
+
+    def _workspace(self) -> Scratch:
+        """This executor's directory under ``scratch_dir`` (the runtime's per-worker directory under
+        the state dir, else the system temp dir), made on first use; a relative coverage map is there."""
+        if self._scratch is None:
+            self._scratch = Scratch(Path(self.scratch_dir or tempfile.gettempdir()))
+            if self._map is not None and not os.path.isabs(self._map):
+                self._run_env["SYMCC_AFL_COVERAGE_MAP"] = str(self._scratch.root / self._map)
+        return self._scratch
+
+    def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
+        started = time.monotonic()
+        candidates, outcome, notes = self._symbolic(bytes(data))
+        findings = []
+        if outcome.is_finding:
+            confirmed = self.reproduce(data)
+            notes["confirmed"] = confirmed.kind
+            if confirmed.is_finding:
+                findings.append(Finding(confirmed, bytes(data)))
+        return RunResult(candidates=candidates, executions=1 + outcome.is_finding,
+                         seconds=time.monotonic() - started, notes=notes, findings=findings)
+
+    def reproduce(self, data: bytes) -> Outcome:
+        """The outcome of a concrete run of the binary on ``data`` (no symbolic input, no solving)."""
+        work = self._workspace().fresh("reproduce")
+        try:
+            input_path = work / "input"
+            input_path.write_bytes(data)
+            ended = self._execute(data, work, input_path, {**self._base_env, "SYMCC_NO_SYMBOLIC_INPUT": "1"})
+            return classify_exit(ended.returncode, ended.timed_out, tail(work / "stderr"))
+        finally:
+            remove_tree(work)
+
+    def preflight(self, seeds: list[bytes] | None = None) -> dict[str, Any]:
+        """Run SymCC on the seeds (``seeds``, else the executor's own; at most
+        :data:`PREFLIGHT_SEEDS`) until one run ends cleanly with test cases; its notes. TargetError
+        (exit 2) naming each seed's failure otherwise."""
+        failures, last_stderr = [], ""
+        for index, seed in enumerate((self._seeds if seeds is None else seeds)[:PREFLIGHT_SEEDS]):
+            candidates, outcome, notes = self._symbolic(seed)
+            if candidates and not outcome.is_finding:
+                return {"seed": index, **notes}
+            why = f"{outcome.kind}: {outcome.signature}" if outcome.is_finding else notes["nothing_written"]
+            failures.append(f"seed {index} ({len(seed)} bytes): {why}")
+            last_stderr = notes.get("stderr_tail", "").strip()
+        shown = "; ".join(failures[:3]) + (f"; and {len(failures) - 3} more" if len(failures) > 3 else "")
+        stderr = f"; its stderr ends: {last_stderr[-300:]}" if last_stderr else ""
+        raise TargetError(
+            "target",
+            f"{self._target}: refused before the campaign: no seed gave SymCC test cases from a run "
+            f"that ended cleanly ({shown}){stderr}",
+        )
+
+    def _symbolic(self, data: bytes) -> tuple[list[bytes], Outcome, dict[str, Any]]:
+        """One SymCC run: the test cases it wrote, the run's outcome, notes."""
+        work = self._workspace().fresh("run")
+        try:
+            output_dir = work / "output"
+            output_dir.mkdir()
+            input_path = work / "input"
+            input_path.write_bytes(data)
+            env = {**self._base_env, **self._run_env, "SYMCC_OUTPUT_DIR": str(output_dir)}
+            if self._input_mode == "file":
+                env["SYMCC_INPUT_FILE"] = str(input_path)
+            ended = self._execute(data, work, input_path, env)
+            candidates, counts = read_outputs(output_dir, self._max_output_bytes)
+            stderr = tail(work / "stderr")
+        finally:
+            remove_tree(work)
+        outcome = classify_exit(ended.returncode, ended.timed_out, stderr)
+        notes: dict[str, Any] = {
+            "returncode": ended.returncode,
+            "timed_out": ended.timed_out,
+            "run_seconds": round(ended.seconds, 6),
+            # A run that was killed (timeout or signal) may have died inside a write.
+            "partial_possible": ended.timed_out or ended.returncode < 0,
+            **counts,
+        }
+        if self._twin is None:
+            notes["coverage"] = NO_COVERAGE
+        if not candidates:
+            notes["nothing_written"] = self._why_nothing(ended, outcome, counts)
+        if ended.returncode != 0 or ended.timed_out or not candidates:
+            notes["stderr_tail"] = stderr
+        return candidates, outcome, notes
+
+    def _execute(self, data: bytes, work: Path, input_path: Path, env: dict[str, str]) -> Exit:
+        """One run of the SymCC binary, announced to the sandbox."""
+        self._check_unchanged()
+        argv = [self._binary, *(arg.replace("@@", str(input_path)) for arg in self._args)]
+        self.on_execution(data)
+        try:
+            return run_binary("target", argv, stdin=input_path, stderr=work / "stderr", env=env, cwd=work,
+                              timeout_s=self._timeout_s, adopt=self._adopt)
+        finally:
+            self.on_execution(None)
+
+    def _why_nothing(self, ended: Exit, outcome: Outcome, counts: dict[str, Any]) -> str:
+        if "output_dir_error" in counts:
+            return "the target removed or replaced its output directory"
+        if any(value for key, value in counts.items() if key.startswith("skipped_")):
+            return "every test case it wrote was skipped (see skipped_*)"
+        if ended.timed_out:
+            return f"timed out after {self._timeout_s:g} s before writing a test case"
+        if outcome.is_finding:
+            return f"{outcome.signature} before writing a test case"
+        where = "stdin (does the target read it?)" if self._input_mode == "stdin" else \
+            "the @@ file (does the target open exactly that path?)"
+        return f"exit {ended.returncode} and no branch on its path depended on the symbolic input, {where}"
+
+    def measure(self, data: bytes) -> Measurement:
+        measured = self.measure_many([data])[0]
+        assert measured is not None  # no budget: every input is measured
+        return measured
+
+    def measure_many(self, inputs: list[bytes], budget_s: float | None = None) -> list[Measurement | None]:
+        if self._twin is None:
+            return [Measurement(frozenset()) for _ in inputs]
+        self._check_unchanged()
+        return self._twin.measure_many([bytes(data) for data in inputs], budget_s, self._workspace(), self._adopt)
+
+    def close(self) -> None:
+        if self._scratch is not None:
+            self._scratch.close()
+
+    def _check_unchanged(self) -> None:
+        """Refuse to run files replaced since the identity was taken (their SHA-256 is in it)."""
+        for path, stamp in self._stamps.items():
+            try:
+                current = _stamp(path)
+            except OSError:
+                current = None
+            if current != stamp:
+                raise ProvenanceChanged(f"{path}: changed since its SHA-256 was taken into the work identity")
+
+
+def _stamp(path_or_fd: str | int) -> tuple[int, ...]:
+    info = os.stat(path_or_fd)
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)

@@ -1,0 +1,330 @@
+"""Processes and files of the ``symcc`` executor: running a binary contained, its scratch space,
+reading the test cases SymCC wrote.
+
+Every binary (a SymCC run, its concrete confirmation, ``afl-showmap``, the AFL twin) is started
+directly from the executor's process with :func:`run_binary`: no helper process sits between
+them. The binary gets a session and process group of its own; its exit is awaited through a
+pidfd, so after the time limit, or after it exited, its group is killed while the leader is
+still an unreaped zombie (the group id cannot have been reused). When this process is a child
+subreaper (the sandbox child makes itself one for this executor, see
+:attr:`~.base.Executor.adopts_orphans`), every process the run left behind outside that group
+(a daemon that called ``setsid()``, AFL's fork server, their children) has been re-parented here
+and :func:`sweep_children` kills and reaps it. Without the subreaper (the executor built
+in-process, as unit tests do) only the group is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import fcntl
+import math
+import os
+import re
+import resource
+import select
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...errors import TargetError
+from ..outcome import OK, Outcome, death, sanitizer_summary, signal_name
+
+STDERR_TAIL_BYTES = 2000
+PR_GET_CHILD_SUBREAPER = 37
+# QSYM names a test case NNNNNN, or NNNNNN-optimistic when it solved the negated branch alone
+# because the whole path constraint was unsatisfiable; the counter is shared by both kinds.
+TEST_CASE = re.compile(r"([0-9]{6,})(-optimistic)?")
+SCRATCH_PREFIX = "symcc-ulfm-exec-"
+CPU_LIMIT_FACTOR, CPU_LIMIT_EXTRA_S = 10, 10.0
+SWEEP_S = 5.0  # how long a sweep looks for a child it was told exists but cannot see
+
+
+def clean_env() -> dict[str, str]:
+    """This process's environment without ``SYMCC_*`` and ``AFL_*``: a run means what the
+    identity says (a stray ``SYMCC_INPUT_FILE`` makes stdin concrete, a stray
+    ``AFL_CMIN_ALLOW_ANY`` changes what ``afl-showmap`` reports)."""
+    return {key: val for key, val in os.environ.items() if not key.startswith(("SYMCC_", "AFL_"))}
+
+
+def is_subreaper() -> bool:
+    libc = ctypes.CDLL(None, use_errno=True)
+    flag = ctypes.c_int(0)
+    if libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) != 0:
+        return False
+    return bool(flag.value)
+
+
+def classify_exit(returncode: int, timed_out: bool, stderr: str) -> Outcome:
+    """The outcome of one run of a binary (its exit status and the tail of its stderr): a signal
+    or a sanitizer report (its ``SUMMARY:`` line) is a crash, the time limit a hang; any exit
+    status alone is ``ok`` (parsers exit non-zero on inputs they reject)."""
+    if timed_out:
+        return death("hang (killed after its time limit)", stderr, kind="hang")
+    if returncode < 0:
+        return death(signal_name(-returncode), stderr)
+    return death(f"exit {returncode}", stderr) if sanitizer_summary(stderr) is not None else OK
+
+
+@dataclass(frozen=True)
+class Exit:
+    """How one binary run ended: ``returncode`` is negative for a signal (as in :mod:`subprocess`)."""
+
+    returncode: int
+    timed_out: bool
+    seconds: float
+
+
+def run_binary(field: str, argv: list[str], *, stdin: Path, stderr: Path, env: dict[str, str], cwd: Path,
+               timeout_s: float, adopt: bool, term_grace_s: float = 0.0, cpu_limit_s: float | None = None) -> Exit:
+    """Run ``argv`` (stdin from a file, stdout discarded, stderr to a file), at most ``timeout_s``.
+
+    On timeout the leader gets SIGTERM first when ``term_grace_s`` is positive (afl-showmap then
+    removes its shared memory and stops its fork server), then its whole group SIGKILL. A binary
+    the kernel refuses to execute is a TargetError on ``field``.
+
+    The leader also gets a CPU-time limit (``RLIMIT_CPU``, set with ``prlimit`` once it runs, by
+    default ``CPU_LIMIT_FACTOR`` times ``timeout_s`` plus ``CPU_LIMIT_EXTRA_S``): a backstop for
+    a run whose watcher died (the worker was killed mid-run, its sandbox child with it), so that a
+    target spinning forever is killed by the kernel; the watcher's timeout comes long before it.
+    """
+    started = time.monotonic()
+    with open(stdin, "rb") as stdin_file, open(stderr, "wb") as stderr_file:
+        try:
+            proc = subprocess.Popen(argv, stdin=stdin_file, stdout=subprocess.DEVNULL, stderr=stderr_file,
+                                    cwd=cwd, env=env, start_new_session=True)
+        except OSError as exc:
+            raise TargetError(field, f"{argv[0]}: cannot execute ({exc.strerror or exc})") from None
+    cpu_s = math.ceil(CPU_LIMIT_FACTOR * timeout_s + CPU_LIMIT_EXTRA_S if cpu_limit_s is None else cpu_limit_s)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        resource.prlimit(proc.pid, resource.RLIMIT_CPU, (cpu_s, cpu_s))  # SIGKILL at the limit
+    pidfd = os.pidfd_open(proc.pid)
+    try:
+        timed_out = not _exited(pidfd, timeout_s)
+        if timed_out and term_grace_s > 0:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGTERM)
+            _exited(pidfd, term_grace_s)
+        # Exited or not, the leader is not reaped yet: its pid still names its group.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        os.close(pidfd)
+    returncode = proc.wait()
+    if adopt:
+        sweep_children()
+    return Exit(returncode, timed_out, time.monotonic() - started)
+
+
+def _exited(pidfd: int, timeout_s: float) -> bool:
+    """Wait until the process exits (its pidfd turns readable), at most ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    while True:
+        remaining = deadline - time.monotonic()
+        if poller.poll(max(0, int(remaining * 1000) + 1)):
+            return True
+        if remaining <= 0:
+            return False
+
+
+def sweep_children() -> int:
+    """Kill and reap every child of this process until none is left; how many were killed.
+
+    Only for a child subreaper whose children are all its targets' (the sandbox child): orphans of
+    a killed descendant are re-parented here while this runs, and are found on the next pass.
+    """
+    killed = 0
+    deadline = time.monotonic() + SWEEP_S
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return killed
+        if pid:
+            continue
+        found = children_of(os.getpid())
+        for child in found:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+        killed += len(found)
+        if found:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(-1, 0)  # one of them is dying
+        elif time.monotonic() > deadline:  # a child /proc does not show us (hidepid): leave it
+            return killed
+        else:
+            time.sleep(0.001)
+
+
+def children_of(parent: int) -> list[int]:
+    """Pids whose parent is ``parent`` (a scan of /proc; only called when something is left)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    # The fields after the parenthesised command name: state, ppid, ...
+                    if int(handle.read().rsplit(b")", 1)[1].split()[1]) == parent:
+                        pids.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    return pids
+
+
+class Scratch:
+    """The executor's own directory under ``base``: ``symcc-ulfm-exec-XXXX/``, locked while it lives.
+
+    ``symcc-ulfm-exec-XXXX.lock`` beside it is held with ``flock`` for the life of this process (the
+    lock is taken under a temporary name and renamed into place, so a lock file is never seen
+    unlocked while its owner lives). At start every sibling whose lock can be taken belongs to a
+    process that is gone, and is removed with its directory. Runs use :meth:`fresh`, removed
+    again after the run; files that outlive runs (a per-worker coverage map) live in ``root``.
+    """
+
+    def __init__(self, base: Path):
+        if not base.is_dir():
+            raise TargetError("scratch_dir", f"{base}: not a directory")
+        remove_stale(base)
+        token = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=base)).name
+        self.root = base / token
+        pending = base / f".{token}.lock-new"
+        self._lock = os.open(pending, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        self.lock_path = base / f"{token}.lock"
+        os.rename(pending, self.lock_path)
+        self._finalizer = weakref.finalize(self, _release, self.root, self.lock_path, self._lock)
+
+    def fresh(self, name: str) -> Path:
+        path = self.root / name
+        if path.exists():
+            remove_tree(path)
+        path.mkdir()
+        return path
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+def remove_stale(base: Path) -> int:
+    """Remove the scratch directories under ``base`` whose owners are gone; how many."""
+    removed = 0
+    for lock_path in base.glob(f"{SCRATCH_PREFIX}*.lock"):
+        try:
+            fd = os.open(lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # its owner is alive
+        try:
+            directory = lock_path.with_suffix("")
+            if directory.is_dir() and not directory.is_symlink():
+                remove_tree(directory)
+            with contextlib.suppress(FileNotFoundError):
+                lock_path.unlink()
+            removed += 1
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _release(root: Path, lock_path: Path, lock_fd: int) -> None:
+    with contextlib.suppress(OSError):
+        remove_tree(root)
+    with contextlib.suppress(OSError):
+        lock_path.unlink()
+    with contextlib.suppress(OSError):
+        os.close(lock_fd)
+
+
+def read_outputs(output_dir: Path, max_bytes: int) -> tuple[list[bytes], dict[str, Any]]:
+    """Candidates from SymCC's test cases in the order it wrote them, with counts of what was read,
+    skipped or ignored (flat, so that they can become counters)."""
+    counts: dict[str, Any] = {
+        "outputs_plain": 0, "outputs_optimistic": 0, "skipped_symlink": 0, "skipped_not_regular": 0,
+        "skipped_oversized": 0, "skipped_unreadable": 0, "ignored_entries": 0,
+    }
+    try:
+        dir_fd = os.open(output_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        # The target replaced or removed its output directory: nothing it left can be trusted.
+        counts["output_dir_error"] = f"{type(exc).__name__}: {exc.strerror}"
+        return [], counts
+    candidates = []
+    try:
+        cases = []
+        for name in os.listdir(dir_fd):
+            match = TEST_CASE.fullmatch(name)
+            if match is None:
+                counts["ignored_entries"] += 1
+            else:
+                cases.append((int(match[1]), name, bool(match[2])))
+        for _number, name, optimistic in sorted(cases):
+            data, reason = read_regular(dir_fd, name, max_bytes)
+            if data is None:
+                counts[f"skipped_{reason}"] += 1
+            else:
+                candidates.append(data)
+                counts["outputs_optimistic" if optimistic else "outputs_plain"] += 1
+    finally:
+        os.close(dir_fd)
+    return candidates, counts
+
+
+def read_regular(dir_fd: int, name: str, max_bytes: int) -> tuple[bytes | None, str]:
+    """Bytes of a regular file (never through a symlink, never blocking on a FIFO) or a reason."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as exc:
+        return None, "symlink" if exc.errno == errno.ELOOP else "unreadable"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None, "not_regular"
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, max_bytes + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > max_bytes:
+            return None, "oversized"
+        return b"".join(chunks), ""
+    except OSError:
+        return None, "unreadable"
+    finally:
+        os.close(fd)
+
+
+def tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - STDERR_TAIL_BYTES))
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a directory tree, also when the target left directories without write permission."""
+    try:
+        shutil.rmtree(path)
+    except PermissionError:
+        for root, dirs, _files in os.walk(path):
+            for name in dirs:
+                child = os.path.join(root, name)
+                if not os.path.islink(child):
+                    os.chmod(child, stat.S_IRWXU)
+        shutil.rmtree(path)

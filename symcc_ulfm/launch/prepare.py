@@ -1,0 +1,228 @@
+"""``symcc-ulfm launch``: prepare the state directory, run the mpiexec job, bound it in time.
+
+The job's own exit status is a fact, not the verdict: ``mpiexec`` returns 86 when a victim of
+an injected failure exits, and 0 when the victim was SIGKILLed. The oracle decides, once every
+rank of the job is gone (``job.py``).
+
+A state directory is used only when nobody else can change it (``store.trust``) and by one
+launch at a time (``store.joblock``): :func:`prepare_state_dir` takes the directory's
+``launch.lock`` and holds it until :func:`release` or the end of the process.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.budget import check_lease
+from ..core.canonical import canonical_json, digest
+from ..core.limits import MAX_POLICY_BYTES, MAX_SMALL_JSON_BYTES
+from ..core.modes import FileModes
+from ..core.policy import Policy
+from ..errors import CheckFailed, IntegrityError, PolicyError, StoreError, SymccUlfmError, WalCorruption
+from ..evidence.oracle.judge import judge
+from ..executors import create
+from ..executors.sandbox.forkserver import grace_s
+from ..executors.sandbox.parent import Sandbox
+from ..store.atomic import write_new, write_replace
+from ..store.corpus import Corpus
+from ..store.dirs import ensure_dir
+from ..store.heartbeat import last_heartbeat
+from ..store.identity import require_same, write_identity
+from ..store.joblock import OwnerLock, ranks_gone
+from ..store.paths import StateDir
+from ..store.reads import read_bytes
+from ..store.runlog import last_event_time
+from ..store.snapshots import SnapshotStore
+from ..store.trust import check_entries, check_layout, check_state_dir
+from ..store.wal import WorkWAL
+from .conclude import measure_final_coverage
+from .job import JOB_OUTPUT, JobResult
+from .job import run_job as _run_job
+from .mpiexec import job_environment, mpiexec_command
+
+__all__ = ["JOB_OUTPUT", "JobResult", "check_executor", "conclude", "prepare_state_dir", "release", "run_job"]
+_OWNED: dict[Path, OwnerLock] = {}  # state directories this process holds (prepare_state_dir .. release)
+
+
+@dataclass(frozen=True)
+class ExecutorProbe:
+    """What a contained executor says about itself before a campaign starts."""
+
+    identity: dict
+    sha256: str
+    seeds: list[bytes]
+    execution_limit_s: float  # with the sandbox's grace when the executor is contained
+    run_limit_s: float
+
+
+def check_executor(policy: Policy, seeds: list[bytes] | None = None) -> ExecutorProbe:
+    """Build the executor once, contained, before anything is written: a bad target fails here
+    (exit 2), and the target's code never runs in this process. ``seeds`` (``--seeds DIR``)
+    replace the executor's own."""
+    executor = create(policy.executor, policy.target, policy.executor_options)
+    try:
+        identity = executor.identity()
+        execution = executor.execution_limit_s
+        if isinstance(executor, Sandbox):
+            execution += grace_s(execution)
+        probe = ExecutorProbe(identity, digest(identity), executor.seeds() if seeds is None else list(seeds),
+                              execution, executor.run_limit_s)
+    finally:
+        executor.close()
+    check_lease(policy, probe.run_limit_s, probe.execution_limit_s)
+    return probe
+
+
+def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume: bool = False,
+                      probe: ExecutorProbe | None = None, new_seeds: bool = False) -> StateDir:
+    """Create the state directory: the canonical policy and the executor identity (create-only),
+    and the seeds as corpus objects.
+
+    The directory must be one nobody else can change (``store.trust``, exit 2 naming the path);
+    this process takes its ``launch.lock`` first (exit 2 naming the holder when another launch
+    has it), so the policy written is the policy run. A directory that already holds a campaign
+    is only accepted with ``resume``, the same policy and the same executor identity (exit 6
+    when the target changed); ``new_seeds`` publishes the probe's seeds into it as well
+    (``launch --resume --seeds DIR``).
+    """
+    probe = probe or check_executor(policy)
+    state = StateDir(Path(state_dir).absolute(), modes)
+    check_state_dir(state.root)
+    ensure_dir(state.root, modes.snapshot_dir)
+    check_state_dir(state.root)  # what was created, and what a racing creator may have put there
+    _OWNED[state.root] = _own(state)
+    try:
+        _prepare(policy, state, resume, probe, new_seeds)
+    except BaseException:
+        release(state)
+        raise
+    return state
+
+
+def _own(state: StateDir) -> OwnerLock:
+    if state.root in _OWNED:
+        return _OWNED.pop(state.root)
+    return OwnerLock(state.root, state.modes.snapshot)
+
+
+def release(state: StateDir) -> None:
+    """Give up this process's hold of the state directory (the end of the process does it too)."""
+    owner = _OWNED.pop(state.root, None)
+    if owner is not None:
+        owner.release()
+
+
+def _prepare(policy: Policy, state: StateDir, resume: bool, probe: ExecutorProbe, new_seeds: bool) -> None:
+    data = policy.to_bytes()
+    if state.policy.exists():
+        if not resume:
+            raise PolicyError("state_dir", f"{state.root} already holds a campaign; use --resume or a new directory")
+        if read_bytes(state.policy, limit=MAX_POLICY_BYTES) != data:
+            raise PolicyError("state_dir", f"{state.root} holds a campaign with a different policy; cannot resume")
+        if _finished(state) == "deadline-reached":
+            raise PolicyError("state_dir", f"the campaign in {state.root} already reached its deadline; nothing to resume")
+        require_same(state.executor, probe.sha256, "the resumed campaign")
+        preflight(state)
+        if new_seeds:
+            _publish_seeds(state, probe.seeds)
+        return
+    if resume:
+        raise PolicyError("state_dir", f"{state.root} holds no campaign to resume")
+    state.create()
+    write_new(state.policy, data, state.modes.snapshot)
+    write_identity(state.executor, probe.identity, state.modes.snapshot)
+    _publish_seeds(state, probe.seeds)
+
+
+def _finished(state: StateDir) -> str | None:
+    """How the last job of the campaign ended (``outcome.json``'s status), None when it never did.
+
+    Only a campaign that reached its deadline is over: one that stopped because its search was
+    exhausted or too few members were left may be resumed with the budget it has left."""
+    try:
+        outcome = json.loads(read_bytes(state.root / "outcome.json", limit=MAX_SMALL_JSON_BYTES))
+    except FileNotFoundError:
+        return None
+    except (ValueError, RecursionError):
+        raise IntegrityError(f"{state.root / 'outcome.json'} is not JSON") from None
+    return outcome.get("status") if isinstance(outcome, dict) else None
+
+
+def _publish_seeds(state: StateDir, seeds: list[bytes]) -> None:
+    corpus = Corpus(state.corpus, state.modes.corpus, state.modes.snapshot)
+    for seed in seeds:
+        corpus.publish_seed(seed)
+
+
+def preflight(state: StateDir) -> None:
+    """Before a resume: the durable state must be trustworthy, or nothing starts (exit 4).
+
+    A corrupted WAL record or a broken receipt chain is reported by name and left as it is;
+    a special file where the corpus, the claims, the records or the logs hold regular files is
+    refused by name before anything reads it.
+    """
+    check_layout(state.root)
+    SnapshotStore(state.membership, state.modes.snapshot).current()
+    for directory in (state.corpus / "objects", state.corpus / "claims"):
+        check_entries(directory)
+    corpus = Corpus(state.corpus, state.modes.corpus, state.modes.snapshot)
+    wal = WorkWAL(state.wal, state.root, corpus, state.modes.snapshot)
+    problems = [str(problem) for _, _, problem in wal.scan() if problem is not None]
+    if problems:
+        raise WalCorruption(f"{len(problems)} WAL record(s) cannot be trusted; refusing to resume: " + "; ".join(problems))
+    last_event_time(state.logs, before=float("inf"))  # every log and heartbeat is a regular file
+    last_heartbeat(state.logs, before=float("inf"))
+
+
+def run_job(
+    policy: Policy,
+    state: StateDir,
+    echo: Callable[[str], None] = print,
+    extra_args: list[str] | None = None,
+    env_overrides: dict[str, str] | None = None,
+    command_prefix: list[str] | None = None,
+) -> JobResult:
+    """Run the campaign job (``job.run_job``); prints the exact command first."""
+    if state.root not in _OWNED:
+        _OWNED[state.root] = _own(state)
+    command = mpiexec_command(policy, state.root, state.modes, extra=extra_args)
+    command = [*(command_prefix or []), *command]
+    echo("+ " + shlex.join(command))
+    env = job_environment(state.modes)
+    env.update(env_overrides or {})
+    return _run_job(policy, state, command, echo=echo, env=env)
+
+
+def conclude(state: StateDir, minimum_hosts: int | None = None) -> dict:
+    """After the job, once every rank is gone: re-measure the final corpus's coverage (contained,
+    bounded in time), run the oracle, store its verdict. A target that fails the measurement
+    costs the endpoint-edges figure, never the verdict; a verdict that cannot be stored (a full disk) is still
+    returned, with ``store_error`` saying why."""
+    left = ranks_gone(state.root, state.modes.snapshot, 2.0)
+    if left:
+        raise CheckFailed(f"ranks {left} still run on {state.root}; not judging a state that may still change")
+    store_error = None
+    if (state.root / "outcome.json").exists():
+        try:
+            measure_final_coverage(state)
+        except SymccUlfmError as exc:  # the measurement or its file: recorded instead, if it can be
+            store_error = _store(state.endpoint, {"error": f"{type(exc).__name__}: {exc}"[:2000]}, state)
+    verdict = judge(state.root, minimum_hosts=minimum_hosts)
+    store_error = _store(state.root / "oracle.json", verdict, state) or store_error
+    if store_error:
+        verdict["store_error"] = store_error
+        verdict["notes"].append(store_error)
+    return verdict
+
+
+def _store(path: Path, value: dict, state: StateDir) -> str | None:
+    try:
+        write_replace(path, canonical_json(value), state.modes.snapshot)
+    except StoreError as exc:
+        return f"{path.name} not written: {exc}"
+    return None
+

@@ -1,0 +1,198 @@
+"""The worker loop: READY, then WORK -> run the executor -> stage candidates -> RESULT, until STOP.
+
+The master keeps up to ``core.master.machine.PIPELINE`` leases per worker, so the next WORK is usually queued
+here before the RESULT of the current one leaves: the worker never idles through the master's
+commit round. Leases run in the order they were sent.
+
+A worker accepts only WORK of its current generation from its own master, reads the input by
+hash from the corpus (verified), writes candidates into its own staging directory only, and
+returns every candidate's SHA-256, length and coverage with the full fence, plus the findings:
+every execution whose outcome was not ``ok`` (``executors.outcome``), with the SHA-256 of the
+input that produced it (the lease's input, or a candidate staged with this result). Target
+code runs in the executor's sandbox, never in this process; the lease being executed is noted
+in the staging directory first (``running-<g>``), for ``core.master.poison`` should this rank die.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import deque
+
+from ..core import envelope
+from ..core.budget import worker_give_up
+from ..core.finding import MAX_PER_RESULT
+from ..core.limits import MAX_OBJECT_BYTES
+from ..core.schedule import Phase
+from ..errors import IntegrityError, ProtocolError, SymccUlfmError
+from ..mpi.channels import MpiTransport
+from ..mpi.context import RankContext
+from ..store.durability import Barrier
+from ..store.staging import WorkerStaging
+from .adversary import adversary_mode, misbehave
+from .backoff import Backoff
+from .transport import DATA, Transport
+
+
+class WorkerLoop:
+    def __init__(self, ctx: RankContext):
+        self.ctx = ctx
+        self.gen = ctx.generation
+        self.limit = ctx.policy.max_message_bytes
+        self.barrier = Barrier(ctx.state.root)
+        self.staging = WorkerStaging(ctx.state.root, ctx.stable, ctx.state.modes.corpus, ctx.state.modes.snapshot_dir,
+                                     self.barrier)
+        self.master = ctx.membership.layout.master_of(ctx.stable)
+        # the master's syncfs covers staged files only when it runs on the same host (kernel)
+        self.sync_before_result = ctx.peers[self.master]["host"] != ctx.peers[ctx.stable]["host"]
+        self.executed = 0
+        self.executor = ctx.executor  # the rank's sandbox, started once and kept across generations
+        self.adversary = adversary_mode(ctx.stable) if self.gen == 0 else None
+
+    def run(self) -> None:
+        ctx = self.ctx
+        transport = MpiTransport(ctx)
+        transport.send(self.master, DATA, envelope.encode("READY", self.limit, generation=self.gen, worker=ctx.stable),
+                       "READY")
+        backoff = Backoff(ctx.hot_rounds)
+        give_up = worker_give_up(ctx.deadline, ctx.policy.timeouts)
+        queue: deque[dict] = deque()  # leased WORK in the order the master sent it
+        stopped = False
+        while not stopped:
+            transport.check()
+            while (message := self._next_message(transport)) is not None:  # take everything that arrived
+                backoff.reset()
+                if message["type"] == "STOP":
+                    ctx.log.event("worker-stop", executed=self.executed, reason=message["reason"],
+                                  unstarted=len(queue))
+                    ctx.exhausted = ctx.exhausted or message["reason"] == "exhausted"
+                    stopped = True
+                    break
+                queue.append(message)
+            transport.progress()
+            if queue and not stopped:
+                work = queue.popleft()
+                ctx.injector.maybe(Phase.WORK, self.gen)
+                result = self._execute(work)
+                if self.sync_before_result:
+                    self.barrier.sync()
+                planned = (misbehave(self.adversary, self.executed, result, ctx.state.root, self.limit)
+                           if self.adversary else None)
+                for channel, payload in planned or [(DATA, result)]:
+                    transport.send(self.master, channel, payload, "RESULT")
+                continue
+            if not stopped and time.time() > give_up:
+                ctx.log.event("worker-stop", executed=self.executed, reason="no STOP from master in time")
+                break
+            if not stopped:
+                backoff.idle()
+        while transport.busy and time.time() < give_up:
+            transport.check()
+            transport.progress()
+            backoff.idle()
+        transport.close()
+        self.staging.close()
+        self.barrier.close()
+
+    def _next_message(self, transport: Transport) -> dict | None:
+        """The next acceptable message from the master (WORK or STOP); rejected ones are logged."""
+        ctx = self.ctx
+        while True:
+            try:
+                raw = transport.receive(self.master, DATA, f"data from master {self.master}")
+                if raw is None:
+                    return None
+                message = envelope.decode(raw, self.limit)
+            except ProtocolError as exc:
+                ctx.log.limited("message-rejected", self.master, source=self.master, reason=str(exc))
+                continue
+            if message["type"] == "STOP" or (
+                message["type"] == "WORK" and message["generation"] == self.gen and message["worker"] == ctx.stable
+            ):
+                return message
+            ctx.log.limited("message-rejected", self.master, source=self.master,
+                          reason=f"{message['type']} of generation {message['generation']} is not my work")
+
+    def _execute(self, work: dict) -> bytes:
+        ctx = self.ctx
+        fence = {k: work[k] for k in ("generation", "shard", "lease", "work_hash", "input_hash", "worker")}
+        started = time.perf_counter()
+        candidates: list[dict] = []
+        findings: list[dict] = []
+        stats: dict[str, float] = {}
+        error = None
+        ctx.check_executor()
+        try:
+            data = ctx.corpus.read(work["input_hash"])
+            if self.executed == 0:
+                ctx.log.event("corpus-read-verified", sha256=work["input_hash"], length=len(data))
+            deaths = self._deaths()
+            self.staging.mark_running(self.gen, work["lease"])
+            try:
+                candidates, findings, stats = self._analyze(work, data)
+            finally:
+                self.staging.mark_running(self.gen, None)
+            stats["sandbox_deaths"] = self._deaths() - deaths
+        except (IntegrityError, SymccUlfmError) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        stats["seconds"] = time.perf_counter() - started
+        self.executed += 1
+        try:
+            return envelope.encode("RESULT", self.limit, **fence, candidates=candidates, findings=findings,
+                                   stats=stats, error=error)
+        except ProtocolError:
+            ctx.log.event("result-truncated", candidates=len(candidates), reason="RESULT over the message limit")
+        while True:
+            stats["truncated"] = 1
+            for c in candidates:
+                c["coverage"] = []
+            try:
+                return envelope.encode("RESULT", self.limit, **fence, candidates=candidates, findings=findings,
+                                       stats=stats, error=error)
+            except ProtocolError:
+                keep = len(candidates) // 2
+                self.staging.discard(work["lease"], [c["sha256"] for c in candidates[keep:]])  # no RESULT names them
+                candidates = candidates[:keep]
+                named = {c["sha256"] for c in candidates} | {work["input_hash"]}
+                findings = [f for f in findings if f["sha256"] in named]
+
+    def _deaths(self) -> int:
+        return getattr(self.executor, "deaths", 0)
+
+    def _analyze(self, work: dict, data: bytes) -> tuple[list[dict], list[dict], dict[str, float]]:
+        """Run the input, stage and measure its distinct children; (candidates, findings, stats)."""
+        lease = work["lease"]
+        result = self.executor.run(data, work["hint"])
+        hints = result.hints or [None] * len(result.candidates)
+        staged: dict[str, tuple[bytes, dict | None]] = {}
+        for child, hint in zip(result.candidates, hints, strict=True):
+            if len(child) > MAX_OBJECT_BYTES:  # no reader of the corpus would take it
+                self.ctx.log.limited("candidate-dropped", "size", length=len(child), limit=MAX_OBJECT_BYTES)
+                continue
+            sha256, _ = self.staging.stage(lease, child)
+            staged.setdefault(sha256, (child, hint))
+        # coverage runs stop well before the master's lease timeout would fence this worker
+        budget = self.ctx.policy.timeouts.lease_s / 2 - result.seconds
+        measured = self.executor.measure_many([child for child, _ in staged.values()], budget_s=max(0.0, budget))
+        candidates = []
+        reports = {}
+        for (sha256, (child, hint)), m in zip(staged.items(), measured, strict=True):
+            candidates.append({"sha256": sha256, "length": len(child), "hint": hint,
+                               "coverage": sorted(m.coverage) if m is not None else []})
+            if m is not None and m.outcome.is_finding:
+                reports.setdefault((m.outcome.kind, m.outcome.signature, sha256), m.outcome.report(sha256))
+        for found in result.findings:
+            sha256 = hashlib.sha256(found.data).hexdigest()
+            if sha256 != work["input_hash"] and sha256 not in staged:  # e.g. an intermediate the engine ran
+                self.staging.stage(lease, found.data)
+                staged[sha256] = (found.data, None)
+                candidates.append({"sha256": sha256, "length": len(found.data), "hint": None, "coverage": []})
+            reports.setdefault((found.outcome.kind, found.outcome.signature, sha256), found.outcome.report(sha256))
+        stats = {
+            "generated": len(result.candidates),
+            "executions": result.executions + sum(m is not None for m in measured),
+            "solver_queries": result.solver_queries,
+            "solver_seconds": result.solver_seconds,
+            "run_seconds": result.seconds,
+        }
+        return candidates, list(reports.values())[:MAX_PER_RESULT], stats

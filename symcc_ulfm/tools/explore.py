@@ -1,0 +1,175 @@
+"""One-process exploration (``symcc-ulfm explore``): no MPI, any :class:`~.executors.base.Executor`.
+
+A generational search loop over a priority queue, novel first: inputs that added the most
+coverage ids come first (ties: older generation, then insertion order), unique inputs that
+added nothing come after them (as in SAGE, a child that flips a branch without new coverage
+may still be one step from it). Each popped input is expanded with ``executor.run``; every
+candidate is deduplicated by SHA-256, measured with ``executor.measure_many`` and *retained*
+when it adds a coverage id (an edge or a new hit-count class). Seeds, retained inputs and the
+inputs of findings are written to ``out_dir`` under their SHA-256 hex name, atomically
+(temporary file + rename), so the directory is a valid corpus at every instant; the findings
+(unique by kind and signature, with their hits) are in ``findings.json`` there. Inputs of
+``crash``, ``hang`` and ``oom`` findings are not expanded.
+
+Counters: ``generated`` counts every candidate returned by ``run``; ``unique`` and ``novel``
+count the candidates examined before the deadline (new by content / also new by coverage);
+``executions`` counts target executions: those reported by ``run`` plus one per coverage
+measurement (seeds included).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import itertools
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from ..core.finding import finding_id
+from ..executors.base import Executor, Measurement, edge_of
+from ..executors.outcome import Outcome
+
+MAX_QUEUE = 200_000
+
+
+def write_input(out_dir: Path, data: bytes) -> Path:
+    """Write ``data`` as ``out_dir/<sha256 hex>`` atomically; an existing file is left alone."""
+    target = out_dir / hashlib.sha256(data).hexdigest()
+    if not target.exists():
+        write_file(target, data)
+    return target
+
+
+def write_file(target: Path, data: bytes) -> None:
+    """Write ``target`` atomically (temporary file in the same directory + rename)."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class Findings:
+    """Unique findings of one exploration: (kind, signature) -> first input and the inputs that hit it."""
+
+    def __init__(self, out_dir: Path, started: float):
+        self.out_dir = out_dir
+        self.started = started
+        self.rows: dict[tuple[str, str], dict] = {}
+
+    def add(self, outcome: Outcome, data: bytes) -> None:
+        sha256 = write_input(self.out_dir, data).name
+        row = self.rows.setdefault((outcome.kind, outcome.signature), {
+            "id": finding_id(outcome.kind, outcome.signature), "kind": outcome.kind,
+            "signature": outcome.signature, "detail": outcome.detail, "input_sha256": sha256,
+            "first_seen_s": round(time.monotonic() - self.started, 3), "inputs": set()})
+        row["inputs"].add(sha256)
+
+    def to_json(self) -> list[dict]:
+        return [{**{k: v for k, v in row.items() if k != "inputs"}, "hits": len(row["inputs"])}
+                for row in self.rows.values()]
+
+    def write(self) -> None:
+        write_file(self.out_dir / "findings.json", (json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n").encode())
+
+
+def explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[bytes] | None = None, *,
+            stop_returned: str | None = None) -> dict:
+    """Search for ``seconds`` from ``seeds`` (default: the executor's); returns the counters.
+
+    ``stop_returned`` (optional) ends the search early once a measured input makes the target
+    return that string (tests and benchmarks use a built-in target's ``deep`` marker);
+    ``stopped_early`` reports whether it did.
+    """
+    start = time.monotonic()
+    deadline = start + float(seconds)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    order = itertools.count()
+    queue: list[tuple[int, int, int, bytes, dict | None]] = []
+    seen: set[bytes] = set()
+    covered: set[int] = set()
+    findings = Findings(out_dir, start)
+    totals = {"executions": 0, "generated": 0, "unique": 0, "novel": 0, "solver_queries": 0,
+              "solver_seconds": 0.0, "runs": 0}
+    done = False
+
+    def judge(data: bytes, measured: Measurement) -> int | None:
+        """Count one measured input: its coverage gain, or None when it is not to be expanded."""
+        nonlocal done
+        totals["executions"] += 1
+        new = measured.coverage - covered
+        covered.update(new)
+        done = done or (stop_returned is not None and measured.returned == stop_returned)
+        if measured.outcome.is_finding:
+            findings.add(measured.outcome, data)
+            if measured.outcome.terminal:
+                return None
+        return len(new)
+
+    fresh = []
+    for seed in executor.seeds() if seeds is None else seeds:
+        digest = hashlib.sha256(seed).digest()
+        if digest not in seen:
+            seen.add(digest)
+            fresh.append(bytes(seed))
+    for seed, measured in zip(fresh, executor.measure_many(fresh), strict=True):
+        write_input(out_dir, seed)
+        gain = judge(seed, measured)
+        if gain is not None:
+            heapq.heappush(queue, (-gain, 0, next(order), seed, None))
+
+    while queue and not done and time.monotonic() < deadline:
+        _, generation, _, data, hint = heapq.heappop(queue)
+        result = executor.run(data, hint)
+        totals["runs"] += 1
+        totals["executions"] += result.executions
+        totals["solver_queries"] += result.solver_queries
+        totals["solver_seconds"] += result.solver_seconds
+        totals["generated"] += len(result.candidates)
+        for found in result.findings:
+            findings.add(found.outcome, found.data)
+        hints = result.hints or [None] * len(result.candidates)
+        fresh, fresh_hints = [], []
+        for candidate, child_hint in zip(result.candidates, hints, strict=True):
+            digest = hashlib.sha256(candidate).digest()
+            if digest not in seen:
+                seen.add(digest)
+                fresh.append(candidate)
+                fresh_hints.append(child_hint)
+        measured = executor.measure_many(fresh, budget_s=max(0.0, deadline - time.monotonic()))
+        for candidate, child_hint, m in zip(fresh, fresh_hints, measured, strict=True):
+            if m is None:
+                break
+            totals["unique"] += 1
+            gain = judge(candidate, m)
+            if gain:
+                totals["novel"] += 1
+                write_input(out_dir, candidate)
+            if done:
+                break
+            if gain is not None and (gain or len(queue) < MAX_QUEUE):
+                heapq.heappush(queue, (-gain, generation + 1, next(order), candidate, child_hint))
+
+    findings.write()
+    elapsed = time.monotonic() - start
+    rate = 1.0 / elapsed if elapsed > 0 else 0.0
+    return {
+        **totals,
+        "edges": len({edge_of(c) for c in covered}),
+        "coverage_ids": len(covered),
+        "seconds": elapsed,
+        "executions_per_s": totals["executions"] * rate,
+        "solver_queries_per_s": totals["solver_queries"] * rate,
+        "queue_left": len(queue),
+        "stopped_early": done,
+        "findings_unique": len(findings.rows),
+        "findings": findings.to_json(),
+    }
