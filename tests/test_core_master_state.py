@@ -18,6 +18,7 @@ from symcc_ulfm.core import envelope
 from symcc_ulfm.core.master import events as ev
 from symcc_ulfm.core.master.machine import MasterConfig, MasterState
 from symcc_ulfm.core.master.rounds import MAX_REJECTIONS, PIPELINE
+from symcc_ulfm.core.membership import Receipt
 
 LIMIT = 1 << 20
 GEN = 0
@@ -37,8 +38,10 @@ def config(**change) -> MasterConfig:
 class Model:
     """Answers the machine's instructions like the driver would, over an in-memory WAL."""
 
-    def __init__(self, state: MasterState, corpus=(), records=()):
+    def __init__(self, state: MasterState, corpus=(), records=(), receipts=(), markers=None):
         self.state = state
+        self.receipts = tuple(receipts)
+        self.markers = dict(markers or {})  # (worker, generation) -> the lease its running marker names
         self.corpus = list(corpus)
         self.records = {r["work_hash"]: r for r in records}
         self.done: list[ev.Instruction] = []  # every instruction performed, in order
@@ -61,8 +64,10 @@ class Model:
     def perform(self, i: ev.Instruction, now: float) -> ev.Event | None:
         if isinstance(i, ev.Scan):
             return ev.Scanned(now, tuple(self.records.values()))
-        if isinstance(i, ev.Quarantine):
-            return ev.Quarantined(now, (), ())
+        if isinstance(i, ev.ReadDeaths):
+            return ev.DeathsRead(now, self.receipts)
+        if isinstance(i, ev.ReadMarkers):
+            return ev.MarkersRead(now, tuple((pair, self.markers.get(pair)) for pair in i.pairs))
         if isinstance(i, ev.ListCorpus):
             return ev.Listed(now, tuple((name, True) for name in self.corpus))
         if isinstance(i, ev.PollExhaustion):
@@ -71,7 +76,7 @@ class Model:
             return ev.Accepted(now, "refused by the store" if i.token in self.reject_accept else None)
         if isinstance(i, ev.WriteManifest):
             self.records[i.work] = {"work_hash": i.work, "state": "committing", "manifest": i.manifest,
-                                    "input_hash": i.manifest["input_hash"]}
+                                    "input_hash": i.manifest["input_hash"], "lease": i.lease}
             return ev.Committing(now)
         if isinstance(i, ev.Publish):
             return ev.Published(now, i.work, [o["sha256"] for o in self.records[i.work]["manifest"]["objects"]])
@@ -110,8 +115,8 @@ def result_for(work: dict, candidates=(), **change) -> bytes:
     return envelope.encode("RESULT", LIMIT, **message)
 
 
-def started(corpus=(), records=(), **change) -> Model:
-    model = Model(MasterState(config(**change)), corpus, records)
+def started(corpus=(), records=(), receipts=(), markers=None, **change) -> Model:
+    model = Model(MasterState(config(**change)), corpus, records, receipts, markers)
     model.feed(ev.Start(1.0))
     return model
 
@@ -119,10 +124,10 @@ def started(corpus=(), records=(), **change) -> Model:
 # -- start ---------------------------------------------------------------------------------------
 
 
-def test_start_scans_quarantines_lists_then_is_ready():
+def test_start_scans_lists_then_is_ready():
     model = Model(MasterState(config()), corpus=[h(1), h(2)])
     kinds = [type(i) for i in model.feed(ev.Start(1.0))]
-    assert kinds == [ev.Scan, ev.Quarantine, ev.ListCorpus, ev.Log]
+    assert kinds == [ev.Scan, ev.ListCorpus, ev.Log]  # nothing lapsed: no deaths to read
     (line,) = model.logs("master-ready")
     assert line.fields["frontier"] == 2 and line.fields["replayed"] == 0
     assert line.stimulus == "start-1"  # every instruction of the start carries its stimulus
@@ -142,8 +147,7 @@ def test_committing_records_it_owns_are_replayed_then_rescanned_and_counted():
     assert isinstance(out[-1], ev.Scan)
     assert [i.fields["replayed"] for i in out if isinstance(i, ev.Log) and i.event == "commit"] == [True]
     out = state.handle(ev.Scanned(1.0, (done,)))
-    assert isinstance(out[-1], ev.Quarantine) and out[-1].lapsed == ()
-    state.handle(ev.Quarantined(1.0, (), ()))
+    assert isinstance(out[-1], ev.ListCorpus)
     out = state.handle(ev.Listed(2.0, ()))
     assert out[0].fields["replayed"] == 1 and out[0].fields["seconds"] == 1.0
 
@@ -154,17 +158,71 @@ def test_a_replay_left_committing_by_an_integrity_error_is_logged_not_counted():
     state.handle(ev.Start(1.0))
     state.handle(ev.Scanned(1.0, (committing,), problems=((h("bad"), "torn record"),)))
     out = state.handle(ev.Replayed(1.0, h("w"), None, "object tampered"))
-    assert isinstance(out[-1], ev.Quarantine)  # nothing replayed: no second scan
+    assert isinstance(out[-1], ev.ListCorpus)  # nothing replayed: no second scan
     assert [i.fields["work_hash"] for i in out if isinstance(i, ev.Log)] == [h("w")]
     assert state.frontier.totals["analyzed"] == 0
 
 
 def test_lapsed_leases_of_older_generations_go_first():
     lapsed = {"work_hash": h("w"), "input_hash": h("lapsed"), "state": "leased",
-              "lease": {"generation": 0, "master": 0, "shard": "g0-m0", "token": "0.0.1", "worker": 1}}
+              "lease": {"generation": 0, "master": 0, "shard": "g0-m0", "token": "0.0.1", "worker": 1},
+              "history": []}
     model = started(corpus=[h(1), h("lapsed")], records=[lapsed], generation=1)
     assert model.logs("master-ready")[0].fields["reclaimed"] == 1
     assert model.state.queue.next_input() == h("lapsed")
+
+
+def poisoned_record(generations, running=True):
+    """A leased record whose lease of each generation in ``generations`` was held by worker 1."""
+    leases = [{"generation": g, "master": 0, "shard": f"g{g}-m0", "token": f"{g}.0.1", "worker": 1}
+              for g in generations]
+    record = {"work_hash": h("pw"), "input_hash": h("poison"), "state": "leased", "lease": leases[-1],
+              "history": leases[:-1]}
+    markers = {(1, g): (f"{g}.0.1" if running else None) for g in generations}
+    return record, markers
+
+
+def recovery(generation, missing):
+    return Receipt(generation=generation, previous_sha256="0" * 64, missing=tuple(missing), promoted=(),
+                   snapshot_sha256="0" * 64, layout_sha256="0" * 64)
+
+
+@pytest.mark.parametrize("deaths, running, quarantined", [
+    ((1, 2), True, True),     # worker 1 died executing it in generations 0 and 1
+    ((1,), True, False),      # one strike is not enough (poison_deaths = 2)
+    ((1, 2), False, False),   # it died holding the lease, but was executing another input
+])
+def test_a_lapsed_input_whose_leases_killed_poison_deaths_workers_is_quarantined(deaths, running, quarantined):
+    record, markers = poisoned_record((0, 1), running)
+    receipts = [recovery(g, [1]) for g in deaths]
+    model = started(corpus=[h("poison")], records=[record], receipts=receipts, markers=markers, generation=2)
+    kinds = [type(i) for i in model.done]
+    if not quarantined:
+        assert ev.WriteManifest not in kinds and model.state.queue.next_input() == h("poison")
+        assert model.logs("master-ready")[0].fields["quarantined"] == 0
+        return
+    (write,) = [i for i in model.done if isinstance(i, ev.WriteManifest)]
+    manifest = write.manifest
+    assert manifest["worker"] == manifest["master"] == 0 and manifest["objects"] == []
+    assert [f["kind"] for f in manifest["findings"]] == ["crash"]
+    assert [s["generation"] for s in manifest["quarantine"]["strikes"]] == [0, 1]
+    # manifest, barrier, publication, barrier, done: the orderings of any commit
+    order = [k for k in kinds if k in (ev.WriteManifest, ev.Barrier, ev.Publish, ev.MarkDone, ev.CloseBatch)]
+    assert order == [ev.WriteManifest, ev.Barrier, ev.Publish, ev.Barrier, ev.MarkDone, ev.CloseBatch]
+    ready_line = model.logs("master-ready")[0].fields
+    assert ready_line["quarantined"] == 1 and ready_line["reclaimed"] == 0
+    assert model.state.queue.next_input() is None  # settled: never leased again
+    assert model.logs("input-quarantined")[0].fields["workers"] == [1, 1]
+
+
+def test_a_poison_input_settled_meanwhile_is_skipped_not_quarantined():
+    record, markers = poisoned_record((0, 1))
+    model = Model(MasterState(config(generation=2)), [h("poison")], [record], [recovery(1, [1]), recovery(2, [1])],
+                  markers)
+    model.lease_outcome[h("poison")] = "done"
+    model.feed(ev.Start(1.0))
+    assert not [i for i in model.done if isinstance(i, ev.WriteManifest)]
+    assert model.logs("quarantine-skipped")[0].fields["outcome"] == "done"
 
 
 # -- none -> leased -> committing -> done --------------------------------------------------------
@@ -179,7 +237,8 @@ def test_work_is_sent_only_after_the_barrier_that_makes_its_lease_durable():
     assert kinds[-1] is ev.CloseBatch
     (work,) = model.sent("WORK")
     assert work["input_hash"] == h(1) and work["worker"] == 1
-    assert {i.stimulus for i in performed} == {"tick-6"}  # the tick's id, through every fact
+    (stimulus,) = {i.stimulus for i in performed}  # the tick's id, through every fact
+    assert stimulus.startswith("tick-")
 
 
 def test_a_result_is_committed_then_published_and_done_in_the_next_round():

@@ -173,7 +173,9 @@ def test_a_full_disk_stops_the_campaign_with_exit_7_and_the_reason_and_resume_pa
 def adversary(tmp_path: Path, mode: str, *args: str) -> tuple[dict, list[dict]]:
     from symcc_ulfm.core.modes import FileModes
     from symcc_ulfm.core.policy import build_policy
-    from symcc_ulfm.launch.prepare import conclude, prepare_state_dir, release, run_job
+    from symcc_ulfm.launch.conclude import conclude
+    from symcc_ulfm.launch.job import run_job
+    from symcc_ulfm.launch.prepare import prepare_state_dir, release
 
     policy = build_policy(executor="simulate", executor_options={"cost_s": 0.02}, failure_schedule="", deadline_s=5.0,
                           ranks=4, warm_spares=0, workers_per_master=3)

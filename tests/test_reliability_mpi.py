@@ -17,7 +17,9 @@ from helpers_mpi import FAST_SIMULATE, launch
 from symcc_ulfm.core.modes import FileModes
 from symcc_ulfm.core.policy import build_policy
 from symcc_ulfm.gates.faults import SCENARIOS, format_table, run_scenario
-from symcc_ulfm.launch.prepare import conclude, prepare_state_dir, run_job
+from symcc_ulfm.launch.conclude import conclude
+from symcc_ulfm.launch.job import run_job
+from symcc_ulfm.launch.prepare import prepare_state_dir
 
 pytestmark = pytest.mark.mpi
 BY_NAME = {s.name: s for s in SCENARIOS}

@@ -52,7 +52,9 @@ def _timeouts(pairs: list[str] | None) -> dict[str, float]:
 def cmd_launch(args: argparse.Namespace) -> int:
     from ..core.modes import modes_from_env
     from ..core.policy import build_policy
-    from ..launch.prepare import check_executor, conclude, prepare_state_dir, run_job
+    from ..launch.conclude import conclude
+    from ..launch.job import run_job
+    from ..launch.prepare import check_executor, prepare_state_dir
     from ..tools.seeds import read_seed_dir
 
     modes = modes_from_env(os.environ)
@@ -106,7 +108,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
     if not verdict["passed"]:
         lines.append("last job output:\n" + job.tail())
     _emit(args, verdict, "\n".join(lines))
-    return launch_exit(verdict, job, (state.root / "outcome.json").exists())
+    return launch_exit(verdict, job, state.outcome.exists())
 
 
 def _distinct(errors: list[tuple[int, str]]) -> list[tuple[int, str]]:

@@ -4,7 +4,9 @@ For protocol, recovery and control-plane work where the symbolic engine is not t
 Children of an input are SHA-256 derivations drawn from a finite space (``space``), so
 duplicates happen as they do in real campaigns; coverage is drawn from a finite edge universe
 (``edges``), so novelty saturates. ``cost_s`` per run is spent sleeping (``cost_mode=sleep``,
-the default: many ranks on few cores) or computing (``cost_mode=cpu``).
+the default: many ranks on few cores) or computing (``cost_mode=cpu``). With ``findings=N``,
+one input in ``N`` (by its hash) is reported as an ``exception`` finding of one of three
+signatures, so that the finding path (RESULT, manifest, deduplication) runs without a target.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import time
 from typing import Any
 
 from ..errors import PolicyError
-from .base import Executor, Measurement, RunResult, coverage_id
+from .base import Executor, Finding, Measurement, RunResult, coverage_id
+from .outcome import Outcome
 
 VERSION = 1
-_DEFAULTS = {"cost_s": 0.05, "cost_mode": "sleep", "children": 5, "space": 50_000, "edges": 2048, "seeds": 4}
+_DEFAULTS = {"cost_s": 0.05, "cost_mode": "sleep", "children": 5, "space": 50_000, "edges": 2048, "seeds": 4,
+             "findings": 0}
 
 
 class SimulateExecutor(Executor):
@@ -39,6 +43,8 @@ class SimulateExecutor(Executor):
         for key in ("children", "space", "edges", "seeds"):
             if type(o[key]) is not int or not 1 <= o[key] <= 10**9:
                 raise PolicyError(f"executor_options.{key}", f"{o[key]!r}: expected a positive integer")
+        if type(o["findings"]) is not int or not 0 <= o["findings"] <= 10**9:
+            raise PolicyError("executor_options.findings", f"{o['findings']!r}: expected 0 (none) or a positive integer")
 
     @property
     def execution_limit_s(self) -> float:
@@ -64,7 +70,12 @@ class SimulateExecutor(Executor):
         for i in range(self.options["children"]):
             slot = int.from_bytes(self._h("child", data, i)[:8], "big") % self.options["space"]
             children.append(self._h("input", slot)[: 8 + slot % 25])
-        return RunResult(candidates=children, executions=1, seconds=time.perf_counter() - started)
+        findings = []
+        draw = int.from_bytes(self._h("finding", data)[:8], "big")
+        if self.options["findings"] and draw % self.options["findings"] == 0:
+            outcome = Outcome("exception", f"simulated exception {draw % 3}", "a finding drawn by the simulate executor")
+            findings.append(Finding(outcome, data))
+        return RunResult(candidates=children, executions=1, seconds=time.perf_counter() - started, findings=findings)
 
     def measure(self, data: bytes) -> Measurement:
         digest = self._h("coverage", data)

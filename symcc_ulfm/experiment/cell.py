@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.modes import FileModes
-from ..launch.prepare import JobResult, conclude, prepare_state_dir, release, run_job
+from ..launch.conclude import conclude
+from ..launch.job import JobResult, run_job
+from ..launch.prepare import prepare_state_dir, release
 from ..store.atomic import write_new
 from ..store.dirs import ensure_dir
 from ..store.findings import read_findings
@@ -66,7 +68,7 @@ def first_finding_s(state: StateDir) -> float | None:
 def campaign_seconds(state_dir: Path) -> float | None:
     """How long the campaign ran by its own outcome record, or ``None`` when it never ended."""
     try:
-        outcome = read_json(state_dir / "outcome.json")
+        outcome = read_json(StateDir(state_dir).outcome)
         return float(outcome["ended_at"]) - float(outcome["started_at"])
     except (FileNotFoundError, ValueError, KeyError, TypeError):
         return None

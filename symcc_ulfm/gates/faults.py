@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..launch import child as launch_process
-from ..launch.job import JOB_OUTPUT
+from ..store.paths import StateDir
 from ..store.runlog import Event, read_events, read_log
 
 SIMULATE = ["--executor", "simulate", "--executor-option", "cost_s=0.02"]
@@ -117,7 +117,7 @@ def _wait_for(predicate: Callable[[], object], limit: float) -> object:
 
 
 def _pid_of(state: Path, rank: int) -> int | None:
-    for row in read_log(state / "logs" / f"rank-{rank}.jsonl"):
+    for row in read_log(StateDir(state).rank_log(rank)):
         if row["event"] == Event.STARTUP:
             return row["pid"]
     return None
@@ -218,7 +218,7 @@ def _run_scenario(scenario: Scenario, state: Path, deadline_s: float) -> Outcome
                        f"{verdict.get('job_seconds')} s; rank errors {verdict.get('rank_errors', [])[:3]}; "
                        f"notes {verdict.get('notes', [])[:3]}")
         with contextlib.suppress(OSError):
-            reasons.append("job output: " + (state / JOB_OUTPUT).read_text(errors="replace")[-1500:])
+            reasons.append("job output: " + StateDir(state).job_output.read_text(errors="replace")[-1500:])
     if verdict.get("lost_objects", 1) != 0 or verdict.get("double_counted", 1) != 0:
         reasons.append(f"lost {verdict.get('lost_objects')} / double-counted {verdict.get('double_counted')}")
     missing = frozenset(m for r in verdict.get("receipts", []) for m in r["missing"])

@@ -29,7 +29,9 @@ from ..core.reference import REFERENCE
 from ..errors import CheckFailed, ConfigError, SymccUlfmError
 from ..evidence import provenance
 from ..evidence.oracle.judge import judge
-from ..launch.prepare import JobResult, check_executor, conclude, prepare_state_dir, run_job
+from ..launch.conclude import conclude
+from ..launch.job import JobResult, run_job
+from ..launch.prepare import check_executor, prepare_state_dir
 from ..store.paths import StateDir
 from .netns.access import ensure_access
 from .netns.agent import prrte_arguments
@@ -124,7 +126,7 @@ def run_gate(out: Path, wrong_mode_check: bool = False, echo=print) -> dict:
         problems += found
     problems += [f"teardown left {line}" for line in session.report["left"]]
     provenance.write(out / "provenance.json", record)
-    (out / "oracle.json").write_bytes((state.root / "oracle.json").read_bytes())
+    (out / "oracle.json").write_bytes(state.verdict.read_bytes())
     gate["seconds"] = round(time.monotonic() - started, 3)
     return _conclude_gate(out, gate, problems, echo)
 

@@ -1,6 +1,6 @@
-"""The final corpus's coverage: replay the public corpus through the executor's coverage, once, after the job.
+"""After the job: the final corpus's coverage, then the oracle's verdict (:func:`conclude`).
 
-Counted independently of what the masters judged during the campaign, and written to
+The coverage replays the public corpus through the executor's coverage, once, counted independently of what the masters judged during the campaign, and written to
 ``endpoint.json`` in the state directory (the counter DESIGN.md §8 calls "endpoint edges":
 the oracle reports its ``edges``). The
 executor is the contained one (target code never runs in ``launch``); inputs of ``crash``,
@@ -10,18 +10,20 @@ budget: what it could not measure in time is counted in ``unmeasured``, never wa
 
 from __future__ import annotations
 
-import json
 import time
+from pathlib import Path
 
 from ..core.canonical import canonical_json, digest
-from ..core.policy import Policy
+from ..errors import CheckFailed, StoreError, SymccUlfmError
+from ..evidence.oracle.judge import judge
 from ..executors import create
 from ..executors.base import edge_of
 from ..store.atomic import write_replace
 from ..store.corpus import Corpus
 from ..store.findings import terminal_inputs
+from ..store.joblock import ranks_gone
 from ..store.paths import StateDir
-from ..store.reads import read_bytes
+from ..store.policy_file import read_policy
 
 FINAL_COVERAGE_FORMAT = "symcc-ulfm-endpoint/2"
 BATCH = 256
@@ -29,7 +31,7 @@ BATCH = 256
 
 def measure_final_coverage(state: StateDir) -> dict:
     """Measure the corpus within the policy's ``timeouts.endpoint_s``; write and return endpoint.json."""
-    policy = Policy.from_json(json.loads(read_bytes(state.policy)))
+    policy, _ = read_policy(state)
     corpus = Corpus(state.corpus, state.modes.corpus, state.modes.snapshot)
     skipped = terminal_inputs(state)
     names = [name for name in corpus.names() if name not in skipped]
@@ -65,3 +67,34 @@ def measure_final_coverage(state: StateDir) -> dict:
     }
     write_replace(state.endpoint, canonical_json(result), state.modes.snapshot)
     return result
+
+
+def conclude(state: StateDir, minimum_hosts: int | None = None) -> dict:
+    """After the job, once every rank is gone: re-measure the final corpus's coverage (contained,
+    bounded in time), run the oracle, store its verdict. A target that fails the measurement
+    costs the endpoint-edges figure, never the verdict; a verdict that cannot be stored (a full disk) is still
+    returned, with ``store_error`` saying why."""
+    left = ranks_gone(state.root, state.modes.snapshot, 2.0)
+    if left:
+        raise CheckFailed(f"ranks {left} still run on {state.root}; not judging a state that may still change")
+    store_error = None
+    if state.outcome.exists():
+        try:
+            measure_final_coverage(state)
+        except SymccUlfmError as exc:  # the measurement or its file: recorded instead, if it can be
+            store_error = _store(state.endpoint, {"error": f"{type(exc).__name__}: {exc}"[:2000]}, state)
+    verdict = judge(state.root, minimum_hosts=minimum_hosts)
+    store_error = _store(state.verdict, verdict, state) or store_error
+    if store_error:
+        verdict["store_error"] = store_error
+        verdict["notes"].append(store_error)
+    return verdict
+
+
+def _store(path: Path, value: dict, state: StateDir) -> str | None:
+    try:
+        write_replace(path, canonical_json(value), state.modes.snapshot)
+    except StoreError as exc:
+        return f"{path.name} not written: {exc}"
+    return None
+

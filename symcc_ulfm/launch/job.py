@@ -25,6 +25,7 @@ import contextlib
 import ctypes
 import os
 import re
+import shlex
 import signal
 import subprocess
 import threading
@@ -39,8 +40,9 @@ from ..core.policy import Policy
 from ..errors import CheckFailed, ConfigError, Interrupted
 from ..store.joblock import RanksProbe, open_state_file, ranks_gone
 from ..store.paths import StateDir
+from .mpiexec import job_environment, mpiexec_command
+from .prepare import hold
 
-JOB_OUTPUT = "job-output.txt"
 TAIL_BYTES = 64 << 10
 EARLIER_RANKS_S = 10.0  # how long a new job waits for the ranks of an earlier one to be gone
 START_ATTEMPTS = 3  # starts of a job whose mpiexec fails before any rank started (see _ranks_started)
@@ -69,12 +71,22 @@ class JobResult:
 def run_job(
     policy: Policy,
     state: StateDir,
-    command: list[str],
     echo: Callable[[str], None] = print,
-    env: dict[str, str] | None = None,
+    extra_args: list[str] | None = None,
+    env_overrides: dict[str, str] | None = None,
+    command_prefix: list[str] | None = None,
 ) -> JobResult:
-    """Run ``command`` (the campaign job) for ``state``; kill it when it overruns or ``launch`` is
-    stopped; return once every rank of it is gone (see the module docstring)."""
+    """Run the campaign job for ``state`` (``mpiexec_command``, after ``command_prefix``; the exact
+    command is echoed first); kill it when it overruns or ``launch`` is stopped; return once every
+    rank of it is gone (see the module docstring)."""
+    hold(state)
+    command = [*(command_prefix or []), *mpiexec_command(policy, state.root, state.modes, extra=extra_args)]
+    echo("+ " + shlex.join(command))
+    env = {**job_environment(state.modes), **(env_overrides or {})}
+    return _supervise(policy, state, command, env)
+
+
+def _supervise(policy: Policy, state: StateDir, command: list[str], env: dict[str, str]) -> JobResult:
     left = ranks_gone(state.root, state.modes.snapshot, EARLIER_RANKS_S)
     if left:
         raise ConfigError("state_dir", f"ranks of an earlier job (pids {left}) still run on {state.root}; "
@@ -84,7 +96,7 @@ def run_job(
     with _stopped_by_signals():
         for attempt in range(1, START_ATTEMPTS + 1):
             attempt_wall = time.time()
-            output = _open_output(state.root / JOB_OUTPUT, state.modes.snapshot)  # the tee closes it
+            output = _open_output(state.job_output, state.modes.snapshot)  # the tee closes it
             process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
             tee = _Tee(process.stdout, output)
@@ -103,7 +115,7 @@ def run_job(
                 notes.append(f"mpiexec exited {returncode} before any rank started (attempt {attempt}: "
                              f"{_last_line(tee.tail())}); started again")
                 time.sleep(START_RETRY_S)
-    return JobResult(command, returncode, time.monotonic() - started, timed_out, state.root / JOB_OUTPUT,
+    return JobResult(command, returncode, time.monotonic() - started, timed_out, state.job_output,
                      tee.tail(), tee.error, tee.errors(), notes)
 
 
@@ -192,7 +204,7 @@ class _Tee(threading.Thread):
                         while view:
                             view = view[os.write(self.fd, view):]
                     except OSError as exc:  # keep reading: a full disk must not stop the job's output
-                        self.error = f"{JOB_OUTPUT} is incomplete: {exc.strerror or exc}"
+                        self.error = f"job-output.txt is incomplete: {exc.strerror or exc}"
         finally:
             os.close(self.fd)
 

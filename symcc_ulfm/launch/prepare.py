@@ -1,50 +1,38 @@
-"""``symcc-ulfm launch``: prepare the state directory, run the mpiexec job, bound it in time.
-
-The job's own exit status is a fact, not the verdict: ``mpiexec`` returns 86 when a victim of
-an injected failure exits, and 0 when the victim was SIGKILLed. The oracle decides, once every
-rank of the job is gone (``job.py``).
+"""Preparing a campaign's state directory: the executor probe, the policy and identity, the seeds.
 
 A state directory is used only when nobody else can change it (``store.trust``) and by one
 launch at a time (``store.joblock``): :func:`prepare_state_dir` takes the directory's
-``launch.lock`` and holds it until :func:`release` or the end of the process.
+``launch.lock`` and holds it (:func:`hold`) until :func:`release` or the end of the process.
 """
 
 from __future__ import annotations
 
 import json
-import shlex
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.budget import check_lease
-from ..core.canonical import canonical_json, digest
-from ..core.limits import MAX_POLICY_BYTES, MAX_SMALL_JSON_BYTES
+from ..core.canonical import digest
+from ..core.limits import MAX_SMALL_JSON_BYTES
 from ..core.modes import FileModes
 from ..core.policy import Policy
-from ..errors import CheckFailed, IntegrityError, PolicyError, StoreError, SymccUlfmError, WalCorruption
-from ..evidence.oracle.judge import judge
+from ..errors import IntegrityError, PolicyError, WalCorruption
 from ..executors import create
 from ..executors.sandbox.forkserver import grace_s
 from ..executors.sandbox.parent import Sandbox
-from ..store.atomic import write_new, write_replace
 from ..store.corpus import Corpus
 from ..store.dirs import ensure_dir
 from ..store.heartbeat import last_heartbeat
 from ..store.identity import require_same, write_identity
-from ..store.joblock import OwnerLock, ranks_gone
+from ..store.joblock import OwnerLock
 from ..store.paths import StateDir
+from ..store.policy_file import holds_policy, write_policy
 from ..store.reads import read_bytes
 from ..store.runlog import last_event_time
 from ..store.snapshots import SnapshotStore
 from ..store.trust import check_entries, check_layout, check_state_dir
 from ..store.wal import WorkWAL
-from .conclude import measure_final_coverage
-from .job import JOB_OUTPUT, JobResult
-from .job import run_job as _run_job
-from .mpiexec import job_environment, mpiexec_command
 
-__all__ = ["JOB_OUTPUT", "JobResult", "check_executor", "conclude", "prepare_state_dir", "release", "run_job"]
 _OWNED: dict[Path, OwnerLock] = {}  # state directories this process holds (prepare_state_dir .. release)
 
 
@@ -94,7 +82,7 @@ def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume:
     check_state_dir(state.root)
     ensure_dir(state.root, modes.snapshot_dir)
     check_state_dir(state.root)  # what was created, and what a racing creator may have put there
-    _OWNED[state.root] = _own(state)
+    hold(state)
     try:
         _prepare(policy, state, resume, probe, new_seeds)
     except BaseException:
@@ -103,10 +91,10 @@ def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume:
     return state
 
 
-def _own(state: StateDir) -> OwnerLock:
-    if state.root in _OWNED:
-        return _OWNED.pop(state.root)
-    return OwnerLock(state.root, state.modes.snapshot)
+def hold(state: StateDir) -> None:
+    """Hold the state directory's ``launch.lock`` in this process (kept when held already)."""
+    if state.root not in _OWNED:
+        _OWNED[state.root] = OwnerLock(state.root, state.modes.snapshot)
 
 
 def release(state: StateDir) -> None:
@@ -117,11 +105,10 @@ def release(state: StateDir) -> None:
 
 
 def _prepare(policy: Policy, state: StateDir, resume: bool, probe: ExecutorProbe, new_seeds: bool) -> None:
-    data = policy.to_bytes()
     if state.policy.exists():
         if not resume:
             raise PolicyError("state_dir", f"{state.root} already holds a campaign; use --resume or a new directory")
-        if read_bytes(state.policy, limit=MAX_POLICY_BYTES) != data:
+        if not holds_policy(state, policy):
             raise PolicyError("state_dir", f"{state.root} holds a campaign with a different policy; cannot resume")
         if _finished(state) == "deadline-reached":
             raise PolicyError("state_dir", f"the campaign in {state.root} already reached its deadline; nothing to resume")
@@ -133,7 +120,7 @@ def _prepare(policy: Policy, state: StateDir, resume: bool, probe: ExecutorProbe
     if resume:
         raise PolicyError("state_dir", f"{state.root} holds no campaign to resume")
     state.create()
-    write_new(state.policy, data, state.modes.snapshot)
+    write_policy(state, policy)
     write_identity(state.executor, probe.identity, state.modes.snapshot)
     _publish_seeds(state, probe.seeds)
 
@@ -144,11 +131,11 @@ def _finished(state: StateDir) -> str | None:
     Only a campaign that reached its deadline is over: one that stopped because its search was
     exhausted or too few members were left may be resumed with the budget it has left."""
     try:
-        outcome = json.loads(read_bytes(state.root / "outcome.json", limit=MAX_SMALL_JSON_BYTES))
+        outcome = json.loads(read_bytes(state.outcome, limit=MAX_SMALL_JSON_BYTES))
     except FileNotFoundError:
         return None
     except (ValueError, RecursionError):
-        raise IntegrityError(f"{state.root / 'outcome.json'} is not JSON") from None
+        raise IntegrityError(f"{state.outcome} is not JSON") from None
     return outcome.get("status") if isinstance(outcome, dict) else None
 
 
@@ -176,53 +163,3 @@ def preflight(state: StateDir) -> None:
         raise WalCorruption(f"{len(problems)} WAL record(s) cannot be trusted; refusing to resume: " + "; ".join(problems))
     last_event_time(state.logs, before=float("inf"))  # every log and heartbeat is a regular file
     last_heartbeat(state.logs, before=float("inf"))
-
-
-def run_job(
-    policy: Policy,
-    state: StateDir,
-    echo: Callable[[str], None] = print,
-    extra_args: list[str] | None = None,
-    env_overrides: dict[str, str] | None = None,
-    command_prefix: list[str] | None = None,
-) -> JobResult:
-    """Run the campaign job (``job.run_job``); prints the exact command first."""
-    if state.root not in _OWNED:
-        _OWNED[state.root] = _own(state)
-    command = mpiexec_command(policy, state.root, state.modes, extra=extra_args)
-    command = [*(command_prefix or []), *command]
-    echo("+ " + shlex.join(command))
-    env = job_environment(state.modes)
-    env.update(env_overrides or {})
-    return _run_job(policy, state, command, echo=echo, env=env)
-
-
-def conclude(state: StateDir, minimum_hosts: int | None = None) -> dict:
-    """After the job, once every rank is gone: re-measure the final corpus's coverage (contained,
-    bounded in time), run the oracle, store its verdict. A target that fails the measurement
-    costs the endpoint-edges figure, never the verdict; a verdict that cannot be stored (a full disk) is still
-    returned, with ``store_error`` saying why."""
-    left = ranks_gone(state.root, state.modes.snapshot, 2.0)
-    if left:
-        raise CheckFailed(f"ranks {left} still run on {state.root}; not judging a state that may still change")
-    store_error = None
-    if (state.root / "outcome.json").exists():
-        try:
-            measure_final_coverage(state)
-        except SymccUlfmError as exc:  # the measurement or its file: recorded instead, if it can be
-            store_error = _store(state.endpoint, {"error": f"{type(exc).__name__}: {exc}"[:2000]}, state)
-    verdict = judge(state.root, minimum_hosts=minimum_hosts)
-    store_error = _store(state.root / "oracle.json", verdict, state) or store_error
-    if store_error:
-        verdict["store_error"] = store_error
-        verdict["notes"].append(store_error)
-    return verdict
-
-
-def _store(path: Path, value: dict, state: StateDir) -> str | None:
-    try:
-        write_replace(path, canonical_json(value), state.modes.snapshot)
-    except StoreError as exc:
-        return f"{path.name} not written: {exc}"
-    return None
-

@@ -20,24 +20,24 @@ from mpi4py import MPI
 from ..core import envelope
 from ..core.budget import consumed_after, final_agreement_s
 from ..core.canonical import canonical_json, sha256_hex
-from ..core.limits import MAX_POLICY_BYTES
 from ..core.membership import initial_membership, resume
 from ..core.modes import modes_from_env
-from ..core.policy import Policy
 from ..core.schedule import Phase
-from ..errors import CapabilityError, CheckFailed, PolicyError, ProtocolError, SymccUlfmError
+from ..errors import CapabilityError, CheckFailed, ProtocolError, SymccUlfmError
 from ..runtime.backoff import Backoff, hot_rounds_for
+from ..runtime.master_driver import MasterDriver
 from ..runtime.worker_loop import WorkerLoop
 from ..store.atomic import write_replace
-from ..store.heartbeat import Heartbeat, heartbeat_path, last_heartbeat
+from ..store.heartbeat import Heartbeat, last_heartbeat
 from ..store.joblock import RanksLock
-from ..store.reads import read_bytes
+from ..store.paths import StateDir
+from ..store.policy_file import read_policy
 from ..store.runlog import Event, last_event_time
 from ..store.trust import check_layout
 from .capability import compare, probe, require_ulfm
+from .channels import MpiTransport
 from .context import RankContext
 from .ft import ops_for
-from .master import run_master
 from .recovery import recover
 from .requests import (
     TAG_CONTROL,
@@ -53,18 +53,6 @@ from .watchdog import bounded
 OUTCOME_FORMAT = "symcc-ulfm-outcome/1"
 DEFAULT_STARTUP_S = 60.0
 _BLOB_WIDTH = 8192
-
-
-def load_policy(state_root: Path) -> tuple[Policy, str]:
-    """The policy file must be canonical: its bytes are what the ranks' SHA-256 is taken over."""
-    raw = read_bytes(Path(state_root) / "policy.json", limit=MAX_POLICY_BYTES)
-    try:
-        policy = Policy.from_json(json.loads(raw))
-    except ValueError as exc:
-        raise PolicyError("policy.json", f"not valid JSON: {exc}") from None
-    if policy.to_bytes() != raw:
-        raise PolicyError("policy.json", "not in canonical form; write it with symcc-ulfm launch")
-    return policy, sha256_hex(raw)
 
 
 def start(state_root: Path, comm: MPI.Comm) -> RankContext:
@@ -151,7 +139,7 @@ def _open(state_root: Path, world: MPI.Comm, stable: int) -> tuple[RankContext |
     lock = None
     try:
         modes = modes_from_env(os.environ)
-        policy, _ = load_policy(state_root)  # only reads: a state this rank cannot read fails here, named
+        policy, _ = read_policy(StateDir(state_root, modes))  # only reads: a state this rank cannot read fails here, named
         lock = RanksLock(state_root, modes.snapshot, DEFAULT_STARTUP_S)
         check_layout(state_root)
         ctx = RankContext.open(state_root, modes, policy, stable, world, ops_for(policy.ulfm))
@@ -221,28 +209,37 @@ def final_agreement(ctx: RankContext) -> None:
         ctx.log.event("final-agreement-timeout", error=str(exc))
 
 
-def run_generation(ctx: RankContext) -> None:
+def run_generation(ctx: RankContext) -> bool:
+    """This rank's role in one generation, over the MPI transport; whether the generation ended
+    because the search is exhausted (``core.master.termination``) rather than at the deadline."""
     role = start_generation(ctx)
     if role == "master":
-        run_master(ctx)
+        driver = MasterDriver(ctx, MpiTransport(ctx))
+        try:
+            driver.prepare()
+            reason = driver.run()
+        finally:
+            driver.close()
     elif role == "worker":
-        WorkerLoop(ctx).run()
-    elif role == "spare":
-        wait_as_spare(ctx)
+        reason = WorkerLoop(ctx, MpiTransport(ctx)).run()
+    else:
+        reason = wait_as_spare(ctx)
     final_agreement(ctx)
+    return reason == "exhausted"
 
 
-def wait_as_spare(ctx: RankContext) -> None:
+def wait_as_spare(ctx: RankContext) -> str:
     """A warm spare waits on the global communicator until the deadline, a recovery, or the
     coordinator's notice that the search is exhausted.
 
     It joins the final agreement only then: an agreement left pending while the others never
-    enter it would be reported as incomplete by every rank at finalize.
+    enter it would be reported as incomplete by every rank at finalize. Returns why it stopped
+    waiting (``exhausted`` or ``deadline``).
     """
     ctx.injector.maybe(Phase.IDLE, ctx.generation)
     notices = Mailbox(ctx.global_comm, MPI.ANY_SOURCE, TAG_CONTROL, ctx.policy.max_message_bytes)
     backoff = Backoff(ctx.hot_rounds)
-    while time.time() < ctx.deadline and not ctx.exhausted:
+    while time.time() < ctx.deadline:
         ctx.check_revocation()
         try:
             raw = notices.test("exhaustion notice")
@@ -252,10 +249,11 @@ def wait_as_spare(ctx: RankContext) -> None:
             continue
         if notice is not None:
             if notice["type"] == "EXHAUSTED" and notice["generation"] == ctx.generation:
-                ctx.exhausted = True
+                return "exhausted"
             else:
                 ctx.log.limited("message-rejected", None, reason=f"{notice['type']} on the control tag of a spare")
         backoff.idle()
+    return "deadline"
 
 
 def write_outcome(ctx: RankContext, status: str) -> dict:
@@ -271,7 +269,7 @@ def write_outcome(ctx: RankContext, status: str) -> dict:
         "writer": ctx.stable,
     }
     if ctx.stable == min(ctx.membership.live):
-        write_replace(ctx.state.root / "outcome.json", canonical_json(outcome), ctx.state.modes.snapshot)
+        write_replace(ctx.state.outcome, canonical_json(outcome), ctx.state.modes.snapshot)
     return outcome
 
 
@@ -282,7 +280,7 @@ def run_campaign(state_root: str | Path, comm: MPI.Comm | None = None, finalize:
     engines keep MPI alive and leave it False.
     """
     ctx = start(Path(state_root), comm or MPI.COMM_WORLD)
-    heartbeat = Heartbeat(heartbeat_path(ctx.state.logs, ctx.stable), ctx.state.modes.snapshot).start()
+    heartbeat = Heartbeat(ctx.state.heartbeat(ctx.stable), ctx.state.modes.snapshot).start()
     try:
         return _run(ctx, finalize)
     except BaseException as exc:
@@ -317,12 +315,12 @@ def _run(ctx: RankContext, finalize: bool) -> dict:
             raise CheckFailed(f"generation {ctx.generation} has {len(ctx.membership.active)} active endpoint(s): "
                               "a campaign needs at least one master and one worker; stopping with state intact")
         try:
-            run_generation(ctx)
+            exhausted = run_generation(ctx)
             break
         except FailureDetected as exc:
             ctx.log.event("failure-detected", where=exc.where, error_class=exc.error_class)
             recover(ctx, exc)
-    outcome = write_outcome(ctx, "exhausted" if ctx.exhausted else "deadline-reached")
+    outcome = write_outcome(ctx, "exhausted" if exhausted else "deadline-reached")
     ctx.log.event("campaign-end", status=outcome["status"], generation=ctx.generation)
     ctx.log.sync()
     if finalize:

@@ -13,6 +13,7 @@ failure is still to end (``failure_schedule``) is not stopped early.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from ..core import envelope
 from ..core.master.termination import Status, Waves
@@ -24,8 +25,10 @@ WAVE_INTERVAL_S = 0.05
 
 
 class Exhaustion:
-    def __init__(self, ctx: RankState, masters: tuple[int, ...], transport: Transport):
+    def __init__(self, ctx: RankState, masters: tuple[int, ...], transport: Transport,
+                 clock: Callable[[], float] = time.time):
         self.ctx = ctx
+        self.clock = clock  # the master driver's: the time the decision is logged with
         self.masters = masters
         self.transport = transport
         self.limit = ctx.policy.max_message_bytes
@@ -97,4 +100,4 @@ class Exhaustion:
         notice = envelope.encode("EXHAUSTED", self.limit, generation=self.gen, master=self.me)
         for spare in self.ctx.membership.spares:
             self.transport.send(spare, CONTROL, notice, f"EXHAUSTED to {spare}")
-        self.ctx.log.event("search-exhausted", waves=self.waves.wave, at=time.time(), stimulus=stimulus)
+        self.ctx.log.event("search-exhausted", waves=self.waves.wave, at=self.clock(), stimulus=stimulus)

@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 
 from ..core.master import events as ev
-from ..core.master import poison
 from ..core.master.machine import MasterConfig, MasterState
 from ..core.master.termination import Status
 from ..errors import FenceError, IntegrityError, ProtocolError, StoreError
@@ -50,14 +49,16 @@ class MasterDriver:
         self.state = MasterState(MasterConfig(
             me=ctx.stable, generation=self.gen, workers=tuple(self.workers), masters=tuple(self.masters),
             limit=self.limit, lease_s=ctx.policy.timeouts.lease_s, deadline=ctx.deadline,
-            grace_s=ctx.policy.timeouts.shutdown_grace_s, peers=dict(enumerate(ctx.peers))))
-        self.exhaustion = Exhaustion(ctx, tuple(self.masters), transport)
+            grace_s=ctx.policy.timeouts.shutdown_grace_s, peers=dict(enumerate(ctx.peers)),
+            poison_deaths=ctx.policy.poison_deaths))
+        self.exhaustion = Exhaustion(ctx, tuple(self.masters), transport, clock)
         self.peer_masters = [m for m in self.masters if m != ctx.stable]
         self._batch = contextlib.ExitStack()  # the open group commit's record locks
         self._transaction = contextlib.ExitStack()  # the open QueryStore transaction
         self.group: GroupCommit | None = None
         self._perform = {
-            ev.Log: self._log, ev.Scan: self._scan, ev.Replay: self._replay, ev.Quarantine: self._quarantine,
+            ev.Log: self._log, ev.Scan: self._scan, ev.Replay: self._replay, ev.ReadDeaths: self._read_deaths,
+            ev.ReadMarkers: self._read_markers,
             ev.ListCorpus: self._list_corpus, ev.PollExhaustion: self._poll, ev.OpenBatch: self._open_batch,
             ev.Accept: self._accept, ev.WriteManifest: self._write_manifest, ev.Release: self._release,
             ev.Publish: self._publish, ev.Lease: self._lease, ev.Barrier: self._sync, ev.MarkDone: self._mark_done,
@@ -86,8 +87,9 @@ class MasterDriver:
     def prepare(self) -> None:
         self.feed(ev.Start(self.clock()))
 
-    def run(self) -> None:
-        """Serve until stopped, then let the last sends complete; a failure is counted, then raised."""
+    def run(self) -> str:
+        """Serve until stopped, then let the last sends complete; why it stopped (``exhausted`` or
+        ``deadline``). A failure is counted, then raised."""
         backoff = Backoff(self.ctx.hot_rounds)
         try:
             while not self.stopped:
@@ -102,9 +104,8 @@ class MasterDriver:
         except PeerFailure:
             self.feed(ev.Failed(self.clock()))
             raise
-        finally:
-            self.ctx.exhausted = self.ctx.exhausted or self.state.exhausted
         self.transport.close()
+        return "exhausted" if self.state.exhausted else "deadline"
 
     def step(self) -> bool:
         """One turn of the loop; whether anything arrived or a round of group commit ran."""
@@ -251,51 +252,13 @@ class MasterDriver:
         except ProcessLookupError:
             pass
 
-    # -- poison inputs (core.master.poison) ----------------------------------------------------------------
+    def _read_deaths(self, instruction: ev.ReadDeaths) -> ev.DeathsRead:
+        return ev.DeathsRead(self.clock(), tuple(self.ctx.snapshots.receipts()))
 
-    def _quarantine(self, instruction: ev.Quarantine) -> ev.Quarantined:
-        """Settle, as a ``crash`` finding, every lapsed record whose leases killed ``poison_deaths``
-        workers: the inputs settled and their done records (durable after the next barrier)."""
-        limit = self.ctx.policy.poison_deaths
-        died = poison.deaths(self.ctx.snapshots.receipts())
-        candidates = [r for r in instruction.lapsed if sum(lease["worker"] in died.get(lease["generation"], ())
-                                                           for lease in poison.record_leases(r)) >= limit]
-        if not candidates:
-            return ev.Quarantined(self.clock(), (), ())
-        settled, works = [], []
-        with self.ctx.wal.batch(self.barrier, self.locks) as group, self.store.transaction():
-            for record in candidates:
-                leases = poison.record_leases(record)
-                running = {(lease["worker"], lease["generation"]): read_running(
-                    self.ctx.state.root, lease["worker"], lease["generation"]) for lease in leases}
-                strikes = poison.strikes(leases, died, running)
-                if len(strikes) >= limit:
-                    works.append(self._settle_poison(group, record, strikes, instruction.stimulus))
-                    settled.append(record["input_hash"])
-            group.sync()  # the manifests are durable before their (empty) publication
-            published = [(work, group.publish(work)) for work in works]
-            group.sync()
-            done = [group.finish(work, claimed, self.state.committer) for work, claimed in published]
-            done = [record for record, (_, claimed) in zip(done, published, strict=True) if claimed is not None]
-        return ev.Quarantined(self.clock(), tuple(settled), tuple(done))
-
-    def _settle_poison(self, group: GroupCommit, record: dict, strikes: list[poison.Strike], stimulus: str) -> str:
-        input_hash, me = record["input_hash"], self.ctx.stable
-        token = self.store.issue(record["work_hash"], input_hash, me)
-        lease = {"generation": self.gen, "master": me, "shard": self.store.shard, "token": token, "worker": me}
-        group.lease(input_hash, self.ctx.executor_sha, lease)
-        finding = {"kind": "crash", "signature": poison.SIGNATURE, "detail": poison.detail(strikes),
-                   "sha256": input_hash, "time": self.clock()}
-        manifest = {
-            "generation": self.gen, "master": me, "worker": me, "shard": self.store.shard, "lease": token,
-            "input_hash": input_hash, "work_hash": record["work_hash"], "objects": [], "generated": 0,
-            "findings": [finding], "stats": {}, "error": None,
-            "quarantine": {"strikes": [s.to_json() for s in strikes]},
-        }
-        group.begin(record["work_hash"], lease, manifest)
-        self.ctx.log.event("input-quarantined", stimulus=stimulus, input_hash=input_hash, strikes=len(strikes),
-                           workers=[s.worker for s in strikes])
-        return record["work_hash"]
+    def _read_markers(self, instruction: ev.ReadMarkers) -> ev.MarkersRead:
+        root = self.ctx.state.root
+        return ev.MarkersRead(self.clock(), tuple(((worker, generation), read_running(root, worker, generation))
+                                                  for worker, generation in instruction.pairs))
 
     def close(self) -> None:
         self.store.close()

@@ -1,5 +1,6 @@
 """What one rank knows during a campaign, apart from its communicators: identity, policy,
-stores, membership, deadline, executor (``mpi.context.RankContext`` adds the communicators)."""
+stores, membership, deadline, executor. The role loops (``runtime``) need no more;
+``mpi.context.RankContext`` adds the communicators."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ..store.runlog import RankLog
 from ..store.snapshots import SnapshotStore
 from ..store.wal import WorkWAL
 from .backoff import HOT_ROUNDS
+from .injection import Injector
 
 
 @dataclass
@@ -29,10 +31,9 @@ class RankState:
     policy: Policy
     state: StateDir
     log: RankLog
-    injector: object  # runtime.injection.Injector: the failure schedule's points of this rank
+    injector: Injector  # the failure schedule's points of this rank
     membership: Membership | None = None
     peers: list[dict] = field(default_factory=list)  # per stable rank: host and pid (for fencing)
-    exhausted: bool = False  # this rank learned that the search is exhausted (core.master.termination)
     opened_at: float = field(default_factory=time.time)  # before this process wrote any log line
     ranks_lock: RanksLock | None = None  # this rank's share of ranks.lock (store.joblock), held for its life
     hot_rounds: int = HOT_ROUNDS  # of every Backoff of this rank (backoff.hot_rounds_for)

@@ -1,6 +1,9 @@
 """The worker loop: READY, then WORK -> run the executor -> stage candidates -> RESULT, until STOP.
 
-The master keeps up to ``core.master.machine.PIPELINE`` leases per worker, so the next WORK is usually queued
+One generation of one worker, over any ``runtime.transport.Transport`` (``mpi.channels`` under
+``mpiexec``, ``runtime.loopback`` in the protocol tests), like the master's driver.
+
+The master keeps up to ``core.master.rounds.PIPELINE`` leases per worker, so the next WORK is usually queued
 here before the RESULT of the current one leaves: the worker never idles through the master's
 commit round. Leases run in the order they were sent.
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import deque
+from collections.abc import Callable
 
 from ..core import envelope
 from ..core.budget import worker_give_up
@@ -25,18 +29,19 @@ from ..core.finding import MAX_PER_RESULT
 from ..core.limits import MAX_OBJECT_BYTES
 from ..core.schedule import Phase
 from ..errors import IntegrityError, ProtocolError, SymccUlfmError
-from ..mpi.channels import MpiTransport
-from ..mpi.context import RankContext
 from ..store.durability import Barrier
 from ..store.staging import WorkerStaging
 from .adversary import adversary_mode, misbehave
 from .backoff import Backoff
+from .rank_state import RankState
 from .transport import DATA, Transport
 
 
 class WorkerLoop:
-    def __init__(self, ctx: RankContext):
+    def __init__(self, ctx: RankState, transport: Transport, clock: Callable[[], float] = time.time):
         self.ctx = ctx
+        self.transport = transport
+        self.clock = clock  # the wall time the give-up bound is checked against
         self.gen = ctx.generation
         self.limit = ctx.policy.max_message_bytes
         self.barrier = Barrier(ctx.state.root)
@@ -48,58 +53,78 @@ class WorkerLoop:
         self.executed = 0
         self.executor = ctx.executor  # the rank's sandbox, started once and kept across generations
         self.adversary = adversary_mode(ctx.stable) if self.gen == 0 else None
+        self.give_up = worker_give_up(ctx.deadline, ctx.policy.timeouts)
+        self.queue: deque[dict] = deque()  # leased WORK in the order the master sent it
+        self.stopped = False
+        self.reason = "no STOP from master in time"
 
-    def run(self) -> None:
-        ctx = self.ctx
-        transport = MpiTransport(ctx)
-        transport.send(self.master, DATA, envelope.encode("READY", self.limit, generation=self.gen, worker=ctx.stable),
-                       "READY")
-        backoff = Backoff(ctx.hot_rounds)
-        give_up = worker_give_up(ctx.deadline, ctx.policy.timeouts)
-        queue: deque[dict] = deque()  # leased WORK in the order the master sent it
-        stopped = False
-        while not stopped:
-            transport.check()
-            while (message := self._next_message(transport)) is not None:  # take everything that arrived
-                backoff.reset()
-                if message["type"] == "STOP":
-                    ctx.log.event("worker-stop", executed=self.executed, reason=message["reason"],
-                                  unstarted=len(queue))
-                    ctx.exhausted = ctx.exhausted or message["reason"] == "exhausted"
-                    stopped = True
-                    break
-                queue.append(message)
-            transport.progress()
-            if queue and not stopped:
-                work = queue.popleft()
-                ctx.injector.maybe(Phase.WORK, self.gen)
-                result = self._execute(work)
-                if self.sync_before_result:
-                    self.barrier.sync()
-                planned = (misbehave(self.adversary, self.executed, result, ctx.state.root, self.limit)
-                           if self.adversary else None)
-                for channel, payload in planned or [(DATA, result)]:
-                    transport.send(self.master, channel, payload, "RESULT")
-                continue
-            if not stopped and time.time() > give_up:
-                ctx.log.event("worker-stop", executed=self.executed, reason="no STOP from master in time")
-                break
-            if not stopped:
-                backoff.idle()
-        while transport.busy and time.time() < give_up:
-            transport.check()
-            transport.progress()
+    def start(self) -> None:
+        """Tell the master this worker is ready."""
+        ready = envelope.encode("READY", self.limit, generation=self.gen, worker=self.ctx.stable)
+        self.transport.send(self.master, DATA, ready, "READY")
+
+    def step(self) -> bool:
+        """One turn: take what arrived, run the next lease; whether anything happened. Sets
+        :attr:`stopped` (and :attr:`reason`) at STOP, or once no STOP came in time."""
+        ctx, transport = self.ctx, self.transport
+        transport.check()
+        heard = False
+        while (message := self._next_message()) is not None:  # take everything that arrived
+            heard = True
+            if message["type"] == "STOP":
+                ctx.log.event("worker-stop", executed=self.executed, reason=message["reason"],
+                              unstarted=len(self.queue))
+                self.reason, self.stopped = message["reason"], True
+                return True
+            self.queue.append(message)
+        transport.progress()
+        if self.queue:
+            work = self.queue.popleft()
+            ctx.injector.maybe(Phase.WORK, self.gen)
+            result = self._execute(work)
+            if self.sync_before_result:
+                self.barrier.sync()
+            planned = (misbehave(self.adversary, self.executed, result, ctx.state.root, self.limit)
+                       if self.adversary else None)
+            for channel, payload in planned or [(DATA, result)]:
+                transport.send(self.master, channel, payload, "RESULT")
+            return True
+        if self.clock() > self.give_up:
+            ctx.log.event("worker-stop", executed=self.executed, reason=self.reason)
+            self.stopped = True
+            return True
+        return heard
+
+    def finish(self) -> str:
+        """Let the last sends complete (within the give-up bound), close; why the worker stopped."""
+        backoff = Backoff(self.ctx.hot_rounds)
+        while self.transport.busy and self.clock() < self.give_up:
+            self.transport.check()
+            self.transport.progress()
             backoff.idle()
-        transport.close()
+        self.transport.close()
         self.staging.close()
         self.barrier.close()
+        return self.reason
 
-    def _next_message(self, transport: Transport) -> dict | None:
+    def run(self) -> str:
+        """Serve leases until STOP; the reason this worker stopped (``deadline``, ``exhausted``, or
+        that no STOP came in time)."""
+        backoff = Backoff(self.ctx.hot_rounds)
+        self.start()
+        while not self.stopped:
+            if self.step():
+                backoff.reset()
+            else:
+                backoff.idle()
+        return self.finish()
+
+    def _next_message(self) -> dict | None:
         """The next acceptable message from the master (WORK or STOP); rejected ones are logged."""
         ctx = self.ctx
         while True:
             try:
-                raw = transport.receive(self.master, DATA, f"data from master {self.master}")
+                raw = self.transport.receive(self.master, DATA, f"data from master {self.master}")
                 if raw is None:
                     return None
                 message = envelope.decode(raw, self.limit)

@@ -30,10 +30,6 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
-def heartbeat_path(logs_dir: Path, stable: int) -> Path:
-    return Path(logs_dir) / f"heartbeat-{stable}"
-
-
 class Heartbeat:
     def __init__(self, path: Path, mode: int, interval_s: float = INTERVAL_S):
         self.path = Path(path)

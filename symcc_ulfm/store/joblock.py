@@ -28,11 +28,10 @@ import time
 from pathlib import Path
 
 from ..errors import ConfigError, StoreError, UnsafeFile
+from .paths import StateDir
 from .reads import MODE_HINT
 
-OWNER_LOCK = "launch.lock"
 NOTE_WAIT_S = 0.5  # how long a refused launch waits for the holder's note (written right after its lock)
-RANKS_LOCK = "ranks.lock"
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _POLL_S = 0.05
 
@@ -86,7 +85,7 @@ class OwnerLock:
     """``launch``'s exclusive hold of a state directory (see the module docstring)."""
 
     def __init__(self, root: Path, mode: int):
-        self.path = Path(root) / OWNER_LOCK
+        self.path = StateDir(root).launch_lock
         self._fd = _open(self.path, mode)
         if not _try(self._fd, fcntl.LOCK_EX):
             holder = _holder(self._fd)
@@ -108,7 +107,7 @@ class RanksLock:
     """A rank's shared hold of ``ranks.lock``; waits at most ``timeout_s`` for a judging launch."""
 
     def __init__(self, root: Path, mode: int, timeout_s: float):
-        self.path = Path(root) / RANKS_LOCK
+        self.path = StateDir(root).ranks_lock
         self._fd = _open(self.path, mode)
         deadline = time.monotonic() + timeout_s
         while not _try(self._fd, fcntl.LOCK_SH):
@@ -128,7 +127,7 @@ class RanksProbe:
     """Whether ranks hold ``ranks.lock`` now, asked without waiting (an open lock file, reused)."""
 
     def __init__(self, root: Path, mode: int):
-        self._fd = _open(Path(root) / RANKS_LOCK, mode)
+        self._fd = _open(StateDir(root).ranks_lock, mode)
 
     def held(self) -> bool:
         if not _try(self._fd, fcntl.LOCK_EX):
@@ -145,7 +144,7 @@ class RanksProbe:
 def ranks_gone(root: Path, mode: int, timeout_s: float) -> list[int]:
     """Wait at most ``timeout_s`` until no rank holds ``ranks.lock``; the pids still holding it
     ([] when every rank is gone, or their pids are not visible here)."""
-    path = Path(root) / RANKS_LOCK
+    path = StateDir(root).ranks_lock
     fd = _open(path, mode)
     try:
         deadline = time.monotonic() + timeout_s

@@ -23,22 +23,34 @@
     launch.lock, ranks.lock                       who runs the campaign (store.joblock)
 
 Every name here is opened without following a symbolic link, and ``store.trust`` refuses a
-state directory where one of them is a link or of the wrong type.
+state directory where one of them is a link or of the wrong type. The oracle
+(``evidence.oracle``) and the second verifier (``evidence.recompute``) spell the names they
+read themselves: they import nothing of the store, so that a bug here cannot hide from them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.modes import FileModes
 from .dirs import ensure_dir
 
+# top-level entries of a state directory and the type each must have (``store.trust`` checks them)
+LAYOUT_DIRS = ("membership", "wal", "wal/records", "wal/locks", "query-store", "corpus", "corpus/objects",
+               "corpus/claims", "staging", "scratch", "logs")
+LAYOUT_FILES = ("policy.json", "executor.json", "outcome.json", "endpoint.json", "oracle.json", "job-output.txt",
+                "launch.lock", "ranks.lock")
+PER_RANK_DIRS = ("staging", "scratch", "query-store")  # hold one directory per rank
+
 
 @dataclass(frozen=True)
 class StateDir:
+    """The paths of one state directory, and the file modes its writers use (the contract's
+    defaults unless given: a reader needs only the paths)."""
+
     root: Path
-    modes: FileModes
+    modes: FileModes = field(default_factory=FileModes)
 
     def __post_init__(self):
         object.__setattr__(self, "root", Path(self.root))
@@ -71,6 +83,9 @@ class StateDir:
     def staging(self) -> Path:
         return self.root / "staging"
 
+    def worker_staging(self, worker: int) -> Path:
+        return self.staging / f"worker-{worker}"
+
     @property
     def scratch(self) -> Path:
         return self.root / "scratch"
@@ -82,12 +97,36 @@ class StateDir:
     def logs(self) -> Path:
         return self.root / "logs"
 
+    def rank_log(self, stable: int) -> Path:
+        return self.logs / f"rank-{stable}.jsonl"
+
+    def heartbeat(self, stable: int) -> Path:
+        return self.logs / f"heartbeat-{stable}"
+
     @property
     def endpoint(self) -> Path:
         return self.root / "endpoint.json"
 
-    def rank_log(self, stable: int) -> Path:
-        return self.logs / f"rank-{stable}.jsonl"
+    @property
+    def outcome(self) -> Path:
+        return self.root / "outcome.json"
+
+    @property
+    def verdict(self) -> Path:
+        """``oracle.json``: the oracle's verdict, stored by ``launch.conclude``."""
+        return self.root / "oracle.json"
+
+    @property
+    def job_output(self) -> Path:
+        return self.root / "job-output.txt"
+
+    @property
+    def launch_lock(self) -> Path:
+        return self.root / "launch.lock"
+
+    @property
+    def ranks_lock(self) -> Path:
+        return self.root / "ranks.lock"
 
     def create(self) -> StateDir:
         """Create every top-level directory with the modes of the contract."""

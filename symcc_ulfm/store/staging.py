@@ -37,6 +37,7 @@ from ..core.limits import MAX_OBJECT_BYTES
 from ..errors import IntegrityError, StoreError
 from .dirs import ensure_dir
 from .durability import Barrier
+from .paths import StateDir
 from .reads import check_regular, read_bytes, read_to_end
 
 _STAGED = re.compile(r"staging/worker-([0-9]+)/([A-Za-z0-9._:-]{1,128})@([0-9a-f]{64})")
@@ -64,7 +65,7 @@ def running_file(generation: int) -> str:
 
 def read_running(state_root: Path, worker: int, generation: int) -> str | None:
     """The lease worker ``worker`` was executing when it last wrote its marker of ``generation``."""
-    path = Path(state_root) / "staging" / f"worker-{worker}" / running_file(generation)
+    path = StateDir(state_root).worker_staging(worker) / running_file(generation)
     try:
         token = read_bytes(path, limit=RUNNING_WIDTH).decode("ascii", "replace").strip()
     except FileNotFoundError:
@@ -88,7 +89,7 @@ class WorkerStaging:
         self.worker = worker
         self.file_mode = file_mode
         self.barrier = barrier
-        self.root = ensure_dir(self.state_root / "staging" / f"worker-{worker}", dir_mode)
+        self.root = ensure_dir(StateDir(self.state_root).worker_staging(worker), dir_mode)
         self._fd = [os.open(self.root, _DIR_FLAGS)]
         self._running: int | None = None
         weakref.finalize(self, _close_fds, self._fd)

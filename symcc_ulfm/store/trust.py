@@ -28,14 +28,9 @@ import stat
 from pathlib import Path
 
 from ..errors import ConfigError, StoreError, UnsafeFile
+from .paths import LAYOUT_DIRS, LAYOUT_FILES, PER_RANK_DIRS
 from .reads import MODE_HINT
 
-# top-level entries of a state directory and the type each must have (store.paths)
-LAYOUT_DIRS = ("membership", "wal", "wal/records", "wal/locks", "query-store", "corpus", "corpus/objects",
-               "corpus/claims", "staging", "scratch", "logs")
-LAYOUT_FILES = ("policy.json", "executor.json", "outcome.json", "endpoint.json", "oracle.json", "job-output.txt",
-                "launch.lock", "ranks.lock")
-PER_RANK_DIRS = ("staging", "scratch", "query-store")  # hold one directory per rank
 _FIELD = "state_dir"
 
 

@@ -81,11 +81,17 @@ class Replayed(Event):
 
 
 @dataclass(frozen=True)
-class Quarantined(Event):
-    """Poison inputs settled as findings (``core.master.poison``) and their done records, not yet durable."""
+class DeathsRead(Event):
+    """The membership receipts so far (``core.membership.Receipt``): who died in which generation."""
 
-    settled: tuple[str, ...]
-    done: tuple[dict, ...]
+    receipts: tuple
+
+
+@dataclass(frozen=True)
+class MarkersRead(Event):
+    """The running markers asked for: ``((worker, generation), lease token or None)`` pairs."""
+
+    running: tuple[tuple[tuple[int, int], str | None], ...]
 
 
 @dataclass(frozen=True)
@@ -184,11 +190,18 @@ class Replay(Instruction):
 
 
 @dataclass(frozen=True)
-class Quarantine(Instruction):
-    """Settle the lapsed records whose leases killed too many workers (``core.master.poison``)."""
+class ReadDeaths(Instruction):
+    """Read the membership receipts (for ``core.master.poison``)."""
 
-    FACT = Quarantined
-    lapsed: tuple[dict, ...]
+    FACT = DeathsRead
+
+
+@dataclass(frozen=True)
+class ReadMarkers(Instruction):
+    """Read the running marker of each ``(worker, generation)``: the lease it was executing."""
+
+    FACT = MarkersRead
+    pairs: tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True)

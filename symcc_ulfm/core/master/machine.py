@@ -1,13 +1,15 @@
 """One master of one generation as a state machine: events in, instructions out.
 
 Pure: no MPI, no clock, no file system. :meth:`MasterState.handle` takes an event
-(``core.master.events``) and returns the instructions to perform; the driver (``mpi.master``)
-performs them and feeds back what they found as facts. The machine holds the outstanding
-leases of every worker, the commit pipeline, the frontier queue and its accounts.
+(``core.master.events``) and returns the instructions to perform; the driver
+(``runtime.master_driver``) performs them and feeds back what they found as facts. The machine
+holds the outstanding leases of every worker, the commit pipeline, the frontier queue and its
+accounts. Its control flow is data: an instruction that ends in a fact is paired with the named
+:class:`~.steps.Step` that takes the fact, and a table maps each step to its transition.
 
 Work moves through the WAL states ``leased -> committing -> done``:
 
-- *start* (:mod:`.master_start`): replay the ``committing`` records this master owns
+- *start* (:mod:`.start`): replay the ``committing`` records this master owns
   (``committing -> done``), reclaim the leases of older generations (``leased``, queued ahead of
   everything else unless they killed too many workers, ``core.master.poison``) and rebuild the queue
   from the corpus;
@@ -20,7 +22,7 @@ Work moves through the WAL states ``leased -> committing -> done``:
   after the barrier that follows;
 - *leased -> queued*: a rejected result puts its input back (``MAX_REJECTIONS`` at most).
 
-Durability is a group commit per round (:mod:`.commit_round`). A round is not run for every
+Durability is a group commit per round (:mod:`.rounds`). A round is not run for every
 RESULT: results wait up to half the time a task takes (at most ``MAX_COMMIT_DELAY``) for others
 to share their barrier, unless a worker is down to the lease it runs while inputs are waiting
 for it. An idle master drains the pipeline (publish, barrier, done, barrier).
@@ -32,7 +34,6 @@ this master's host (ULFM then detects it like any death), reported otherwise.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...errors import FenceError, ProtocolError
@@ -42,6 +43,7 @@ from . import events as ev
 from .frontier import Frontier
 from .rounds import PIPELINE, CommitRounds, Outstanding, Round
 from .start import Recovery, StartPhase
+from .steps import After, Step
 from .termination import Status
 
 MAX_COMMIT_DELAY = 0.02  # seconds a RESULT may wait for others to share its round's barrier
@@ -58,6 +60,7 @@ class MasterConfig:
     deadline: float
     grace_s: float  # how long a stopping master waits for outstanding results
     peers: dict[int, dict] = field(default_factory=dict)  # stable rank -> {"host", "pid"} (for fencing)
+    poison_deaths: int = 2  # worker deaths that quarantine an input (core.master.poison)
 
 
 class MasterState(StartPhase, CommitRounds):
@@ -84,7 +87,8 @@ class MasterState(StartPhase, CommitRounds):
         self.failed = False
         self.stopped = False
         self._round: Round | None = None
-        self._awaiting: tuple[type, Callable] | None = None  # the fact the machine waits for
+        self._draining_after = After.TICK  # what the drain in progress does when it is over
+        self._awaiting: tuple[type, Step] | None = None  # the fact the machine waits for, and its step
         self._start: Recovery | None = None
         self._seq = 0
         self._stimulus = ""
@@ -94,6 +98,18 @@ class MasterState(StartPhase, CommitRounds):
         self._handlers = {
             ev.Start: self._on_start, ev.FromWorker: self._on_worker, ev.FromMaster: self._on_master,
             ev.Refused: self._on_refused, ev.Tick: self._on_tick, ev.Failed: self._on_failed,
+        }
+        self._steps = {
+            Step.SCANNED: self._scanned, Step.REPLAYED: self._replayed, Step.DEATHS_READ: self._deaths_read,
+            Step.MARKERS_READ: self._markers_read, Step.POISON_LEASED: self._poison_leased,
+            Step.POISON_COMMITTING: self._poison_committing, Step.POISON_SYNCED: self._poison_synced,
+            Step.POISON_PUBLISHED: self._poison_published,
+            Step.POISON_PUBLICATION_SYNCED: self._poison_publication_synced, Step.POISON_DONE: self._poison_done,
+            Step.LISTED: self._listed, Step.POLLED: self._polled, Step.FAILURE_SYNCED: self._failure_synced,
+            Step.ACCEPTED: self._accepted, Step.COMMITTING: self._committing, Step.PUBLISHED: self._published,
+            Step.LEASED: self._leased, Step.REPLAY_PUBLISHED: self._replay_published,
+            Step.ROUND_SYNCED: self._round_synced, Step.DONE: self._done, Step.DRAIN_PUBLISHED: self._drain_published,
+            Step.DRAIN_SYNCED: self._drain_synced, Step.DRAINED: self._drained,
         }
 
     @property
@@ -112,12 +128,12 @@ class MasterState(StartPhase, CommitRounds):
         self._now = event.now
         self._out = []
         if self._awaiting is not None:
-            kind, then = self._awaiting
+            kind, step = self._awaiting
             if not isinstance(event, kind) and not isinstance(event, ev.Failed):
                 raise RuntimeError(f"{type(event).__name__} while the master waits for {kind.__name__}")
             if isinstance(event, kind):
                 self._awaiting = None
-                then(event)
+                self._steps[step](event)
                 return self._out
         self._stimulus = f"{type(event).__name__.lower()}-{self._seq}"
         handler = self._handlers.get(type(event))
@@ -129,10 +145,10 @@ class MasterState(StartPhase, CommitRounds):
     def _emit(self, instruction_type: type, *args, **fields) -> None:
         self._out.append(instruction_type(self._stimulus, *args, **fields))
 
-    def _ask(self, instruction_type: type, then: Callable, *args, **fields) -> None:
-        """Emit an instruction that ends in a fact; ``then`` takes the fact."""
+    def _ask(self, instruction_type: type, step: Step, *args, **fields) -> None:
+        """Emit an instruction that ends in a fact; ``step`` takes the fact."""
         self._emit(instruction_type, *args, **fields)
-        self._awaiting = (instruction_type.FACT, then)
+        self._awaiting = (instruction_type.FACT, step)
 
     def _log(self, event: str, **fields) -> None:
         self._emit(ev.Log, event, fields)
@@ -202,7 +218,7 @@ class MasterState(StartPhase, CommitRounds):
             self._round_or_settle(now)
         elif self.stopping_since is None:
             status = self.status()
-            self._ask(ev.PollExhaustion, self._polled, status.idle, status.sent, status.received, now)
+            self._ask(ev.PollExhaustion, Step.POLLED, status.idle, status.sent, status.received, now)
         else:
             self._round_or_settle(now)
 
@@ -231,15 +247,23 @@ class MasterState(StartPhase, CommitRounds):
     def _round_or_settle(self, now: float) -> None:
         dispatch = self.stopping_since is None
         if self._due(dispatch, now):
-            self._begin_round(dispatch, lambda: self._after_tick(now))
+            self._begin_round(dispatch, After.TICK)
         elif self.unaccounted and not self.waiting and not self.pending:
-            self._settle(lambda: self._after_tick(now))
+            self._settle(After.TICK)
         else:
-            self._after_tick(now)
+            self._after_tick()
 
-    def _after_tick(self, now: float) -> None:
+    def _after(self, after: After) -> None:
+        """Go on after a round or a drain (``core.master.steps.After``)."""
+        if after is After.TICK:
+            self._after_tick()
+        else:
+            self._stop()
+
+    def _after_tick(self) -> None:
+        now = self._tick
         if self.stopping_since is not None and (not self.held() or now - self.stopping_since > self.config.grace_s):
-            self._settle(self._stop)
+            self._settle(After.STOP)
 
     def _due(self, dispatch: bool, now: float) -> bool:
         """Whether a round runs now (see the module docstring)."""
@@ -271,7 +295,10 @@ class MasterState(StartPhase, CommitRounds):
         self._round = None
         self._awaiting = None
         self.failed = True
-        self._ask(ev.Barrier, lambda fact: self._account_all())
+        self._ask(ev.Barrier, Step.FAILURE_SYNCED)
+
+    def _failure_synced(self, fact: ev.Synced) -> None:
+        self._account_all()
 
     def _account_all(self) -> None:
         """Count the done records the last barrier made durable; forward their new inputs."""

@@ -1,4 +1,4 @@
-"""One round of group commit (part of :class:`.master_state.MasterState`).
+"""One round of group commit (part of :class:`.machine.MasterState`).
 
 Durability is a group commit per round, pipelined over rounds so that one barrier per round
 keeps every ordering the WAL needs: the round's manifests and new leases, the claims and
@@ -7,13 +7,13 @@ barrier all become durable together. In order, a round moves each waiting RESULT
 ``leased -> committing`` (accept, write its manifest), publishes the manifests the previous
 barrier made durable, fills the ready workers' pipelines (``none -> leased``), runs the
 barrier, then counts, sends the WORK and marks ``committing -> done`` what it made durable.
-Draining (:meth:`CommitRounds._settle`) publishes what is pending with no new leases.
+Draining (:meth:`CommitRounds._settle`) publishes what is pending with no new leases. A round
+or a drain ends with its :class:`~.steps.After`.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...errors import FenceError, ProtocolError
@@ -21,7 +21,9 @@ from .. import envelope
 from ..envelope import Fence
 from ..schedule import Phase
 from . import events as ev
+from .manifest import result_manifest
 from .report import check_stats, distinct_objects
+from .steps import After, Step
 
 MAX_REJECTIONS = 3
 PIPELINE = 3  # leases a worker may hold: a worker runs one, the next ones are already there
@@ -40,7 +42,8 @@ class Round:
 
     dispatch: bool
     results: deque
-    then: Callable[[], None]  # what the tick that started it does next
+    after: After  # what the stimulus that started it does next
+    draining: bool = False  # a drain (publish what is pending, no new leases), not a round
     current: tuple | None = None
     staged: list[str] = field(default_factory=list)
     publishing: deque = field(default_factory=deque)
@@ -64,12 +67,11 @@ def findings_of(message: dict, now: float) -> list[dict]:
 
 
 class CommitRounds:
-    """The round transitions of :class:`~.master_state.MasterState`."""
+    """The round transitions of :class:`~.machine.MasterState`."""
 
-
-    def _begin_round(self, dispatch: bool, then: Callable[[], None]) -> None:
+    def _begin_round(self, dispatch: bool, after: After) -> None:
         self.rounds += 1
-        self._round = Round(dispatch, deque(self.waiting), then)
+        self._round = Round(dispatch, deque(self.waiting), after)
         self.waiting = []
         self._emit(ev.OpenBatch)
         self._leased_to_committing()
@@ -85,7 +87,7 @@ class CommitRounds:
                 self._leased_to_queued(worker, held, str(exc))
                 continue
             fence = held.fence
-            self._ask(ev.Accept, self._accepted, worker, message["generation"], message["shard"], message["lease"],
+            self._ask(ev.Accept, Step.ACCEPTED, worker, message["generation"], message["shard"], message["lease"],
                       fence.work_hash)
             return
         r.publishing = deque(self.pending)
@@ -103,16 +105,10 @@ class CommitRounds:
         except FenceError as exc:
             self._leased_to_queued(worker, held, str(exc))
             return self._leased_to_committing()
-        objects = [{"sha256": j.sha256, "length": j.length, "novel": j.novel, "coverage": list(j.coverage),
-                    "hint": j.hint} for j in judged]
-        manifest = {
-            "generation": self.gen, "master": self.config.me, "worker": worker, "shard": fence.shard,
-            "lease": fence.lease, "input_hash": fence.input_hash, "work_hash": fence.work_hash,
-            "objects": objects, "generated": len(objects),  # derived from what was staged (core.master.report)
-            "findings": findings, "stats": message["stats"], "error": message["error"],
-        }
+        manifest = result_manifest(self.gen, self.config.me, worker, fence, judged, findings, message["stats"],
+                                   message["error"])
         self._round.current = (worker, message, held, judged)
-        self._ask(ev.WriteManifest, self._committing, fence.work_hash, held.lease, manifest)
+        self._ask(ev.WriteManifest, Step.COMMITTING, fence.work_hash, held.lease, manifest)
 
     def _committing(self, fact: ev.Committing) -> None:
         worker, message, held, judged = self._round.current
@@ -144,13 +140,13 @@ class CommitRounds:
         """Claims and objects of the records whose manifests the last barrier made durable."""
         r = self._round
         if r.publishing:
-            self._ask(ev.Publish, self._published, r.publishing.popleft())
+            self._ask(ev.Publish, Step.PUBLISHED, r.publishing.popleft())
             return
         if r.dispatch:
             r.slots = deque(self._free_slots())
             self._to_leased()
         else:
-            self._ask(ev.Barrier, self._round_synced)
+            self._ask(ev.Barrier, Step.ROUND_SYNCED)
 
     def _published(self, fact: ev.Published) -> None:
         self._round.published.append((fact.work, self._claimed(fact)))
@@ -177,9 +173,9 @@ class CommitRounds:
             input_hash = self.queue.next_input()
             if input_hash is not None:
                 r.leasing = input_hash
-                self._ask(ev.Lease, self._leased, r.slots[0], input_hash)
+                self._ask(ev.Lease, Step.LEASED, r.slots[0], input_hash)
                 return
-        self._ask(ev.Barrier, self._round_synced)
+        self._ask(ev.Barrier, Step.ROUND_SYNCED)
 
     def _leased(self, fact: ev.Leased) -> None:
         r = self._round
@@ -199,7 +195,7 @@ class CommitRounds:
         if fact.outcome == "committing":  # replayed in this batch: its lock is held
             self.queue.forget(input_hash)
             if fact.work not in self.pending and all(w != fact.work for w, _ in r.published):
-                self._ask(ev.Publish, self._replay_published, fact.work)
+                self._ask(ev.Publish, Step.REPLAY_PUBLISHED, fact.work)
                 return
         elif fact.outcome == "retry":
             self._requeue_rejected(input_hash, self.frontier.priority_of(input_hash), fact.error)
@@ -227,65 +223,68 @@ class CommitRounds:
         if r.staged:
             self._emit(ev.Inject, Phase.COMMIT)
         r.finishing = deque((work, claimed) for work, claimed in r.published if claimed is not False)
-        self._committing_to_done(self._end_round)
+        self._committing_to_done()
 
-    def _committing_to_done(self, then: Callable[[], None]) -> None:
+    def _committing_to_done(self) -> None:
         """``committing -> done`` for the records whose claims and objects are durable."""
         r = self._round
         if r.finishing:
             work, claimed = r.finishing[0]
-            self._ask(ev.MarkDone, lambda fact: self._done(fact, then), work, claimed)
+            self._ask(ev.MarkDone, Step.DONE, work, claimed)
+        elif r.draining:
+            self._drain_closed()
         else:
-            then()
+            self._end_round()
 
-    def _done(self, fact: ev.Done, then: Callable[[], None]) -> None:
+    def _done(self, fact: ev.Done) -> None:
         _, claimed = self._round.finishing.popleft()
         if claimed is not None:  # None: it was done already, by whoever counts it
             self.unaccounted.append(fact.record)
-        self._committing_to_done(then)
+        self._committing_to_done()
 
     def _end_round(self) -> None:
         r, self._round = self._round, None
         self._emit(ev.CloseBatch)
         self.pending = r.staged
         self.oldest = self._now
-        r.then()
+        self._after(r.after)
 
     # -- draining the pipeline ----------------------------------------------------------------------
 
-    def _settle(self, then: Callable[[], None]) -> None:
+    def _settle(self, after: After) -> None:
         """Publish what is pending, make the last done records durable, count them."""
+        self._draining_after = after
         if not self.pending:
-            self._ask(ev.Barrier, lambda fact: self._settled(fact, then))
+            self._ask(ev.Barrier, Step.DRAINED)
             return
-        self._round = Round(False, deque(), then, publishing=deque(self.pending))
+        self._round = Round(False, deque(), after, draining=True, publishing=deque(self.pending))
         self.pending = []
         self._emit(ev.OpenBatch)
-        self._settle_publish()
+        self._drain_publish()
 
-    def _settle_publish(self) -> None:
+    def _drain_publish(self) -> None:
         r = self._round
         if r.publishing:
-            self._ask(ev.Publish, self._settle_published, r.publishing.popleft())
+            self._ask(ev.Publish, Step.DRAIN_PUBLISHED, r.publishing.popleft())
             return
-        self._ask(ev.Barrier, self._settle_synced)
+        self._ask(ev.Barrier, Step.DRAIN_SYNCED)
 
-    def _settle_published(self, fact: ev.Published) -> None:
+    def _drain_published(self, fact: ev.Published) -> None:
         self._round.published.append((fact.work, self._claimed(fact)))
-        self._settle_publish()
+        self._drain_publish()
 
-    def _settle_synced(self, fact: ev.Synced) -> None:
+    def _drain_synced(self, fact: ev.Synced) -> None:
         r = self._round
         self.syncs = fact.syncs
         r.finishing = deque((work, claimed) for work, claimed in r.published if claimed is not False)
-        self._committing_to_done(self._settle_closed)
+        self._committing_to_done()
 
-    def _settle_closed(self) -> None:
-        r, self._round = self._round, None
+    def _drain_closed(self) -> None:
+        self._round = None
         self._emit(ev.CloseBatch)
-        self._ask(ev.Barrier, lambda fact: self._settled(fact, r.then))
+        self._ask(ev.Barrier, Step.DRAINED)
 
-    def _settled(self, fact: ev.Synced, then: Callable[[], None]) -> None:
+    def _drained(self, fact: ev.Synced) -> None:
         self.syncs = fact.syncs
         self._account_all()
-        then()
+        self._after(self._draining_after)

@@ -1,9 +1,13 @@
-"""The start of a master's generation: replay, reclaim, rebuild (part of :class:`.master_state.MasterState`).
+"""The start of a master's generation: replay, reclaim, quarantine, rebuild (part of
+:class:`.machine.MasterState`).
 
 ``committing -> done`` for the records this master owns, one at a time (then a scan again,
 since a replay may publish what others wait for); the leases of older generations are lapsed
-(queued ahead of everything else unless they killed too many workers: ``core.master.poison``); the
-queue is rebuilt from the corpus, leaving out what the done records settled.
+and queued ahead of everything else, unless they killed ``poison_deaths`` workers
+(``core.master.poison``): those inputs are settled as ``crash`` findings in one group commit of
+their own (lease to this master, quarantine manifest, barrier, publish, barrier, done), counted
+after the next barrier. Then the queue is rebuilt from the corpus, leaving out what the done
+records settled.
 """
 
 from __future__ import annotations
@@ -12,12 +16,15 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from . import events as ev
+from . import poison
 from .frontier import PRIORITY_RECLAIMED, PRIORITY_SEED, PRIORITY_UNIQUE
+from .manifest import quarantine_manifest
+from .steps import Step
 
 
 @dataclass
 class Recovery:
-    """The start of a generation in progress: replay, reclaim, rebuild."""
+    """The start of a generation in progress: replay, reclaim, quarantine, rebuild."""
 
     at: float
     records: tuple[dict, ...] = ()
@@ -26,16 +33,21 @@ class Recovery:
     outgoing: list[tuple[int, bytes]] = field(default_factory=list)  # FRONTIER of the replays
     settled: set[str] = field(default_factory=set)
     lapsed: list[dict] = field(default_factory=list)
+    died: dict[int, frozenset[int]] = field(default_factory=dict)  # generation -> ranks that died in it
+    suspects: list[dict] = field(default_factory=list)  # lapsed records whose leases' workers died often enough
+    condemned: deque = field(default_factory=deque)  # (record, strikes) to quarantine
+    leased: list[tuple[dict, list[poison.Strike], dict]] = field(default_factory=list)  # (record, strikes, lease)
+    poisoned: deque = field(default_factory=deque)  # work hashes of quarantine manifests, in order
+    published: list[tuple[str, list[str] | None | bool]] = field(default_factory=list)
     quarantined: int = 0
 
 
 class StartPhase:
-    """The start-of-generation transitions of :class:`~.master_state.MasterState`."""
-
+    """The start-of-generation transitions of :class:`~.machine.MasterState`."""
 
     def _on_start(self, event: ev.Start) -> None:
         self._start = Recovery(event.now)
-        self._ask(ev.Scan, self._scanned)
+        self._ask(ev.Scan, Step.SCANNED)
 
     def _scanned(self, fact: ev.Scanned) -> None:
         for work, error in fact.problems:
@@ -53,9 +65,9 @@ class StartPhase:
         """``committing -> done`` for the records this master owns, one at a time; then scan again."""
         start = self._start
         if start.replays:
-            self._ask(ev.Replay, self._replayed, start.replays.popleft())
+            self._ask(ev.Replay, Step.REPLAYED, start.replays.popleft())
         elif start.replayed:
-            self._ask(ev.Scan, self._scanned)
+            self._ask(ev.Scan, Step.SCANNED)
         else:
             self._reclaim()
 
@@ -69,8 +81,7 @@ class StartPhase:
         self._replay_committing()
 
     def _reclaim(self) -> None:
-        """Learn from the done records; the leases of older generations are lapsed (``core.master.poison``
-        settles those that killed too many workers)."""
+        """Learn from the done records; the leases of older generations are lapsed."""
         start = self._start
         for record in start.records:
             if record["state"] == "done":
@@ -79,20 +90,125 @@ class StartPhase:
             elif record["state"] == "leased" and record["lease"]["generation"] < self.gen:
                 if self.queue.owns(record["input_hash"]):
                     start.lapsed.append(record)
-        self._ask(ev.Quarantine, self._quarantined, tuple(start.lapsed))
+        if start.lapsed:
+            self._ask(ev.ReadDeaths, Step.DEATHS_READ)
+        else:
+            self._ask(ev.ListCorpus, Step.LISTED)
 
-    def _quarantined(self, fact: ev.Quarantined) -> None:
-        self._start.quarantined = len(fact.settled)
-        self._start.settled |= set(fact.settled)
-        self.unaccounted += fact.done
-        self._ask(ev.ListCorpus, self._listed)
+    # -- poison inputs (core.master.poison) -------------------------------------------------------
+
+    def _deaths_read(self, fact: ev.DeathsRead) -> None:
+        """Suspects: lapsed records with at least ``poison_deaths`` leases whose worker died in
+        their generation; their workers' running markers decide."""
+        start, limit = self._start, self.config.poison_deaths
+        start.died = poison.deaths(fact.receipts)
+        start.suspects = [r for r in start.lapsed
+                          if sum(lease["worker"] in start.died.get(lease["generation"], ())
+                                 for lease in poison.record_leases(r)) >= limit]
+        if not start.suspects:
+            self._ask(ev.ListCorpus, Step.LISTED)
+            return
+        pairs = sorted({(lease["worker"], lease["generation"]) for r in start.suspects
+                        for lease in poison.record_leases(r)})
+        self._ask(ev.ReadMarkers, Step.MARKERS_READ, tuple(pairs))
+
+    def _markers_read(self, fact: ev.MarkersRead) -> None:
+        start, limit = self._start, self.config.poison_deaths
+        running = dict(fact.running)
+        for record in start.suspects:
+            strikes = poison.strikes(poison.record_leases(record), start.died, running)
+            if len(strikes) >= limit:
+                start.condemned.append((record, strikes))
+        if not start.condemned:
+            self._ask(ev.ListCorpus, Step.LISTED)
+            return
+        self._emit(ev.OpenBatch)
+        self._lease_poison()
+
+    def _lease_poison(self) -> None:
+        """Lease each condemned input to this master itself and write its quarantine manifest."""
+        start = self._start
+        if start.condemned:
+            record, _ = start.condemned[0]
+            self._ask(ev.Lease, Step.POISON_LEASED, self.config.me, record["input_hash"])
+            return
+        self._ask(ev.Barrier, Step.POISON_SYNCED)  # the manifests are durable before their publication
+
+    def _poison_leased(self, fact: ev.Leased) -> None:
+        start = self._start
+        record, strikes = start.condemned.popleft()
+        if fact.outcome != "leased":  # settled or taken meanwhile: nothing to quarantine
+            self._emit(ev.Release, fact.token)
+            self._log("quarantine-skipped", input_hash=record["input_hash"], outcome=fact.outcome,
+                      reason=fact.error)
+            return self._lease_poison()
+        manifest = quarantine_manifest(self.gen, self.config.me, fact.shard, fact.token, record["input_hash"],
+                                       record["work_hash"], strikes, fact.now)
+        start.leased.append((record, strikes, fact.lease))
+        self._ask(ev.WriteManifest, Step.POISON_COMMITTING, record["work_hash"], fact.lease, manifest)
+
+    def _poison_committing(self, fact: ev.Committing) -> None:
+        start = self._start
+        record, strikes, lease = start.leased[-1]
+        if fact.error is not None:
+            start.leased.pop()
+            self._emit(ev.Release, lease["token"])
+            self._log("quarantine-skipped", input_hash=record["input_hash"], outcome="refused", reason=fact.error)
+        else:
+            self._log("input-quarantined", input_hash=record["input_hash"], strikes=len(strikes),
+                      workers=[s.worker for s in strikes])
+        self._lease_poison()
+
+    def _poison_synced(self, fact: ev.Synced) -> None:
+        self.syncs = fact.syncs
+        start = self._start
+        start.poisoned = deque(record["work_hash"] for record, _, _ in start.leased)
+        self._publish_poison()
+
+    def _publish_poison(self) -> None:
+        start = self._start
+        if start.poisoned:
+            self._ask(ev.Publish, Step.POISON_PUBLISHED, start.poisoned.popleft())
+            return
+        self._ask(ev.Barrier, Step.POISON_PUBLICATION_SYNCED)
+
+    def _poison_published(self, fact: ev.Published) -> None:
+        self._start.published.append((fact.work, self._claimed(fact)))
+        self._publish_poison()
+
+    def _poison_publication_synced(self, fact: ev.Synced) -> None:
+        self.syncs = fact.syncs
+        start = self._start
+        start.published = [(work, claimed) for work, claimed in start.published if claimed is not False]
+        self._mark_poison_done()
+
+    def _mark_poison_done(self) -> None:
+        start = self._start
+        if start.published:
+            work, claimed = start.published[0]
+            self._ask(ev.MarkDone, Step.POISON_DONE, work, claimed)
+            return
+        self._emit(ev.CloseBatch)
+        self._ask(ev.ListCorpus, Step.LISTED)
+
+    def _poison_done(self, fact: ev.Done) -> None:
+        """A quarantined input is settled; its done record is counted after the next barrier."""
+        start = self._start
+        _, claimed = start.published.pop(0)
+        if claimed is not None:
+            self.unaccounted.append(fact.record)
+            start.settled.add(fact.record["input_hash"])
+            start.quarantined += 1
+        self._mark_poison_done()
+
+    # -- the queue ----------------------------------------------------------------------------------
 
     def _listed(self, fact: ev.Listed) -> None:
         """Rebuild the queue: lapsed work first, then every object of the corpus not settled."""
         start, self._start = self._start, None
         for name in start.settled:
             self.queue.forget(name)
-        for record in start.lapsed:  # work that was in flight goes first
+        for record in start.lapsed:  # work that was in flight goes first (a quarantined input is settled)
             self.queue.offer(record["input_hash"], PRIORITY_RECLAIMED)
         for name, seed in fact.names:
             if name not in start.settled:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ...core.hosts import host_of_rank, parse_hosts
 from ...core.modes import SNAPSHOT_MODE_VAR
+from ...store.paths import StateDir
 from ...store.runlog import Event, read_log
 from .topology import Host
 
@@ -47,7 +48,7 @@ def check_placement(state: Path, spec: str, hosts: tuple[Host, ...]) -> tuple[li
     facts: list[dict] = []
     problems = [] if recorded else ["no generation-0 snapshot: the hosts of the ranks were never recorded"]
     for rank, name in enumerate(recorded):
-        log = state / "logs" / f"rank-{rank}.jsonl"
+        log = StateDir(state).rank_log(rank)
         uid = log.stat().st_uid if log.exists() else None
         facts.append({"rank": rank, "host": name, "log_uid": uid})
         if name != host_of_rank(parsed, rank):
@@ -61,7 +62,7 @@ def check_remote_reads(state: Path, remote: Host) -> tuple[list[dict], list[str]
     """A rank of ``remote`` read a corpus object back and verified it; recompute its digest here too."""
     facts, problems = [], []
     for rank, name in enumerate(rank_hosts(state)):
-        log = state / "logs" / f"rank-{rank}.jsonl"
+        log = StateDir(state).rank_log(rank)
         if name != remote.name or not log.exists():
             continue
         for event in (row for row in read_log(log) if row.get("event") == READ_EVENT):
@@ -84,7 +85,7 @@ def check_wrong_mode(job: Any, state: Path, verdict: dict, startup_s: float) -> 
     output = job.output_path.read_text(errors="replace") if job.output_path.exists() else ""
     # The host-B rank's own message, then the one every other rank relays ("another rank could not start").
     messages = sorted({line.strip() for line in output.splitlines() if SNAPSHOT_MODE_VAR in line}, key=len)
-    accepted = [p.name for p in (state / "membership" / "generation-0-snapshot.json", state / "outcome.json")
+    accepted = [p.name for p in (state / "membership" / "generation-0-snapshot.json", StateDir(state).outcome)
                 if p.exists()]
     facts = {"returncode": job.returncode, "seconds": round(job.seconds, 3), "timed_out": job.timed_out,
              "message": messages[0] if messages else None, "messages": messages, "oracle_passed": verdict.get("passed"),
