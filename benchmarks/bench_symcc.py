@@ -184,7 +184,7 @@ def run_campaign(name: str, binaries: dict[str, Path], seed_dir: Path, seconds: 
     """``variant``: "" (content dedup, as the loops), "map" (a QSYM coverage map per worker) or
     "afl" (the AFL twin's coverage, measured in batches)."""
     sys.path.insert(0, str(ROOT))
-    from symcc_ulfm.launch import child as launch_process
+    from symcc_ulfm.launch import json_child as launch_process
 
     state = run_dir / "state"
     options = [f"seeds={seed_dir}"]

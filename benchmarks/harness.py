@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from symcc_ulfm.launch import child as launch_process
+from symcc_ulfm.launch import json_child as launch_process
 from symcc_ulfm.store.runlog import Event, LogFollower, read_events
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..launch import child as launch_process
+from ..launch import json_child as launch_process
 from ..store.paths import StateDir
 from ..store.runlog import Event, read_events, read_log
 

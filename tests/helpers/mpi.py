@@ -1,0 +1,27 @@
+"""Run real campaigns for tests: `symcc-ulfm launch` in a subprocess, then read the verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from symcc_ulfm.launch import json_child as launch_process
+from symcc_ulfm.store.runlog import read_events
+
+FAST_SIMULATE = ["--executor", "simulate", "--executor-option", "cost_s=0.02"]
+
+
+@dataclass
+class Launch:
+    returncode: int
+    verdict: dict
+    stderr: str
+    state: Path
+
+    def log_events(self, event: str | None = None) -> list[dict]:
+        return [row for row in read_events(self.state / "logs") if event is None or row["event"] == event]
+
+
+def launch(state: Path, *args: str, env: dict | None = None, timeout: float = 300) -> Launch:
+    done = launch_process.run(state, args, timeout=timeout, env=env)
+    return Launch(done.returncode, done.verdict, done.stderr, state)
