@@ -52,14 +52,14 @@ from IPython.display import Markdown, display
 from tqdm import tqdm
 
 from symcc_ulfm import plots
-from symcc_ulfm.tools import replay
 from symcc_ulfm.core.modes import modes_from_env
-from symcc_ulfm.launch.engines import engine_mpi_args, run_on_engines
 from symcc_ulfm.evidence import provenance, rundir, timeline
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.evidence.verify import verify
 from symcc_ulfm.launch.conclude import conclude
+from symcc_ulfm.launch.engines import engine_mpi_args, run_on_engines
 from symcc_ulfm.launch.prepare import check_executor, prepare_state_dir
+from symcc_ulfm.tools import replay
 from symcc_ulfm.tools.seeds import read_seed_dir
 
 alt.renderers.enable("svg")

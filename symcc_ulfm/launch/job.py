@@ -83,10 +83,12 @@ def run_job(
     command = [*(command_prefix or []), *mpiexec_command(policy, state.root, state.modes, extra=extra_args)]
     echo("+ " + shlex.join(command))
     env = {**job_environment(state.modes), **(env_overrides or {})}
-    return _supervise(policy, state, command, env)
+    return supervise(policy, state, command, env)
 
 
-def _supervise(policy: Policy, state: StateDir, command: list[str], env: dict[str, str]) -> JobResult:
+def supervise(policy: Policy, state: StateDir, command: list[str], env: dict[str, str]) -> JobResult:
+    """Run ``command`` as the campaign job of ``state`` (what :func:`run_job` runs, and a test its
+    stand-in for ``mpiexec``): bounded, supervised, over once every rank of it is gone."""
     left = ranks_gone(state.root, state.modes.snapshot, EARLIER_RANKS_S)
     if left:
         raise ConfigError("state_dir", f"ranks of an earlier job (pids {left}) still run on {state.root}; "

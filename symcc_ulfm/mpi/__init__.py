@@ -1,7 +1,10 @@
 """The MPI layer: the only code that imports mpi4py.
 
-capability (ULFM probe), transport (bytes, bounded waits), ft (ULFM or plain operations),
-recovery (DESIGN.md §6), master / worker loops, injection, campaign (the per-rank runtime),
-rank (the ``mpiexec`` entry point), engine (the functions ipyparallel engines run) and
-access_probe (what another user needs to run a rank).
+``rank`` (the ``mpiexec`` entry point), ``campaign`` (start-up, generations, recovery and
+shutdown of one rank: the role loops of ``runtime`` wired to communicators), ``context`` (a
+rank's communicators beside ``runtime.rank_state``), ``channels`` (the MPI transport),
+``requests`` (buffers, tags, bounded waits, what counts as a failure), ``recovery`` (DESIGN.md
+§6), ``ft`` (ULFM or plain operations), ``capability`` (the ULFM probe), ``watchdog`` (bounds of
+blocking calls), ``engine`` (the functions ipyparallel engines run) and ``access_probe`` (what
+another user needs to run a rank).
 """

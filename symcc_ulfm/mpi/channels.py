@@ -1,4 +1,4 @@
-"""``transport.Transport`` over one generation's communicators.
+"""``runtime.transport.Transport`` over one generation's communicators.
 
 Peers are stable ranks; each channel has its communicator and tag: ``data`` and ``sentinel``
 on the group communicator (a group's ranks follow their stable ranks: ``Split`` is keyed by

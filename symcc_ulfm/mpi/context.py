@@ -1,4 +1,4 @@
-"""What one rank knows during a campaign (``rank_state.RankState``) and its communicators."""
+"""What one rank knows during a campaign (``runtime.rank_state.RankState``) and its communicators."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What runs on an ipyparallel MPI engine (``engines.py`` submits these functions by reference).
+"""What runs on an ipyparallel MPI engine (``launch.engines`` submits these functions by reference).
 
 mpi4py is imported inside the functions, on the engine: the notebook's kernel imports this
 module to name them and must never initialise MPI itself.

@@ -2,7 +2,7 @@
 
 Messages are bytes (see ``core.envelope``) moved with buffer-based calls (``Isend``/``Irecv``
 on ``MPI.BYTE``): nothing is pickled. Every wait is a ``Test`` loop with an exponential
-sleep back-off (``backoff.Backoff``), so a blocked rank uses almost no CPU and every wait can be
+sleep back-off (``runtime.backoff.Backoff``), so a blocked rank uses almost no CPU and every wait can be
 bounded. Any error of a request on an FT path (``ERR_PROC_FAILED``, ``..._PENDING``,
 ``ERR_REVOKED``, and ``ERR_OTHER`` which Open MPI returns on some failed collectives) raises
 :class:`FailureDetected`, which sends the rank into recovery.

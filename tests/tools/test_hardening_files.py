@@ -185,7 +185,7 @@ def test_a_job_whose_mpiexec_failed_before_any_rank_started_is_started_again(tmp
     started a rank is never run twice."""
     from symcc_ulfm.core.modes import FileModes
     from symcc_ulfm.core.policy import Policy
-    from symcc_ulfm.launch.job import START_ATTEMPTS, run_job
+    from symcc_ulfm.launch.job import START_ATTEMPTS, supervise
     from symcc_ulfm.store.paths import StateDir
 
     state = StateDir(tmp_path, FileModes())
@@ -193,7 +193,7 @@ def test_a_job_whose_mpiexec_failed_before_any_rank_started_is_started_again(tmp
     count = tmp_path / "starts"
     rank_log = f"echo x >> {tmp_path}/logs/rank-0.jsonl; " if starts_a_rank else ""
     command = ["sh", "-c", f"echo start >> {count}; {rank_log}echo 'PMIx listener thread failed to start'; exit 1"]
-    job = run_job(Policy(executor="simulate"), state, command, echo=lambda line: None)
+    job = supervise(Policy(executor="simulate"), state, command, env=dict(os.environ))
     starts = len(count.read_text().split())
     assert job.returncode == 1
     if starts_a_rank:

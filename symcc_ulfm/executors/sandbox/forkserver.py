@@ -1,5 +1,5 @@
 """The sandbox's processes: a fork server that built the executor and imported the target once
-(:mod:`.sandbox_child`), and the child it forked to serve requests.
+(:mod:`.child`), and the child it forked to serve requests.
 
 :class:`ChildProcess` starts the server, has it fork a child, exchanges frames with that child
 (:mod:`.frames`) and, when the child dies, hangs or garbles, reaps it and says how it ended

@@ -2,9 +2,9 @@
 notebook kernel.
 
 :class:`Sandbox` is an :class:`~.base.Executor` that hosts the real one (built by
-:func:`~symcc_ulfm.executors.engine`) in a long-lived child (:mod:`.sandbox_child`), reused
+:func:`~symcc_ulfm.executors.engine`) in a long-lived child (:mod:`.child`), reused
 across inputs and replaced after it dies: the child is forked by a fork server that built the
-executor and imported the target once (:mod:`.sandbox_process`), so a target that crashes on
+executor and imported the target once (:mod:`.forkserver`), so a target that crashes on
 every other input costs a fork per crash, not a Python start-up. Each target execution is
 bounded: the child's own tracer ends Python-level endless loops, the child runs under
 ``RLIMIT_AS`` (allocation storms raise ``MemoryError``), and this side kills the child when an execution outlives its

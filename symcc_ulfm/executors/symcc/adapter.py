@@ -10,7 +10,7 @@ One :meth:`SymccExecutor.run` is one concolic execution of the binary on one inp
 - every inherited ``SYMCC_*`` (and ``AFL_*``) variable is dropped first, so the run means exactly
   what :meth:`~SymccExecutor.identity` says (a stray ``SYMCC_INPUT_FILE`` would make stdin
   concrete); the only SymCC runtime variables a campaign may set are those of
-  :data:`.symcc_options.RUNTIME_ENV`, through the ``env`` option;
+  :data:`.options.RUNTIME_ENV`, through the ``env`` option;
 - every test case SymCC wrote is a candidate, in the order it wrote them: QSYM names them
   ``000000``, ``000001``, ... and ``NNNNNN-optimistic`` when it could only solve the negated
   branch alone (the path constraint was unsatisfiable; such inputs often reach new code anyway),
@@ -20,14 +20,14 @@ One :meth:`SymccExecutor.run` is one concolic execution of the binary on one inp
   regular files; symlinks, FIFOs, directories, unreadable and oversized entries are skipped and
   counted in the notes.
 
-The binary runs as a direct child of the executor's process (:func:`.symcc_io.run_binary`): its
+The binary runs as a direct child of the executor's process (:func:`.runs.run_binary`): its
 own process group, the time limit enforced there, and every process it left behind killed once
 it is done. The runtime hosts this executor in the sandbox child (``in_process_target``), which
 makes itself a child subreaper for it (``adopts_orphans``), so that also daemons and AFL's fork
 server (both call ``setsid()``) are found and killed; the sandbox is told of each execution
 (:attr:`~.base.Executor.on_execution`).
 
-Outcomes (:func:`.symcc_io.classify_exit`): a signal or a sanitizer report is a ``crash``, the
+Outcomes (:func:`.runs.classify_exit`): a signal or a sanitizer report is a ``crash``, the
 time limit a ``hang``, an exit status alone is ``ok`` (parsers exit non-zero on inputs they
 reject). A SymCC run that is not ``ok`` is confirmed by :meth:`~SymccExecutor.reproduce`, a
 concrete run of the same binary (``SYMCC_NO_SYMBOLIC_INPUT=1``: the runtime does no symbolic
@@ -38,10 +38,10 @@ Before a campaign, :meth:`~SymccExecutor.preflight` runs SymCC on the seeds unti
 cleanly with test cases; a target that never does (nothing symbolic reaches a branch, it crashes
 or hangs on every seed, the runtime refuses to start) is refused with a TargetError naming why.
 A binary that is not SymCC-instrumented is refused when the executor is built
-(:mod:`.symcc_target`).
+(:mod:`.target`).
 
 Coverage comes from an optional AFL-instrumented twin of the target measured in batches
-(:mod:`.symcc_coverage`). Without a twin there is no coverage: :meth:`~SymccExecutor.measure`
+(:mod:`.afl_coverage`). Without a twin there is no coverage: :meth:`~SymccExecutor.measure`
 returns an empty set and the identity and notes say "no coverage: content dedup only".
 """
 
@@ -78,7 +78,7 @@ PREFLIGHT_SEEDS = 16  # seeds tried by preflight() before the target is refused
 
 
 class SymccExecutor(Executor):
-    """Runs ``target``, a SymCC-compiled binary; options as in :data:`.symcc_options.DEFAULTS`."""
+    """Runs ``target``, a SymCC-compiled binary; options as in :data:`.options.DEFAULTS`."""
 
     name = "symcc"
     in_process_target: ClassVar[bool] = True  # hosted in the sandbox child: no Python process per run

@@ -19,7 +19,7 @@ ARGS`` (one fork server for the chunk). What AFL++ 4.04c does there (``afl-showm
 So a non-empty map is an ``ok`` run with its coverage. An empty map (crash or timeout) and an
 empty input are measured alone: ``afl-showmap -q -b -o MAP`` (without ``-Z`` it keeps the map of
 a crashing or timed-out run) for the coverage, and the twin run directly, under the same time
-limit, for the outcome (:func:`.symcc_io.classify_exit`: the signal's name, a sanitizer's
+limit, for the outcome (:func:`.runs.classify_exit`: the signal's name, a sanitizer's
 ``SUMMARY`` line, or a hang), which afl-showmap cannot give: its messages name no signal with
 ``-q``, its exit status is the last run's only, and with ``-Z`` a crash and a hang look the same.
 A twin that behaves differently when run directly (nondeterminism, a run close to the limit) gets
