@@ -1,6 +1,6 @@
-"""Dictionary words from the target's own modules (executors/concolic/constants.py): code
+"""Dictionary words from the target's own modules (executors/concolic/hybrid/module_words.py): code
 constants, regex literals and samples, and their use by the hybrid phase; and the literals that
-instrumented code compares concrete text with (executors/concolic/compares.py)."""
+instrumented code compares concrete text with (executors/concolic/tracing/literal_compares.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import re
 import sys
 from pathlib import Path
 
-from symcc_ulfm.executors.concolic import ConcolicExecutor, compares, constants, i2s, mutate
-from symcc_ulfm.executors.concolic import path as P
+from symcc_ulfm.executors.concolic import ConcolicExecutor
+from symcc_ulfm.executors.concolic.expressions import path as P
+from symcc_ulfm.executors.concolic.hybrid import havoc, input_to_state, module_words
+from symcc_ulfm.executors.concolic.tracing import literal_compares
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "hybrid.py"
 TEXTS = Path(__file__).resolve().parents[1] / "fixtures" / "texts.py"
@@ -30,7 +32,7 @@ class Parser:
 
 
 def test_code_words_reach_nested_code_and_skip_names_messages_and_long_strings():
-    words = constants.code_words(compile(SOURCE, "<fixture>", "exec"))
+    words = module_words.code_words(compile(SOURCE, "<fixture>", "exec"))
     for word in (b"\x89PNG", b"GIF8", b"4242", b"one", b"two", b"alpha", b"gamma"):
         assert word in words
     assert words.index(b"alpha") < words.index(b"gamma")  # frozenset members in a fixed order
@@ -42,26 +44,26 @@ def test_code_words_reach_nested_code_and_skip_names_messages_and_long_strings()
 
 def test_regex_words_are_literals_class_members_and_matching_samples():
     pattern = r"(\d{4})-(0[1-9]|1[0-2])(?:[Tt ](\d\d):(\d\d)(?:Z|[+-]\d\d)?)?"
-    words = constants.regex_words(pattern)
+    words = module_words.regex_words(pattern)
     samples = [w for w in words if re.fullmatch(pattern, w.decode())]
     assert b"0000-01" in samples and b"0000-01T00:00Z" in samples  # minimal, and every part once
     assert any(s.startswith(b"0000-1") for s in samples)  # another alternative of the month
     assert {b"T", b"t", b" ", b"+", b"-", b"Z"} <= set(words)  # small classes and literals
-    assert constants.regex_words(rb"\x00\x01AB[^\x00]") == (b"\x00\x01ABa", b"\x00\x01AB")
-    assert constants.regex_words("(unbalanced") == ()
-    assert constants.regex_words("(?x) a b  # comment", re.VERBOSE) == (b"ab",)
+    assert module_words.regex_words(rb"\x00\x01AB[^\x00]") == (b"\x00\x01ABa", b"\x00\x01AB")
+    assert module_words.regex_words("(unbalanced") == ()
+    assert module_words.regex_words("(?x) a b  # comment", re.VERBOSE) == (b"ab",)
 
 
 def test_module_words_put_regex_words_first_and_encode_as_utf8():
     import tests.fixtures.hybrid  # noqa: F401 - imported by name so that its loader gives its code
 
     module = sys.modules["tests.fixtures.hybrid"]
-    words = constants.module_words([module, module])
+    words = module_words.module_words([module, module])
     assert words[0] == b"0000-01-00"  # the date pattern's minimal sample
     assert b"opensesame" in words and b"december" in words and b"12" in words
-    assert len(words) == len(set(words)) <= constants.MAX_WORDS
+    assert len(words) == len(set(words)) <= module_words.MAX_WORDS
     assert words.index(b"0000-01-00") < words.index(b"opensesame")
-    assert constants.code_words(compile("x = 'é'", "<fixture>", "exec")) == ["é".encode()]
+    assert module_words.code_words(compile("x = 'é'", "<fixture>", "exec")) == ["é".encode()]
 
 
 def test_a_constant_behind_a_hash_is_reached_through_the_modules_words():
@@ -74,7 +76,7 @@ def test_the_pattern_matched_against_the_input_is_recorded_and_its_samples_reach
     executor = ConcolicExecutor(f"{FIXTURE}:date_gate", {"mutations": 2000})
     recorded, _ = executor._symbolic(b"1999-05-05")
     assert list(recorded.patterns) == [(r"(\d{4})-(0[1-9]|1[0-2])-\d\d", re.UNICODE)]
-    words = mutate.dictionary(recorded.entries, recorded.compares, recorded.tokens, recorded.patterns)
+    words = havoc.dictionary(recorded.entries, recorded.compares, recorded.tokens, recorded.patterns)
     assert b"0000-12-00" in words  # the last alternative of the month
     result = executor.run(b"hello")
     returned = {executor.measure(c).returned for c in result.candidates}
@@ -84,11 +86,11 @@ def test_the_pattern_matched_against_the_input_is_recorded_and_its_samples_reach
 def test_equality_with_a_literal_records_the_literal_when_the_text_differs():
     path = P.start(float("inf"), 100)
     try:
-        assert compares.equals("text", "multipart", 1) is False
-        assert compares.not_equals(b"GIF8", b"\x89PNG", 0) is True
-        assert compares.equals("same", "same", 1) is True  # equal: nothing to learn
-        assert compares.equals(b"bytes", "str", 1) is False  # other kinds: not recorded
-        assert compares.not_equals(3, "three", 1) is True
+        assert literal_compares.equals("text", "multipart", 1) is False
+        assert literal_compares.not_equals(b"GIF8", b"\x89PNG", 0) is True
+        assert literal_compares.equals("same", "same", 1) is True  # equal: nothing to learn
+        assert literal_compares.equals(b"bytes", "str", 1) is False  # other kinds: not recorded
+        assert literal_compares.not_equals(3, "three", 1) is True
     finally:
         P.stop()
     assert list(path.tokens) == ["multipart", b"GIF8"]
@@ -103,11 +105,11 @@ def test_a_literal_compared_with_concrete_text_in_instrumented_code_is_a_token()
 
 def test_regex_matches_pair_their_text_with_the_patterns_samples():
     date = (r"(\d{4})-(0[1-9]|1[0-2])-\d\d", 0)
-    pairs = i2s.regex_pairs([(date, "hello world", None), (date, "1999-05-05", 10), ((rb"x+", 0), "str", None)])
+    pairs = input_to_state.regex_pairs([(date, "hello world", None), (date, "1999-05-05", 10), ((rb"x+", 0), "str", None)])
     assert (0, "hello worl", "0000-01-00") in pairs  # a failed match: overwritten, as long as the sample
     assert (0, "1999-05-05", "0000-12-00") in pairs  # a match: replaced by another accepted form
     assert all(isinstance(region, str) for _, region, _ in pairs)  # a bytes pattern pairs with bytes only
-    assert i2s.propose(b"say hello world", pairs[:1], 4) == [b"say 0000-01-00d"]
+    assert input_to_state.propose(b"say hello world", pairs[:1], 4) == [b"say 0000-01-00d"]
 
 
 def test_regex_children_are_measured_first_and_reach_the_matching_branch():
@@ -122,10 +124,10 @@ def test_regex_children_are_measured_first_and_reach_the_matching_branch():
 def test_text_compared_with_a_literal_and_different_is_recorded_as_a_pair():
     path = P.start(float("inf"), 100)
     try:
-        compares.equals("text", "multipart", 1)
-        compares.not_equals(b"GIF8", b"\x89PNG", 0)
-        compares.equals("same", "same", 1)  # equal: nothing to replace
-        compares.equals("a", "b", 1)  # single characters: left to the solver and the byte edits
+        literal_compares.equals("text", "multipart", 1)
+        literal_compares.not_equals(b"GIF8", b"\x89PNG", 0)
+        literal_compares.equals("same", "same", 1)  # equal: nothing to replace
+        literal_compares.equals("a", "b", 1)  # single characters: left to the solver and the byte edits
     finally:
         P.stop()
     assert list(path.texts) == [("text", "multipart"), (b"\x89PNG", b"GIF8")]  # (text, literal)
@@ -133,10 +135,10 @@ def test_text_compared_with_a_literal_and_different_is_recorded_as_a_pair():
 
 def test_text_pairs_replace_the_text_in_the_input_lower_cased_if_need_be_and_in_one_direction():
     pairs = [(0, "content-type", "content-length"), (0, "text", "multipart")]
-    assert i2s.propose(b"Content-Type: text/x", pairs, 8, directed=True) == [
+    assert input_to_state.propose(b"Content-Type: text/x", pairs, 8, directed=True) == [
         b"content-length: text/x", b"Content-Type: multipart/x"]
-    assert b"Content-Type: text/x" in i2s.propose(b"Content-Type: multipart/x", pairs, 8)  # undirected: both ways
-    assert i2s.propose(b"Content-Type: multipart/x", pairs[1:], 8, directed=True) == []
+    assert b"Content-Type: text/x" in input_to_state.propose(b"Content-Type: multipart/x", pairs, 8)  # undirected: both ways
+    assert input_to_state.propose(b"Content-Type: multipart/x", pairs[1:], 8, directed=True) == []
 
 
 def test_a_literal_compared_with_concrete_text_is_tried_in_its_place_first():
@@ -176,9 +178,9 @@ def test_a_name_looked_up_with_getattr_is_paired_with_the_names_of_the_same_pref
 
 
 def test_a_text_that_occurs_several_times_is_also_replaced_everywhere_at_once():
-    children = i2s.propose(b"<data>x</data>", [(0, "data", "date")], 8, directed=True)
+    children = input_to_state.propose(b"<data>x</data>", [(0, "data", "date")], 8, directed=True)
     assert children == [b"<date>x</data>", b"<data>x</date>", b"<date>x</date>"]
-    assert i2s.propose(b"\x00\x00\x00", [(0, 0, 7)], 8, directed=True)[:2] == [b"\x07\x00\x00", b"\x00\x07\x00"]
+    assert input_to_state.propose(b"\x00\x00\x00", [(0, 0, 7)], 8, directed=True)[:2] == [b"\x07\x00\x00", b"\x00\x07\x00"]
 
 
 def test_text_that_lacks_an_affix_is_tried_with_it():

@@ -13,13 +13,17 @@ from helpers.concolic import plain, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symcc_ulfm.executors.concolic import ConcolicExecutor, i2s, lookups, streams, structs
-from symcc_ulfm.executors.concolic import expr as E
-from symcc_ulfm.executors.concolic import path as P
-from symcc_ulfm.executors.concolic.seq import length_of
-from symcc_ulfm.executors.concolic.shadow import BytesShim, IntShim, StrShim, symbolic_twin
-from symcc_ulfm.executors.concolic.symbolic import SymInt
-from symcc_ulfm.executors.concolic.symbytes import SymBytes
+from symcc_ulfm.executors.concolic import ConcolicExecutor
+from symcc_ulfm.executors.concolic.expressions import expr as E
+from symcc_ulfm.executors.concolic.expressions import path as P
+from symcc_ulfm.executors.concolic.hybrid import input_to_state
+from symcc_ulfm.executors.concolic.models import builtinslib, containers, iolib, structlib
+from symcc_ulfm.executors.concolic.models.builtinslib import BytesShim, IntShim, StrShim
+from symcc_ulfm.executors.concolic.tracing.shadow import symbolic_twin
+from symcc_ulfm.executors.concolic.values import opaque
+from symcc_ulfm.executors.concolic.values.seq import length_of
+from symcc_ulfm.executors.concolic.values.symbolic import SymInt
+from symcc_ulfm.executors.concolic.values.symbytes import SymBytes
 from symcc_ulfm.tools.explore import explore
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "idioms.py"
@@ -39,17 +43,17 @@ FORMATS = ["<HH", ">I", "<i", "!q", "@hI", "=bB?", "<2sH", "<xcHx", ">Q", "<e", 
 @given(fmt=st.sampled_from(FORMATS), data=st.binary(max_size=20), offset=st.integers(-4, 6))
 def test_struct_matches_python(fmt, data, offset):
     for name, concrete_call, symbolic_call in (
-            ("unpack", lambda d: struct.unpack(fmt, d), lambda d: structs.unpack(fmt, d)),
+            ("unpack", lambda d: struct.unpack(fmt, d), lambda d: structlib.unpack(fmt, d)),
             ("unpack_from", lambda d: struct.unpack_from(fmt, d, offset),
-             lambda d: structs.unpack_from(fmt, d, offset)),
-            ("iter_unpack", lambda d: list(struct.iter_unpack(fmt, d)), lambda d: list(structs.iter_unpack(fmt, d))),
-            ("Struct", lambda d: struct.Struct(fmt).unpack_from(d), lambda d: structs.Struct(fmt).unpack_from(d))):
+             lambda d: structlib.unpack_from(fmt, d, offset)),
+            ("iter_unpack", lambda d: list(struct.iter_unpack(fmt, d)), lambda d: list(structlib.iter_unpack(fmt, d))),
+            ("Struct", lambda d: struct.Struct(fmt).unpack_from(d), lambda d: structlib.Struct(fmt).unpack_from(d))):
         result, _ = run(lambda call=symbolic_call: call(SymBytes.from_input(data)))
         assert repr(plain(result)) == repr(outcome(lambda call=concrete_call: call(data))), name  # NaN-safe
 
 
 def test_struct_fields_are_expressions_over_their_bytes():
-    (version, count), path = run(lambda: structs.unpack("<HH", SymBytes.from_input(b"\x03\x00\x07\x00")))
+    (version, count), path = run(lambda: structlib.unpack("<HH", SymBytes.from_input(b"\x03\x00\x07\x00")))
     assert version.node.vars == {0, 1} and count.node.vars == {2, 3}
     assert E.evaluate(count.node, b"\x00\x00\x34\x12") == 0x1234
     assert path.pins == 0
@@ -79,7 +83,7 @@ def test_bytesio_reads_match_python(data, sizes, pos):
         stream.seek(pos)
         out += [stream.read(), stream.getvalue(), stream.seek(0), list(stream)]
         return out
-    result, _ = run(lambda: reads(streams.SymBytesIO(SymBytes.from_input(data))))
+    result, _ = run(lambda: reads(iolib.SymBytesIO(SymBytes.from_input(data))))
     assert plain(result) == reads(io.BytesIO(data))
 
 
@@ -97,7 +101,7 @@ def test_stringio_line_buffer_matches_python(data, newline, cut):
         stream.truncate()
         stream.write("x")
         return [lines, stream.getvalue(), stream.tell()]
-    result, _ = run(lambda: use(streams.SymStringIO("", newline), SymBytes.from_input(data).decode("ascii")))
+    result, _ = run(lambda: use(iolib.SymStringIO("", newline), SymBytes.from_input(data).decode("ascii")))
     assert plain(result) == use(io.StringIO("", newline), text)
 
 
@@ -108,8 +112,8 @@ def test_memoryview_reads_match_python(data, a, b, i):
         view = make(data)
         sub = getitem(view, slice(a, b))
         return [outcome(lambda: getitem(view, i)), outcome(lambda: getitem(sub, i)), to_bytes(sub), len(sub)]
-    result, _ = run(lambda: reads(lambda d: streams.view_of(SymBytes.from_input(d)), lookups.getitem, BytesShim))
-    streams.clear_views()
+    result, _ = run(lambda: reads(lambda d: builtinslib.view_of(SymBytes.from_input(d)), containers.getitem, BytesShim))
+    builtinslib.clear_views()
     assert plain(result) == reads(memoryview, lambda v, k: v[k], bytes)
 
 
@@ -120,13 +124,13 @@ TABLE = {"get": 1, "set": 2, "del": 3, 7: "seven", b"raw": 4}
 @given(word=st.sampled_from(["get", "set", "del", "put", "ge", ""]), number=st.integers(0, 9))
 def test_lookups_match_python(word, number):
     def probe(key_text, key_int):
-        return [lookups.contains(key_text, TABLE), lookups.contains(key_text, frozenset(TABLE)),
-                lookups.not_contains(key_int, (7, 8)), lookups.contains(key_text, "xgetsetx"),
-                outcome(lambda: lookups.getitem(TABLE, key_text)), lookups.call_method(TABLE, "get", key_int, -1),
-                lookups.call_method(",", "join", [key_text, "z"]),
-                lookups.call_method(frozenset("gets"), "issuperset", key_text),
-                outcome(lambda: lookups.contains(key_text[:1], "tes")), outcome(lambda: lookups.contains(key_int, b"\x03\x05")),
-                lookups.contains(key_text[:1], {"g": 1, "dd": 2})]
+        return [containers.contains(key_text, TABLE), containers.contains(key_text, frozenset(TABLE)),
+                containers.not_contains(key_int, (7, 8)), containers.contains(key_text, "xgetsetx"),
+                outcome(lambda: containers.getitem(TABLE, key_text)), containers.call_method(TABLE, "get", key_int, -1),
+                containers.call_method(",", "join", [key_text, "z"]),
+                containers.call_method(frozenset("gets"), "issuperset", key_text),
+                outcome(lambda: containers.contains(key_text[:1], "tes")), outcome(lambda: containers.contains(key_int, b"\x03\x05")),
+                containers.contains(key_text[:1], {"g": 1, "dd": 2})]
     data = word.encode() + bytes([number])
 
     def symbolic():
@@ -138,12 +142,12 @@ def test_lookups_match_python(word, number):
 
 
 def test_lookups_raise_like_python_on_mixed_types():
-    result, _ = run(lambda: lookups.contains(SymBytes.from_input(b"g").decode("ascii"), b"g"))
+    result, _ = run(lambda: containers.contains(SymBytes.from_input(b"g").decode("ascii"), b"g"))
     assert result is TypeError
 
 
 def test_dict_lookup_offers_another_key_to_the_search():
-    result, path = run(lambda: lookups.getitem(TABLE, SymBytes.from_input(b"get").decode("ascii")))
+    result, path = run(lambda: containers.getitem(TABLE, SymBytes.from_input(b"get").decode("ascii")))
     assert result == 1
     _ascii, found, which = [node for kind, node, _ in path.entries if kind == P.BRANCH]
     assert found.val and which.val
@@ -175,9 +179,9 @@ def test_shims_answer_isinstance_and_route_symbolic_values():
 
 def test_opaque_values_record_comparisons_and_stay_opaque_through_arithmetic():
     def compare():
-        crc = i2s.opaque(0x1234ABCD) & 0xFFFFFFFF
-        head = i2s.opaque(b"\x7fELX")
-        return crc == 7, head.startswith(b"\x7fELF"), isinstance(crc, i2s.OpaqueInt)
+        crc = opaque.opaque(0x1234ABCD) & 0xFFFFFFFF
+        head = opaque.opaque(b"\x7fELX")
+        return crc == 7, head.startswith(b"\x7fELF"), isinstance(crc, opaque.OpaqueInt)
     result, path = run(compare)
     assert result == (False, False, True)
     assert [(a, b) for _, a, b in path.compares] == [(0x1234ABCD, 7), (b"\x7fELX", b"\x7fELF")]
@@ -185,11 +189,11 @@ def test_opaque_values_record_comparisons_and_stay_opaque_through_arithmetic():
 
 def test_input_to_state_puts_the_other_operand_where_one_occurs():
     data = b"hdr:" + (0x1234ABCD).to_bytes(4, "little") + b":1234ABCD:305441741"
-    children = i2s.propose(data, [(0, 0x1234ABCD, 0xCAFEF00D)], limit=20)
+    children = input_to_state.propose(data, [(0, 0x1234ABCD, 0xCAFEF00D)], limit=20)
     assert b"hdr:" + (0xCAFEF00D).to_bytes(4, "little") + b":1234ABCD:305441741" in children
     assert data.replace(b"1234ABCD", b"CAFEF00D") in children
     assert data.replace(b"305441741", str(0xCAFEF00D).encode()) in children
-    assert i2s.propose(data, [(0, 5, 5)], limit=20) == [], "equal operands propose nothing"
+    assert input_to_state.propose(data, [(0, 5, 5)], limit=20) == [], "equal operands propose nothing"
 
 
 def _deep(name):
@@ -258,7 +262,7 @@ def test_rendered_text_pins_its_sources_only_when_read():
         unread = P._active.pins
         return rendered, unread, rendered == "bad '1.2'"
     (text, unread, same), path = run(message)
-    assert text == "bad '1.2'" and isinstance(text, i2s.OpaqueStr) and same
+    assert text == "bad '1.2'" and isinstance(text, opaque.OpaqueStr) and same
     assert unread == 0 and path.pins == 4, "three characters and the length, once compared"
 
 

@@ -1,4 +1,4 @@
-"""The hybrid phase of the concolic executor (executors/concolic/mutate.py): havoc mutants run
+"""The hybrid phase of the concolic executor (executors/concolic/hybrid/havoc.py): havoc mutants run
 concretely after the symbolic run, kept only when they reach coverage new to the process."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import pytest
 from symcc_ulfm.errors import PolicyError
 from symcc_ulfm.executors import create
 from symcc_ulfm.executors.base import Measurement, coverage_id, edge_of
-from symcc_ulfm.executors.concolic import ConcolicExecutor, mutate
-from symcc_ulfm.executors.concolic import expr as E
-from symcc_ulfm.executors.concolic import path as P
+from symcc_ulfm.executors.concolic import ConcolicExecutor
+from symcc_ulfm.executors.concolic.expressions import expr as E
+from symcc_ulfm.executors.concolic.expressions import path as P
+from symcc_ulfm.executors.concolic.hybrid import havoc
 from symcc_ulfm.executors.outcome import OK, Outcome
 from symcc_ulfm.tools.explore import explore
 
@@ -22,7 +23,7 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "hybrid.py"
 
 def test_mutator_is_deterministic_and_bounded():
     def mutants(seed):
-        mutator = mutate.Mutator(random.Random(seed), [b"TOKEN", b"\x00\x01"], max_length=40)
+        mutator = havoc.Mutator(random.Random(seed), [b"TOKEN", b"\x00\x01"], max_length=40)
         return [mutator.havoc(b"0123456789abcdef", [b"xyz" * 20]) for _ in range(500)]
 
     first = mutants(7)
@@ -31,7 +32,7 @@ def test_mutator_is_deterministic_and_bounded():
     assert all(len(m) <= 40 for m in first)
     assert len(set(first)) > 400
     assert any(b"TOKEN" in m for m in first)  # dictionary words are used
-    mutator = mutate.Mutator(random.Random(1))
+    mutator = havoc.Mutator(random.Random(1))
     assert all(isinstance(mutator.havoc(b""), bytes) for _ in range(200))  # an empty input is fine
 
 
@@ -48,7 +49,7 @@ def test_dictionary_from_tokens_compares_and_branch_constants():
         recorded = P.stop()
     finally:
         P.stop()
-    words = mutate.dictionary(recorded.entries, recorded.compares, recorded.tokens)
+    words = havoc.dictionary(recorded.entries, recorded.compares, recorded.tokens)
     assert words[:2] == [b"GET", b"\x89PNG"]
     assert b"\x07" in words and b"51966" in words and (0xCAFE).to_bytes(2, "little") in words
     assert b"4660" in words and (0x1234).to_bytes(2, "big") in words
@@ -63,25 +64,25 @@ def test_hybrid_keeps_only_new_coverage_and_reports_each_finding_once():
 
     covered = {0, 1, 2, 3}  # every reachable edge is already covered: nothing is kept
     reported: set = set()
-    out = mutate.hybrid(measure, mutate.Mutator(random.Random(3)), [b"abcd"], [], covered, reported,
+    out = havoc.hybrid(measure, havoc.Mutator(random.Random(3)), [b"abcd"], [], covered, reported,
                         until=float("inf"), limit=300)
     assert out.executions == 300 and out.kept == [] and out.new_coverage == 0
     assert len(out.findings) == 1 and reported == {("exception", "sig")}
 
     covered, reported = set(), set()
-    out = mutate.hybrid(measure, mutate.Mutator(random.Random(3)), [b"abcd"], [], covered, reported,
+    out = havoc.hybrid(measure, havoc.Mutator(random.Random(3)), [b"abcd"], [], covered, reported,
                         until=float("inf"), limit=300)
     assert 1 <= len(out.kept) <= 4 and covered <= {0, 1, 2, 3} and out.new_coverage == len(covered)
     assert len({len(k) % 4 for k in out.kept}) == len(out.kept)
     # the time bound: a clock already past `until` measures nothing
-    out = mutate.hybrid(measure, mutate.Mutator(random.Random(3)), [b"abcd"], [], set(), set(),
+    out = havoc.hybrid(measure, havoc.Mutator(random.Random(3)), [b"abcd"], [], set(), set(),
                         until=0.0, limit=300, clock=lambda: 1.0)
     assert out.executions == 0
     # ... unless a count floor is asked for: that many, up to the hard deadline
-    out = mutate.hybrid(measure, mutate.Mutator(random.Random(3)), [b"abcd"], [], set(), set(),
+    out = havoc.hybrid(measure, havoc.Mutator(random.Random(3)), [b"abcd"], [], set(), set(),
                         until=0.0, limit=300, at_least=7, deadline=2.0, clock=lambda: 1.0)
     assert out.executions == 7
-    out = mutate.hybrid(measure, mutate.Mutator(random.Random(3)), [b"abcd"], [], set(), set(),
+    out = havoc.hybrid(measure, havoc.Mutator(random.Random(3)), [b"abcd"], [], set(), set(),
                         until=0.0, limit=300, at_least=7, deadline=1.0, clock=lambda: 1.0)
     assert out.executions == 0
 
@@ -127,7 +128,7 @@ def test_the_hybrid_phase_is_deterministic_given_input_and_seed():
 
     first = phase(0)
     assert first[0] == 300 and first[1]
-    assert first[3][:11] == mutate.truncations(b"hello world")  # every prefix first, then havoc
+    assert first[3][:11] == havoc.truncations(b"hello world")  # every prefix first, then havoc
     assert phase(0) == first
     assert phase(1) != first
 
@@ -187,17 +188,17 @@ def test_a_mutant_that_kills_the_sandbox_child_is_the_finding():
 
 
 def test_truncations_cut_at_every_position_or_at_evenly_spaced_ones():
-    assert mutate.truncations(b"abc") == [b"", b"a", b"ab"]
+    assert havoc.truncations(b"abc") == [b"", b"a", b"ab"]
     long = bytes(range(256)) * 2
-    cuts = mutate.truncations(long)
-    assert len(cuts) == mutate.MAX_TRUNCATIONS and cuts[0] == b"" and cuts[1] == long[:64]
+    cuts = havoc.truncations(long)
+    assert len(cuts) == havoc.MAX_TRUNCATIONS and cuts[0] == b"" and cuts[1] == long[:64]
     assert [len(c) for c in cuts[-8:]] == list(range(504, 512))  # every cut among the last bytes
     assert all(long.startswith(c) and len(c) < len(long) for c in cuts)
 
 
 def test_the_new_edits_truncate_append_words_and_touch_only_the_trailer():
     rng = random.Random(5)
-    mutator = mutate.Mutator(rng, [b"WORD"])
+    mutator = havoc.Mutator(rng, [b"WORD"])
     data = bytes(range(100))
     for _ in range(200):
         buf = bytearray(data)
@@ -218,15 +219,15 @@ def test_the_new_edits_truncate_append_words_and_touch_only_the_trailer():
 
 
 def test_constants_are_a_second_pool_that_the_runs_words_outweigh():
-    only = mutate.Mutator(random.Random(2), [], constants=[b"CONST"])
+    only = havoc.Mutator(random.Random(2), [], constants=[b"CONST"])
     assert any(b"CONST" in only.havoc(b"abcdef") for _ in range(200))  # constants alone enable word edits
-    both = mutate.Mutator(random.Random(2), [b"RUN"], constants=[b"CONST"])
+    both = havoc.Mutator(random.Random(2), [b"RUN"], constants=[b"CONST"])
     picks = [both._word() for _ in range(2000)]
     assert 0.2 < picks.count(b"CONST") / len(picks) < 0.4 and set(picks) == {b"RUN", b"CONST"}
 
 
 def test_delimited_edits_delete_or_copy_a_chunk_from_a_byte_to_a_later_occurrence_of_it():
-    mutator = mutate.Mutator(random.Random(3))
+    mutator = havoc.Mutator(random.Random(3))
     data = b"<d><k>a</k><i>1</i><k>b</k></d>"
     results = set()
     for _ in range(3000):

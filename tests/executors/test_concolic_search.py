@@ -10,14 +10,14 @@ import textwrap
 import pytest
 
 from symcc_ulfm.executors.concolic import ConcolicExecutor
-from symcc_ulfm.executors.concolic import expr as E
+from symcc_ulfm.executors.concolic.expressions import expr as E
 from symcc_ulfm.executors.concolic.search import Slicer
 
 SITE_SCRIPT = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {dir!r})
-    from symcc_ulfm.executors.concolic import path as P
-    from symcc_ulfm.executors.concolic.symbytes import SymBytes
+    from symcc_ulfm.executors.concolic.expressions import path as P
+    from symcc_ulfm.executors.concolic.values.symbytes import SymBytes
     import sitetarget
     P.start(time.monotonic() + 30, 10000)
     sitetarget.target(SymBytes.from_input(bytes([1, 200, 3])))

@@ -11,11 +11,11 @@ from helpers.concolic import plain
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symcc_ulfm.executors.concolic import expr as E
-from symcc_ulfm.executors.concolic import path as P
-from symcc_ulfm.executors.concolic.symbolic import SymBool, SymInt
-from symcc_ulfm.executors.concolic.symbytes import SymBytes
-from symcc_ulfm.executors.concolic.z3conv import Converter
+from symcc_ulfm.executors.concolic.expressions import expr as E
+from symcc_ulfm.executors.concolic.expressions import path as P
+from symcc_ulfm.executors.concolic.expressions.z3conv import Converter
+from symcc_ulfm.executors.concolic.values.symbolic import SymBool, SymInt
+from symcc_ulfm.executors.concolic.values.symbytes import SymBytes
 
 N_INPUT = 4
 

@@ -8,11 +8,12 @@ from helpers.concolic import plain, with_recorder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symcc_ulfm.executors.concolic import expr as E
-from symcc_ulfm.executors.concolic import path as P
-from symcc_ulfm.executors.concolic.shadow import BytesShim, IntShim, symbolic_twin
-from symcc_ulfm.executors.concolic.symbolic import SymInt
-from symcc_ulfm.executors.concolic.symbytes import SymBytes
+from symcc_ulfm.executors.concolic.expressions import expr as E
+from symcc_ulfm.executors.concolic.expressions import path as P
+from symcc_ulfm.executors.concolic.models.builtinslib import BytesShim, IntShim
+from symcc_ulfm.executors.concolic.tracing.shadow import symbolic_twin
+from symcc_ulfm.executors.concolic.values.symbolic import SymInt
+from symcc_ulfm.executors.concolic.values.symbytes import SymBytes
 
 small = st.binary(min_size=0, max_size=12)
 needle = st.binary(min_size=0, max_size=3)

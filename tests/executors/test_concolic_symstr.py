@@ -13,13 +13,13 @@ from helpers.concolic import plain, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symcc_ulfm.executors.concolic import expr as E
-from symcc_ulfm.executors.concolic import path as P
-from symcc_ulfm.executors.concolic.numtext import chr_of, fromhex, ord_of, to_int
-from symcc_ulfm.executors.concolic.seq import SymSequence
-from symcc_ulfm.executors.concolic.symbolic import SymBool, SymInt
-from symcc_ulfm.executors.concolic.symbytes import SymBytes
-from symcc_ulfm.executors.concolic.symstr import SymStr
+from symcc_ulfm.executors.concolic.expressions import expr as E
+from symcc_ulfm.executors.concolic.expressions import path as P
+from symcc_ulfm.executors.concolic.values.numbers_as_text import chr_of, fromhex, ord_of, to_int
+from symcc_ulfm.executors.concolic.values.seq import SymSequence
+from symcc_ulfm.executors.concolic.values.symbolic import SymBool, SymInt
+from symcc_ulfm.executors.concolic.values.symbytes import SymBytes
+from symcc_ulfm.executors.concolic.values.symstr import SymStr
 
 ALPHABET = b" \t\r\n:;,.=-+_0123456789abcdefxABCDEFXyz\x00\x7f\x80\xc3\xa9\xff"
 text_bytes = st.lists(st.sampled_from(list(ALPHABET)), max_size=12).map(bytes)
@@ -189,7 +189,7 @@ def test_strict_ascii_failure_records_the_all_ascii_branch():
 
 
 def test_unmodelled_str_method_pins_and_is_opaque():
-    from symcc_ulfm.executors.concolic.i2s import OpaqueStr
+    from symcc_ulfm.executors.concolic.values.opaque import OpaqueStr
     result, path = run(lambda: SymBytes.from_input(b"ab c").decode("ascii").title())
     assert result == "Ab C" and isinstance(result, OpaqueStr)
     assert path.pins == 5, "four characters and the length"

@@ -10,9 +10,9 @@ import pytest
 
 from symcc_ulfm.errors import TargetError
 from symcc_ulfm.executors import create
-from symcc_ulfm.executors.concolic import path as P
-from symcc_ulfm.executors.concolic.shadow import symbolic_twin
-from symcc_ulfm.executors.concolic.symbytes import SymBytes
+from symcc_ulfm.executors.concolic.expressions import path as P
+from symcc_ulfm.executors.concolic.tracing.shadow import symbolic_twin
+from symcc_ulfm.executors.concolic.values.symbytes import SymBytes
 from symcc_ulfm.targets import DEFAULT_TARGET, bundle, list_targets, names, resolve_target
 from symcc_ulfm.targets.pnglike import SIGNATURE, chunk, crc32
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
-from symcc_ulfm.executors.concolic import path as P
-from symcc_ulfm.executors.concolic.seq import SymSequence
-from symcc_ulfm.executors.concolic.symbolic import SymBool, SymInt
+from symcc_ulfm.executors.concolic.expressions import path as P
+from symcc_ulfm.executors.concolic.values.seq import SymSequence
+from symcc_ulfm.executors.concolic.values.symbolic import SymBool, SymInt
 
 
 def plain(value):

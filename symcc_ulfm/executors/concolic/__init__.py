@@ -1,14 +1,19 @@
 """The ``concolic`` executor: concolic execution of Python targets with our own engine on z3.
 
-Modules, one concern each: :mod:`.expr` (hash-consed expression graph with exact widths, the
-input's length as a variable), :mod:`.symbolic` (symbolic ints/bools), :mod:`.seq` (what symbolic
-bytes and str share), :mod:`.symbytes` (the symbolic input), :mod:`.symstr` (symbolic str, codecs,
-``int(s)``), :mod:`.structs` (``struct``), :mod:`.streams` (``io.BytesIO``/``StringIO``,
-``memoryview``), :mod:`.lookups` (``in``, dict/set lookups, joins), :mod:`.rewrite` (instrumented
-code of the parser's modules), :mod:`.shadow` (the overlay: shims, guarded modules, the twin),
-:mod:`.i2s` (opaque values and input-to-state), :mod:`.path` (branch/pin recorder, stable site
-ids), :mod:`.z3conv` (lazy z3 conversion, solving), :mod:`.search` (generational search),
-:mod:`.tracer` (coverage, deadlines, recursion bound), :mod:`.executor` (the Executor).
+Layers, each importing only the ones above it in this list (a newcomer reads them top down):
+
+* :mod:`.expressions`: the hash-consed expression graph over the input bytes, the path a run
+  records over it (branches, pins, and what the hybrid phase needs), z3 conversion and solving;
+* :mod:`.values`: symbolic ints, bools, bytes (the input) and str, branch-free conditions,
+  numbers written as text, and the opaque values computed by code the engine does not model;
+* :mod:`.models`: the stdlib and builtins models behind one registry (one ``<module>lib.py``
+  each), what unmodelled code becomes, and the container lookups of instrumented code;
+* :mod:`.tracing`: running a target under ``settrace`` (coverage, deadlines), the outcome of a
+  run, the instrumented code and the symbolic twin that applies the models for a symbolic run;
+* :mod:`.hybrid`: the concrete half of a run: havoc mutants, input-to-state children, and the
+  words of the target's own modules;
+* :mod:`.search` (generational search over a recorded path) and :mod:`.executor` (the Executor,
+  which ties them together).
 """
 
 from .executor import DEFAULTS, ENGINE_VERSION, ConcolicExecutor

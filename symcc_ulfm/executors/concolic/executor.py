@@ -1,6 +1,6 @@
 """The ``concolic`` executor: our own concolic engine for Python targets, on z3.
 
-``run(data)`` executes the target once with a symbolic input (:mod:`.symbytes`), then expands
+``run(data)`` executes the target once with a symbolic input (:mod:`.values.symbytes`), then expands
 the recorded path with a generational search (:mod:`.search`). Children produced by optimistic
 solving are re-executed and repaired when they leave the predicted path at an earlier branch
 (the typical case: a checksum over bytes the child changed), see :func:`.search.repair_query`.
@@ -8,23 +8,23 @@ Every child's search state (its SAGE bound and predicted path signature) is retu
 hint; when the child is run later with that hint, wherever that happens, the bound applies and
 its actual path is compared with the prediction: ``notes["diverged"]`` reports the outcome.
 
-After the symbolic part, a *hybrid* phase (:mod:`.mutate`; options ``mutate_share``,
+After the symbolic part, a *hybrid* phase (:mod:`.hybrid.havoc`; options ``mutate_share``,
 ``mutations``, ``mutate_seed``) runs concretely, through the same path as ``measure``, first the
-input-to-state children of the run's text comparisons (:func:`.path.text_compare`: the constant
-in place of the text it was compared with) and of its callee arguments (:func:`.path.callee`:
-the words of an uninstrumented module in place of the text its code was given), then those of
-its regex matches (:func:`.i2s.regex_pairs`) and prefixes of the input
-(:func:`.mutate.truncations`), then havoc mutants of the input and of its children, with the
-words the symbolic run saw compared as a dictionary and the words of the target's own modules
-(:mod:`.constants`) as a second one, and adds those that reach an edge new to this process
-(``measure`` adds what it sees too) to the candidates. Findings among the mutants are reported
-once per signature.
+input-to-state children of the run's text comparisons (:func:`.expressions.path.text_compare`: the
+constant in place of the text it was compared with) and of its callee arguments
+(:func:`.expressions.path.callee`: the words of an uninstrumented module in place of the text its
+code was given), then those of its regex matches (:func:`.hybrid.input_to_state.regex_pairs`) and
+prefixes of the input (:func:`.hybrid.havoc.truncations`), then havoc mutants of the input and of
+its children, with the words the symbolic run saw compared as a dictionary and the words of the
+target's own modules (:mod:`.hybrid.module_words`) as a second one, and adds those that reach an
+edge new to this process (``measure`` adds what it sees too) to the candidates. Findings among the
+mutants are reported once per signature.
 
 ``measure(data)`` is a separate concrete run of the original (unshimmed) target under
-:class:`.tracer.Tracer`: coverage and outcome (:mod:`.classify`). Findings are only ever taken
-from concrete runs: when the symbolic run of an input ends abnormally, the input is measured
-concretely and a finding is reported only if the concrete run confirms one (a shim's limit is
-not a bug of the target).
+:class:`.tracing.tracer.Tracer`: coverage and outcome (:mod:`.tracing.run_outcome`). Findings are
+only ever taken from concrete runs: when the symbolic run of an input ends abnormally, the input
+is measured concretely and a finding is reported only if the concrete run confirms one (a shim's
+limit is not a bug of the target).
 """
 
 from __future__ import annotations
@@ -41,15 +41,16 @@ from typing import Any
 from ...errors import PolicyError
 from ...targets import DEFAULT_TARGET, TargetInfo, resolve_target
 from ..base import Executor, Finding, Measurement, RunResult, edge_of
-from . import constants, i2s, mutate
-from . import path as P
-from .classify import Expected, classify, parse_expected
-from .expr import MAX_LENGTH as E_MAX_LENGTH
+from .expressions import path as P
+from .expressions.expr import MAX_LENGTH as E_MAX_LENGTH
+from .expressions.z3conv import SAT, Converter, solve
+from .hybrid import havoc, input_to_state
+from .hybrid.module_words import module_words
 from .search import Child, GenerationalSearch, QueryCache, child_from_hint, hint_of, repair_query, signature
-from .shadow import symbolic_twin
-from .symbytes import SymBytes
-from .tracer import Tracer, execute
-from .z3conv import SAT, Converter, solve
+from .tracing.run_outcome import Expected, classify, parse_expected
+from .tracing.shadow import symbolic_twin
+from .tracing.tracer import Tracer, execute
+from .values.symbytes import SymBytes
 
 ENGINE_VERSION = "1.1"
 DEFAULT_SEED = bytes(16)
@@ -143,7 +144,7 @@ class ConcolicExecutor(Executor):
     children per run), ``max_frames`` (recursion bound), ``max_path`` (recorded constraints per
     run), ``memory_mb`` (address-space limit of the process the target runs in, see
     :mod:`..sandbox`), ``seeds`` (hex strings; for targets without shipped seeds the default seed
-    is 16 zero bytes), ``expected_exceptions`` (see :mod:`.classify`; default: the built-in
+    is 16 zero bytes), ``expected_exceptions`` (see :mod:`.tracing.run_outcome`; default: the built-in
     target's documented rejections, none for other targets: every uncaught exception is a
     finding) and ``modules`` (names of the modules whose code the target runs, such as a
     parser's own modules: they are traced for coverage and instrumented for the symbolic run;
@@ -165,7 +166,7 @@ class ConcolicExecutor(Executor):
         self._files = frozenset(self.info.files) | {m.__file__ for m in imported if getattr(m, "__file__", None)}
         own = sys.modules.get(getattr(self.info.function, "__module__", None) or "")
         self._constant_modules = ([own] if own is not None else []) + imported
-        self._constants: list[bytes] | None = None  # the modules' words (.constants), on first use
+        self._constants: list[bytes] | None = None  # the modules' words (.hybrid.module_words), on first use
         self._module_words: dict[str, list[bytes]] = {}  # words of uninstrumented callees' modules
         self._search = GenerationalSearch(
             query_timeout_ms=self.options["query_timeout_ms"],
@@ -300,7 +301,7 @@ class ConcolicExecutor(Executor):
                 child.data = self._repair(data, child, budget, extra)
             candidates.append(child.data)
             hints.append(hint_of(child))
-        proposals = i2s.propose(data, recorded.compares, self.options["max_children"])
+        proposals = input_to_state.propose(data, recorded.compares, self.options["max_children"])
         candidates.extend(proposals)
         hints.extend([None] * len(proposals))  # no predicted path: the child runs from bound 0
         mutants = self._hybrid(data, candidates, recorded, time.perf_counter() - start, deadline)
@@ -331,37 +332,37 @@ class ConcolicExecutor(Executor):
         )
 
     def _callee_words(self, name: str) -> list[bytes]:
-        """The words (:mod:`.constants`) of a module whose uninstrumented code the input reached."""
+        """The words (:mod:`.hybrid.module_words`) of a module whose uninstrumented code the input reached."""
         if name not in self._module_words:
             module = sys.modules.get(name)
-            self._module_words[name] = constants.module_words([module]) if module is not None else []
+            self._module_words[name] = module_words([module]) if module is not None else []
         return self._module_words[name]
 
     def _hybrid(self, data: bytes, children: list[bytes], recorded, spent: float, deadline: float):
         """The hybrid phase (module docstring): mutants of ``data`` and ``children``, bounded in time."""
         share, limit = self.options["mutate_share"], self.options["mutations"]
-        fresh = mutate.dictionary(recorded.entries, recorded.compares, recorded.tokens, recorded.patterns)
+        fresh = havoc.dictionary(recorded.entries, recorded.compares, recorded.tokens, recorded.patterns)
         words = dict.fromkeys(fresh)
-        words.update((w, None) for w in self._words if len(words) < mutate.MAX_WORDS)
+        words.update((w, None) for w in self._words if len(words) < havoc.MAX_WORDS)
         self._words = words
         if self._constants is None:
-            self._constants = constants.module_words(self._constant_modules)
+            self._constants = module_words(self._constant_modules)
         pairs = [(0, text, constant) for text, constant in recorded.texts]
         pairs += [(0, text, word) for module, text in recorded.callees for word in self._callee_words(module)]
-        texts = i2s.propose(data, pairs, _MAX_TEXT_CHILDREN, directed=True)
-        rewrites = i2s.propose(data, i2s.regex_pairs(recorded.matches), _MAX_REGEX_CHILDREN)
-        first = [*texts, *rewrites, *mutate.truncations(data)]
+        texts = input_to_state.propose(data, pairs, _MAX_TEXT_CHILDREN, directed=True)
+        rewrites = input_to_state.propose(data, input_to_state.regex_pairs(recorded.matches), _MAX_REGEX_CHILDREN)
+        first = [*texts, *rewrites, *havoc.truncations(data)]
         started = time.monotonic()
         until = min(deadline, started + max(_MIN_MUTATE_S, spent * share / (1.0 - share))) if share > 0 else started
-        result = mutate.Hybrid()
+        result = havoc.Hybrid()
         if self.mutate and limit > 0 and until > started:
             seed = hashlib.sha256(self.options["mutate_seed"].to_bytes(8, "big") + data).digest()
-            mutator = mutate.Mutator(random.Random(int.from_bytes(seed, "big")), list(self._words),
-                                     min(E_MAX_LENGTH, max(_MAX_MUTANT_LENGTH, 2 * len(data))), self._constants)
+            mutator = havoc.Mutator(random.Random(int.from_bytes(seed, "big")), list(self._words),
+                                    min(E_MAX_LENGTH, max(_MAX_MUTANT_LENGTH, 2 * len(data))), self._constants)
             partners = [*children[:_MAX_SPLICE_PARTNERS], *self._partners]
-            result = mutate.hybrid(self._measure, mutator, [data, *children[:16]], partners, self._covered,
-                                   self._reported, until=until, limit=limit, first=first,
-                                   at_least=_MIN_MUTANTS, deadline=min(deadline, started + _MIN_MUTANTS_S))
+            result = havoc.hybrid(self._measure, mutator, [data, *children[:16]], partners, self._covered,
+                                  self._reported, until=until, limit=limit, first=first,
+                                  at_least=_MIN_MUTANTS, deadline=min(deadline, started + _MIN_MUTANTS_S))
             result.text_children, result.regex_children = len(texts), len(rewrites)
         for one in (data, *result.kept):
             self._partners.pop(one, None)

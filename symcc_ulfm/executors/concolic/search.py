@@ -38,9 +38,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import expr as E
-from .path import PIN
-from .z3conv import SAT, Converter, solve
+from .expressions import expr as E
+from .expressions.path import PIN
+from .expressions.z3conv import SAT, Converter, solve
 
 
 @dataclass

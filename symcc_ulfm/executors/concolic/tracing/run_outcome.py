@@ -1,4 +1,4 @@
-"""From how a traced call ended to an execution :class:`~..outcome.Outcome`.
+"""From how a traced call ended to an execution :class:`~...outcome.Outcome`.
 
 Which exceptions a target raises by design (its documented way to reject an input) is the
 user's choice: ``expected_exceptions`` names exception classes as ``Name`` (matched by class
@@ -14,9 +14,9 @@ from __future__ import annotations
 import importlib
 import re
 
-from ...errors import PolicyError
-from ..outcome import OK, Outcome, clip, from_exception
-from .path import ExecTimeout
+from ....errors import PolicyError
+from ...outcome import OK, Outcome, clip, from_exception
+from ..expressions.path import ExecTimeout
 from .tracer import Outcome as Ended
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")

@@ -10,17 +10,17 @@ The scanning methods (``find``, ``in``, ``split``, ``strip`` ...) record one bra
 they examine, as the C loop they stand for would. The concrete result is always computed by the
 same rule as Python's; a subclass supplies the unit type (an ``int`` for bytes, a one-character
 string for str), the whitespace and character-class predicates, and how a result is built.
-Splitting, stripping and replacing are in :mod:`.seq_split`; conditions over elements that
-record no branch (``all``, ``any``, ranges, ``ite``) in :mod:`.logic`.
+Splitting, stripping and replacing are in :mod:`.split_strip_replace`; conditions over elements that
+record no branch (``all``, ``any``, ranges, ``ite``) in :mod:`.conditions`.
 """
 
 from __future__ import annotations
 
-from . import expr as E
-from . import path as P
-from .i2s import opaque
-from .logic import conjunction, disjunction, ite, negation
-from .seq_split import SplitMethods
+from ..expressions import expr as E
+from ..expressions import path as P
+from .conditions import conjunction, disjunction, ite, negation
+from .opaque import opaque
+from .split_strip_replace import SplitMethods
 from .symbolic import SymBool, SymInt, concrete
 
 
@@ -50,7 +50,7 @@ def concrete_deep(value):
 def pin_unmodelled(cls: type, base: type, modelled: set[str], unit: str) -> None:
     """Give ``cls`` every public method of ``base`` not in ``modelled``, and the comparisons and
     ``%``, as ``base``'s own on the concretised value: every symbolic ``unit`` is pinned and the
-    result is opaque (:func:`.i2s.opaque`, still compared as input-to-state)."""
+    result is opaque (:func:`.opaque.opaque`, still compared as input-to-state)."""
     names = [n for n in dir(base) if not n.startswith("_") and n not in modelled]
     for name in names + ["__mod__", "__lt__", "__le__", "__gt__", "__ge__", "__getnewargs__"]:
         setattr(cls, name, _pinned(base, name, unit))

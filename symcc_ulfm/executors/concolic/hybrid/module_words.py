@@ -1,14 +1,14 @@
 """Dictionary words from the target's own modules: the constants of their code and their regexes.
 
-The hybrid mutator (:mod:`.mutate`) splices words into inputs. The words a symbolic run records
-(:func:`.mutate.dictionary`) are what the input was compared with on *that* path; the words of
+The hybrid mutator (:mod:`.havoc`) splices words into inputs. The words a symbolic run records
+(:func:`.havoc.dictionary`) are what the input was compared with on *that* path; the words of
 this module are what the parser could compare with anywhere, found without running it:
 
 * :func:`code_words`: the ``str`` and ``bytes`` constants of every code object of a module
   (``co_consts``, recursively through nested functions, classes and comprehensions, and the
   members of constant tuples and frozensets), and its integer constants as decimal ASCII. Strings
   that read as messages (longer than :data:`MESSAGE_LENGTH` with two or more spaces) are left
-  out, as is anything longer than :data:`.path.MAX_TOKEN_LENGTH`;
+  out, as is anything longer than :data:`..expressions.path.MAX_TOKEN_LENGTH`;
 * :func:`regex_words`: what a regular expression expects, from its parse tree (``re._parser``):
   its runs of literal characters, the members of its small character classes, and a few sample
   strings it matches (:func:`_samples`: every repetition at its minimum, or once, choosing the
@@ -29,7 +29,7 @@ import re
 import types
 from collections.abc import Iterable, Iterator
 
-from . import path as P
+from ..expressions import path as P
 
 try:
     from re import _parser

@@ -1,39 +1,43 @@
 """The path recorder: branches taken on symbolic data and fixed-value (concretisation) constraints.
 
 A *branch* is recorded whenever the truth value of a symbolic condition is asked for; its
-site id is derived from the code location of the first frame outside this package (file
-basename, qualified name, line and bytecode offset) hashed with SHA-256, so the same branch has
-the same id in every process. A *pin* records ``expr == concrete value`` where the engine had to
-give up symbolic tracking (index, hash, C code): the solver must then keep that value, which
-keeps every generated input honest about what the engine could not model.
+site id is derived from the code location of the first frame outside the engine (the
+``executors/concolic`` package and its sub-packages: file basename, qualified name, line and
+bytecode offset) hashed with SHA-256, so the same branch has the same id in every process. A
+*pin* records ``expr == concrete value`` where the engine had to give up symbolic tracking
+(index, hash, C code): the solver must then keep that value, which keeps every generated input
+honest about what the engine could not model.
 
 A *token* is a constant string or bytes the input was compared with, searched for or looked up
 against (``==``, ``find``/``startswith``/``split`` separators, dict and set keys): the hybrid
-mutator's dictionary (:mod:`.mutate`), like libFuzzer's comparison tracing.
+mutator's dictionary (:mod:`..hybrid.havoc`), like libFuzzer's comparison tracing.
 
 A *pattern* is a compiled regular expression a symbolic subject was matched against (its
 ``(pattern, flags)``): the mutator's dictionary takes its literals and samples
-(:func:`.constants.regex_words`). Each such *match* is kept too (first :data:`MAX_MATCHES`): the
-pattern, the subject's text from where the match was tried or found (at most
-:data:`MAX_TOKEN_LENGTH` characters) and the matched length (None when it failed), the material
-of regex input-to-state (:func:`.i2s.regex_pairs`).
+(:func:`..hybrid.module_words.regex_words`). Each such *match* is kept too (first
+:data:`MAX_MATCHES`): the pattern, the subject's text from where the match was tried or found
+(at most :data:`MAX_TOKEN_LENGTH` characters) and the matched length (None when it failed), the
+material of regex input-to-state (:func:`..hybrid.input_to_state.regex_pairs`).
 
 A *comparison* ``(site, left, right)`` is kept apart from the path: two concrete operands of a
 comparison that involved an opaque value (the result of unmodelled code run on input, see
-:mod:`.i2s`), the material of input-to-state proposals.
+:mod:`..values.opaque`), the material of input-to-state proposals.
 
-A *text comparison* ``(text, constant)`` is input-derived text, symbolic (its concrete value:
-the solver cannot change text a pin fixed) or made concrete, that differed from a constant it
-was compared with (``==`` in :meth:`.seq.SymSequence.__eq__` and :mod:`.compares`; the constant
-is the text with a missing affix added for ``startswith``/``endswith`` in :mod:`.lookups`, and
-another attribute's suffix for a name dispatched with ``getattr`` in :mod:`.shadow`; first
+A *text comparison* ``(text, constant)`` is input-derived text, symbolic (its concrete value: the
+solver cannot change text a pin fixed) or made concrete, that differed from a constant it was
+compared with (``==`` in :meth:`..values.seq.SymSequence.__eq__` and
+:mod:`..tracing.literal_compares`; the constant is the text with a missing affix added for
+``startswith``/``endswith`` in :mod:`..models.containers`, and another attribute's suffix for a
+name dispatched with ``getattr`` in :func:`..models.builtinslib.recording_getattr`; first
 :data:`MAX_TEXT_COMPARES` distinct pairs, text at most :data:`MAX_TOKEN_LENGTH` long): the hybrid
-phase puts the constant where the text stands in the input (:func:`.i2s.propose`).
+phase puts the constant where the text stands in the input
+(:func:`..hybrid.input_to_state.propose`).
 
 A *callee argument* ``(module, text)`` is the concrete value of input-derived text passed to a
-Python function of a module that is not instrumented (:class:`.shadow.GuardedModule`; first
-:data:`MAX_CALLEES` distinct pairs): the engine cannot see what that code compares the text
-with, so the hybrid phase tries the words of that module (:mod:`.constants`) in its place.
+Python function of a module that is not instrumented (:class:`..models.unmodelled.GuardedModule`;
+first :data:`MAX_CALLEES` distinct pairs): the engine cannot see what that code compares the
+text with, so the hybrid phase tries the words of that module (:mod:`..hybrid.module_words`) in
+its place.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from dataclasses import dataclass, field
 from . import expr as E
 
 BRANCH, PIN = 0, 1
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # concolic/
 _CHECK_EVERY = 256
 MAX_COMPARES = 1024
 MAX_TOKENS = 512
@@ -73,7 +77,8 @@ _site_ids: dict[tuple[int, int], tuple[int, object]] = {}
 def _is_engine(code) -> bool:
     hit = _engine_code.get(id(code))
     if hit is None:
-        inside = os.path.dirname(os.path.abspath(code.co_filename)) == _PACKAGE_DIR
+        folder = os.path.dirname(os.path.abspath(code.co_filename))
+        inside = folder == _ENGINE_DIR or folder.startswith(_ENGINE_DIR + os.sep)
         hit = _engine_code[id(code)] = (inside, code)
     return hit[0]
 

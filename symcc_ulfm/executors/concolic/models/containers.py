@@ -1,8 +1,8 @@
 """Lookups keyed by symbolic values: ``in``, ``d[k]``, ``d.get(k)``, and joins onto plain separators.
 
-These are the hooks that :mod:`.rewrite` puts in place of ``x in c``, ``c[k]`` and a few method
-calls in instrumented code. With plain operands each does exactly the plain operation. With a
-symbolic key:
+These are the hooks that :mod:`..tracing.rewrite` puts in place of ``x in c``, ``c[k]`` and a few
+method calls in instrumented code. With plain operands each does exactly the plain operation. With
+a symbolic key:
 
 * membership in a set, frozenset, dict or keys view is the disjunction of ``key == k`` over the
   keys that can equal it (exact: equal keys are the only way to be found), no branch recorded;
@@ -16,21 +16,21 @@ types (floats), and anything else fall back to the plain operation, which hashes
 
 ``text.startswith(affix)`` / ``text.endswith(affix)`` answer as always; when the text (plain, or
 the concrete value of symbolic text) lacks the affix, the affix is a token and the text with the
-affix added a text comparison (:func:`.path.text_compare`): ``name.endswith('*')`` after a regex
-pinned the name leaves the hybrid phase the name with ``*`` to try in its place.
+affix added a text comparison (:func:`..expressions.path.text_compare`): ``name.endswith('*')``
+after a regex pinned the name leaves the hybrid phase the name with ``*`` to try in its place.
 """
 
 from __future__ import annotations
 
 from collections.abc import KeysView
 
-from . import path as P
-from .logic import conjunction, disjunction, in_ranges, negation
-from .seq import SymSequence, concrete_deep
-from .streams import symbolic_buffer, view_item
-from .symbolic import SymBool, SymInt
-from .symbytes import SymBytes
-from .symstr import SymStr
+from ..expressions import path as P
+from ..values.conditions import conjunction, disjunction, in_ranges, negation
+from ..values.seq import SymSequence, concrete_deep
+from ..values.symbolic import SymBool, SymInt
+from ..values.symbytes import SymBytes
+from ..values.symstr import SymStr
+from .builtinslib import symbolic_buffer, view_item
 
 MAX_KEYS = 256
 _MISSING = object()
@@ -197,7 +197,7 @@ def getitem(container, key):
 
 def _affix_pairs(obj, name: str, affixes) -> None:
     """Text that does not start (end) with an affix: the affix is a token, and the text with the
-    affix added is a text comparison (:func:`.path.text_compare`) for input-to-state."""
+    affix added is a text comparison (:func:`..expressions.path.text_compare`) for input-to-state."""
     text = obj._plain() if isinstance(obj, SymSequence) else obj
     for affix in affixes if isinstance(affixes, tuple) else (affixes,):
         if type(affix) is type(text) and affix:
@@ -237,5 +237,5 @@ def call_method(obj, name: str, *args):
 
 HOOKS = {"__symcc_in__": contains, "__symcc_not_in__": not_contains, "__symcc_getitem__": getitem,
          "__symcc_method__": call_method}
-"""Global names the rewritten code calls (see :mod:`.rewrite`)."""
+"""Global names the rewritten code calls (see :mod:`..tracing.rewrite`)."""
 REWRITTEN_METHODS = frozenset({"get", "join", "issuperset", "tobytes", "startswith", "endswith"})

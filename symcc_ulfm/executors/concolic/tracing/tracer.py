@@ -15,8 +15,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from ..base import coverage_id
-from .path import ExecTimeout, stable_id
+from ...base import coverage_id
+from ..expressions.path import ExecTimeout, stable_id
 
 _EDGE_MASK = (1 << 32) - 1
 _CHECK_EVERY = 1024
@@ -34,7 +34,7 @@ def location(code, line: int) -> int:
 
 @dataclass
 class Outcome:
-    """How one traced call ended (the executor classifies it, see :func:`.classify.classify`)."""
+    """How one traced call ended (the executor classifies it, see :func:`.run_outcome.classify`)."""
 
     kind: str  # "return", "exception" or "timeout"
     error: str | None = None

@@ -10,7 +10,7 @@ pins all symbolic elements and runs on the concrete value.
 
 Known gap: C code that reads the buffer directly where the engine cannot intercept the call (a
 C method of another object, such as ``re`` pattern methods captured before the run) sees the
-concrete bytes without a pin; :mod:`.shadow` closes the common doors for the modules it
+concrete bytes without a pin; :mod:`..tracing.shadow` closes the common doors for the modules it
 instruments, and a child that diverges because of such a gap is reported in
 ``notes["diverged"]`` when it is run.
 """
@@ -20,9 +20,9 @@ from __future__ import annotations
 from types import ModuleType
 from typing import ClassVar
 
-from . import expr as E
-from .i2s import opaque, rendered
-from .logic import concrete_value, conjunction, disjunction, in_ranges, is_symbolic, ite, negation
+from ..expressions import expr as E
+from .conditions import concrete_value, conjunction, disjunction, in_ranges, is_symbolic, ite, negation
+from .opaque import opaque, rendered
 from .seq import SymSequence, concrete_deep, pin_unmodelled
 from .symbolic import SymBool, SymInt
 

@@ -8,7 +8,7 @@ outer whitespace when ``maxsplit`` stops it, as ``str.split`` does).
 
 from __future__ import annotations
 
-from .logic import disjunction, in_ranges
+from .conditions import disjunction, in_ranges
 from .symbolic import concrete
 
 

@@ -4,9 +4,10 @@
 code that only sees concrete values, and no Python method of the symbolic operand is called. For
 the modules the shadow instruments, this module recompiles their source with those operations
 (and ``.get``, ``.join``, ``.issuperset``, ``.tobytes``, ``.startswith``, ``.endswith`` calls)
-routed through :mod:`.lookups`, and ``==`` / ``!=`` with a ``str`` or ``bytes`` literal on one side
-through :mod:`.compares`, keeping every line number, and swaps the new code objects into the module's functions and methods for the duration
-of a symbolic run (:class:`CodeSwap`). Concrete runs always execute the original code, so
+routed through :mod:`..models.containers`, and ``==`` / ``!=`` with a ``str`` or ``bytes``
+literal on one side through :mod:`.literal_compares`, keeping every line number, and swaps the
+new code objects into the module's functions and methods for the duration of a symbolic run
+(:class:`CodeSwap`). Concrete runs always execute the original code, so
 coverage is measured on the code as written.
 
 A function is only swapped when its recompiled code has the same free variables; one created
@@ -22,9 +23,9 @@ import functools
 import inspect
 import types
 
-from .compares import HOOKS as COMPARE_HOOKS
-from .lookups import HOOKS, REWRITTEN_METHODS
-from .path import MAX_TOKEN_LENGTH
+from ..expressions.path import MAX_TOKEN_LENGTH
+from ..models.containers import HOOKS, REWRITTEN_METHODS
+from .literal_compares import HOOKS as COMPARE_HOOKS
 
 
 def _text_literal(node: ast.expr) -> bool:

@@ -1,5 +1,5 @@
 """Numbers written as text, symbolically: ``int(text, base)``, ``bytes.fromhex``, ``chr`` and
-``ord`` over symbolic str and bytes (the shims of :mod:`.shadow` call these).
+``ord`` over symbolic str and bytes (the builtins shims of :mod:`..models.builtinslib` call these).
 
 The value is an expression of the input's code units and the syntax is branches, following
 CPython's grammar; the concrete result, or the exception, always comes from Python itself, and
@@ -12,8 +12,8 @@ import functools
 import sys
 import unicodedata
 
-from . import expr as E
-from .logic import concrete_value, conjunction, disjunction, in_ranges, ite
+from ..expressions import expr as E
+from .conditions import concrete_value, conjunction, disjunction, in_ranges, ite
 from .seq import SymSequence
 from .symbolic import SymInt, concrete
 from .symbytes import ASCII_SPACE, SymBytes

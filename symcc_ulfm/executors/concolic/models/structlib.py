@@ -1,11 +1,15 @@
 """``struct`` for symbolic buffers: integer fields are expressions over the bytes they come from.
 
 ``unpack``, ``unpack_from``, ``iter_unpack``, ``calcsize`` and :class:`Struct` objects. For a
-:class:`.symbytes.SymBytes` buffer every field's offset is taken from :func:`struct.calcsize`
-(native alignment included); integer fields (``bBhHiIlLqQnN``) and ``?`` become expressions,
-``s`` and ``c`` fields symbolic bytes, and the other codes (floats, ``p``, ``P``) pin the bytes
-they read and are unpacked concretely. The size check is a branch on the buffer's length when
-that length depends on the input. Other buffers go to the real ``struct`` untouched.
+:class:`..values.symbytes.SymBytes` buffer every field's offset is taken from
+:func:`struct.calcsize` (native alignment included); integer fields (``bBhHiIlLqQnN``) and ``?``
+become expressions, ``s`` and ``c`` fields symbolic bytes, and the other codes (floats, ``p``,
+``P``) pin the bytes they read and are unpacked concretely. The size check is a branch on the
+buffer's length when that length depends on the input. Other buffers go to the real ``struct``
+untouched.
+
+In an instrumented module, ``struct`` is a guarded module whose :data:`MODELLED` names are these
+models, and those functions imported by name (``from struct import unpack``) are replaced too.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ import re
 import struct
 import sys
 
-from .seq import concrete_deep, length_of
-from .symbolic import SymInt, concrete
-from .symbytes import SymBytes
+from ..values.seq import concrete_deep, length_of
+from ..values.symbolic import SymInt, concrete
+from ..values.symbytes import SymBytes
+from .registry import register, register_kind
+from .unmodelled import GuardedModule
 
 _INTEGER = "bBhHiIlLqQnN"
 _SIGNED = "bhilqn"
@@ -142,6 +148,18 @@ def calcsize(fmt) -> int:
 
 MODELLED = {"unpack": unpack, "unpack_from": unpack_from, "iter_unpack": iter_unpack, "Struct": Struct,
             "calcsize": calcsize}
-"""The ``struct`` module's names that the shadow replaces with the models above."""
+"""The ``struct`` module's names that the overlay replaces with the models above."""
 
-__all__ = ["MODELLED", "Struct", "calcsize", "iter_unpack", "layout", "unpack", "unpack_from"]
+
+def _is_modelled(value) -> bool:
+    """``value`` is a ``struct`` name of :data:`MODELLED` (by its ``__module__`` and ``__name__``)."""
+    return getattr(value, "__module__", None) in ("struct", "_struct") and getattr(value, "__name__", "") in MODELLED
+
+
+def register_models() -> None:
+    """``struct`` becomes a guarded module with the models, and its modelled names their models."""
+    register(struct, lambda: GuardedModule(struct, MODELLED))
+    register_kind(_is_modelled, lambda value: MODELLED[value.__name__])
+
+
+__all__ = ["MODELLED", "Struct", "calcsize", "iter_unpack", "layout", "register_models", "unpack", "unpack_from"]

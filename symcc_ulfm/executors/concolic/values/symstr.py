@@ -4,7 +4,7 @@
 (see :mod:`.seq` for the shared protocol: indexing, slicing, ``==``, ``in``, ``startswith``,
 ``find``, ``split``/``partition``/``splitlines``, the ``strip`` family, ``replace``, ``join``).
 Here: ``lower``/``upper``, the ``is...`` tests, ``encode``, and the functions the shims route to:
-:func:`decode` (numbers written as text are in :mod:`.numtext`).
+:func:`decode` (numbers written as text are in :mod:`.numbers_as_text`).
 
 Character classes are exact for every code point: a test becomes a disjunction of the code
 point ranges (computed once from Python's own ``str`` methods) that intersect the element's
@@ -20,9 +20,9 @@ import functools
 import sys
 import unicodedata
 
-from . import expr as E
-from .i2s import rendered
-from .logic import concrete_value, conjunction, disjunction, in_ranges, is_symbolic, ite, negation
+from ..expressions import expr as E
+from .conditions import concrete_value, conjunction, disjunction, in_ranges, is_symbolic, ite, negation
+from .opaque import rendered
 from .seq import SymSequence, concrete_deep, pin_unmodelled
 from .symbolic import SymBool, SymInt, concrete
 from .symbytes import SymBytes, ascii_lower, ascii_upper

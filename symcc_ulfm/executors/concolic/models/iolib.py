@@ -1,4 +1,4 @@
-"""Reading symbolic buffers through ``io.BytesIO`` and ``memoryview``.
+"""Models of ``io``: ``io.BytesIO`` and ``io.StringIO`` over symbolic buffers.
 
 :class:`SymBytesIO` is a real ``io.BytesIO`` (its C object always holds the true position and
 content, so every unmodelled method stays right) that also keeps the symbolic buffer: ``read``,
@@ -7,65 +7,25 @@ end has a length that depends on the input's length (a branch that lengthens the
 ``seek`` relative to the end pins the length; writing pins the buffer and ends the modelling.
 :class:`SymStringIO` does the same for ``io.StringIO`` over a symbolic str (default newline).
 
-A ``memoryview`` cannot be subclassed, so views of a symbolic buffer are real memoryviews
-registered for the run (:func:`view_of`); the shadow's subscript and ``bytes()`` hooks look them
-up (:func:`symbolic_buffer`), and other readers see the concrete bytes.
+In an instrumented module, ``io.BytesIO`` and ``io.StringIO`` (imported by name or reached
+through a guarded ``io``) are the shims :class:`BytesIOShim` and :class:`StringIOShim`, which
+make the symbolic streams for symbolic buffers (a registered ``memoryview`` too, see
+:func:`.builtinslib.symbolic_buffer`) and real ones otherwise.
 """
 
 from __future__ import annotations
 
 import io
 
-from . import expr as E
-from . import path as P
-from .logic import concrete_value, disjunction
-from .seq import SymSequence
-from .symbolic import concrete
-from .symbytes import SymBytes
-from .symstr import SymStr
-
-_views: dict[int, tuple[memoryview, SymBytes, int]] = {}
-
-
-def clear_views() -> None:
-    """Forget the views of a finished run."""
-    _views.clear()
-
-
-def view_of(source) -> memoryview:
-    """``memoryview(source)``; a view of a symbolic buffer is registered for the run."""
-    view = memoryview(source)
-    if isinstance(source, SymBytes):
-        _views[id(view)] = (view, source, 0)
-    return view
-
-
-def symbolic_buffer(obj) -> SymBytes | None:
-    """The symbolic bytes behind ``obj`` (a SymBytes or a registered view), else None."""
-    if isinstance(obj, SymBytes):
-        return obj
-    hit = _views.get(id(obj)) if isinstance(obj, memoryview) else None
-    if hit is None or hit[0] is not obj:
-        return None
-    view, source, offset = hit
-    return source[offset: offset + view.nbytes]
-
-
-def view_item(view: memoryview, key):
-    """``view[key]`` for a registered view: an element, or a registered sub-view."""
-    hit = _views.get(id(view))
-    if hit is None or hit[0] is not view or view.format != "B":
-        return None
-    _, source, offset = hit
-    if isinstance(key, slice):
-        start, stop, step = key.indices(len(view))
-        sub = view[key]
-        if step == 1:
-            _views[id(sub)] = (sub, source, offset + start)
-        return sub
-    index = concrete(key)
-    view[index]  # raises IndexError exactly as the view would
-    return source._e[offset + (index if index >= 0 else index + len(view))]
+from ..expressions import expr as E
+from ..expressions import path as P
+from ..values.conditions import concrete_value, disjunction
+from ..values.seq import SymSequence, concrete_deep
+from ..values.symbolic import concrete
+from ..values.symstr import SymStr
+from .builtinslib import symbolic_buffer
+from .registry import ShimMeta, register
+from .unmodelled import GuardedModule
 
 
 class _SymStream:
@@ -193,4 +153,32 @@ class SymStringIO(_SymStream, io.StringIO):
         return io.StringIO.truncate(self, size)
 
 
-__all__ = ["SymBytesIO", "SymStringIO", "clear_views", "symbolic_buffer", "view_item", "view_of"]
+class BytesIOShim(metaclass=ShimMeta):
+    _real = io.BytesIO
+    _extra = ()
+
+    def __new__(cls, initial_bytes=b""):
+        source = symbolic_buffer(initial_bytes)
+        if source is not None:
+            return SymBytesIO(source)
+        return io.BytesIO(concrete_deep(initial_bytes))
+
+
+class StringIOShim(metaclass=ShimMeta):
+    _real = io.StringIO
+    _extra = ()
+
+    def __new__(cls, initial_value="", newline="\n"):
+        if isinstance(initial_value, str) and newline in ("\n", ""):
+            return SymStringIO(initial_value, newline)
+        return io.StringIO(concrete_deep(initial_value), newline)
+
+
+def register_models() -> None:
+    """``io.BytesIO`` and ``io.StringIO`` become the shims, also as attributes of ``io``."""
+    register(io.BytesIO, lambda: BytesIOShim)
+    register(io.StringIO, lambda: StringIOShim)
+    register(io, lambda: GuardedModule(io, {"BytesIO": BytesIOShim, "StringIO": StringIOShim}))
+
+
+__all__ = ["BytesIOShim", "StringIOShim", "SymBytesIO", "SymStringIO", "register_models"]

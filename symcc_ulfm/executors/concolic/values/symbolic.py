@@ -2,10 +2,10 @@
 
 :class:`SymInt` supports Python's integer protocol: every modelled operation returns a new
 symbolic value (or a plain int when the result no longer depends on the input) whose concrete
-value is exactly what plain ints would give. Operations that are not modelled concretise
-honestly through :func:`.path.pin`: ``__index__`` (list indices, ``range``, slicing), ``__hash__``,
-``__int__``, formatting, true division, symbolic shift amounts and divisors, and results wider
-than :data:`.expr.MAX_WIDTH` bits.
+value is exactly what plain ints would give. Operations that are not modelled concretise honestly
+through :func:`..expressions.path.pin`: ``__index__`` (list indices, ``range``, slicing),
+``__hash__``, ``__int__``, formatting, true division, symbolic shift amounts and divisors, and
+results wider than :data:`..expressions.expr.MAX_WIDTH` bits.
 
 :class:`SymBool` is the result of a comparison; asking for its truth (``if``, ``and``, ``not``,
 ``while``) records a branch. Arithmetic on it follows Python's bool-is-int rule.
@@ -16,8 +16,8 @@ from __future__ import annotations
 import operator
 from typing import ClassVar
 
-from . import expr as E
-from . import path as P
+from ..expressions import expr as E
+from ..expressions import path as P
 
 _PY = {
     E.ADD: operator.add, E.SUB: operator.sub, E.MUL: operator.mul, E.AND: operator.and_,

@@ -1,27 +1,28 @@
 """The hybrid half of the concolic executor: havoc mutations run concretely after a symbolic run.
 
 A symbolic run is precise but slow; a concrete execution of a parser is a few hundred
-microseconds. As QSYM and SymCC pair a concolic engine with AFL, :meth:`~.executor.ConcolicExecutor.run`
-spends a bounded share of its own time (options ``mutate_share``, ``mutations``) on a few prefixes
-of its input (:func:`truncations`: a text that ends inside a value) and then on AFL-style *havoc*
-mutants of its input and of the inputs it found (:class:`Mutator`: bit and byte flips, interesting
-values, arithmetic, chunk deletion, insertion, duplication and overwrite, truncation, interesting
-values in the last 32 bytes (trailers found by seeking from the end), deletion and copying of
-*delimited* chunks (from a byte to a later occurrence of the same byte: an XML element, a line, a
-quoted string, which random chunks rarely cut exactly), splices with other known inputs, and
-dictionary words inserted, overwritten or appended), measures each with the executor's own
-concrete path (the same tracer and classification as ``measure``), and keeps only
-those that reach an edge new to the executor's process (:func:`hybrid`; hit counts alone do not
-count: a mutant is a new queue entry, and the queue must not fill with loop-count variants).
+microseconds. As QSYM and SymCC pair a concolic engine with AFL,
+:meth:`~..executor.ConcolicExecutor.run` spends a bounded share of its own time (options
+``mutate_share``, ``mutations``) on a few prefixes of its input (:func:`truncations`: a text that
+ends inside a value) and then on AFL-style *havoc* mutants of its input and of the inputs it found
+(:class:`Mutator`: bit and byte flips, interesting values, arithmetic, chunk deletion, insertion,
+duplication and overwrite, truncation, interesting values in the last 32 bytes (trailers found by
+seeking from the end), deletion and copying of *delimited* chunks (from a byte to a later
+occurrence of the same byte: an XML element, a line, a quoted string, which random chunks rarely
+cut exactly), splices with other known inputs, and dictionary words inserted, overwritten or
+appended), measures each with the executor's own concrete path (the same tracer and classification
+as ``measure``), and keeps only those that reach an edge new to the executor's process
+(:func:`hybrid`; hit counts alone do not count: a mutant is a new queue entry, and the queue must
+not fill with loop-count variants).
 
 The dictionary (:func:`dictionary`) is what the symbolic run saw the input compared with:
 constant strings and bytes of ``==``, ``find``/``startswith``/``split`` separators and dict/set
-keys (:func:`.path.token`), the operands of comparisons with opaque values (:mod:`.i2s`), and the
-integer constants of the recorded branch conditions in the encodings an input would hold them in
-(libFuzzer's comparison tracing, fed by the engine's own record), with the literals and samples
-of the regular expressions the input was matched against (:func:`.constants.regex_words`). A
-second pool, the words of the target's own modules (:mod:`.constants`), is drawn from in
-:data:`CONSTANT_SHARE` of the dictionary edits.
+keys (:func:`..expressions.path.token`), the operands of comparisons with opaque values
+(:mod:`..values.opaque`), and the integer constants of the recorded branch conditions in the
+encodings an input would hold them in (libFuzzer's comparison tracing, fed by the engine's own
+record), with the literals and samples of the regular expressions the input was matched against
+(:func:`.module_words.regex_words`). A second pool, the words of the target's own modules
+(:mod:`.module_words`), is drawn from in :data:`CONSTANT_SHARE` of the dictionary edits.
 
 Everything random comes from the :class:`random.Random` passed in (the executor seeds it from
 the input's SHA-256 and its ``mutate_seed`` option): the same input, options and process
@@ -35,10 +36,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..base import edge_of
-from . import expr as E
-from . import path as P
-from .constants import regex_words
+from ...base import edge_of
+from ..expressions import expr as E
+from ..expressions import path as P
+from .module_words import regex_words
 
 INTERESTING_8 = (0, 1, 16, 32, 64, 100, 127, 128, 255, 0x80 - 1, 0xFF - 1)
 INTERESTING_16 = (0, 128, 255, 256, 512, 1000, 1024, 4096, 0x7FFF, 0x8000, 0xFFFF, 0xFF7F)
@@ -120,7 +121,7 @@ class Mutator:
     """AFL-style havoc: a stack of 1, 2, 4 or 8 random edits of one input (see the module docstring).
 
     ``words`` are the run's dictionary, ``constants`` the target modules' words
-    (:mod:`.constants`); a dictionary edit takes a constant with probability
+    (:mod:`.module_words`); a dictionary edit takes a constant with probability
     :data:`CONSTANT_SHARE` when there are both, so that the run's words keep priority.
     """
 

@@ -4,7 +4,7 @@ the branch to whoever asks for the truth of the result."""
 
 from __future__ import annotations
 
-from . import expr as E
+from ..expressions import expr as E
 from .symbolic import SymBool, SymInt, wrap
 
 
