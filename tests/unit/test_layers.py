@@ -176,6 +176,18 @@ def test_the_layer_rules_find_breaches(tmp_path):
     assert breaches(package, "runtime", (), ("mpi",)) == ["pkg.runtime.c -> pkg.mpi.d"]
 
 
+CONCOLIC = "executors.concolic"
+CONCOLIC_LAYERS = ("expressions", "values", "models", "tracing", "hybrid")  # each imports only those before it
+
+
+def test_the_concolic_engine_is_layered():
+    """expressions <- values <- models <- tracing <- hybrid <- the executor and the search."""
+    for i, layer in enumerate(CONCOLIC_LAYERS):
+        later = tuple(f"{CONCOLIC}.{name}" for name in CONCOLIC_LAYERS[i + 1:])
+        top = tuple(f"{CONCOLIC}.{name}" for name in ("executor", "search"))
+        assert breaches(PACKAGE, f"{CONCOLIC}.{layer}", (), later + top) == [], layer
+
+
 IMPURE = {"os", "time", "pathlib", "subprocess", "socket", "threading", "mpi4py", "random", "datetime"}
 
 
