@@ -36,6 +36,9 @@ executor_options = {}
 hosts = ""
 minimum_hosts = 1
 seed = 0
+worker_kinds = ""  # e.g. "havoc:1,concolic:2": the kind of each worker slot of a group (launch --worker-kinds)
+keep = "all"  # "novel": only candidates that add coverage (or hold a finding) enter the corpus
+slice_s = 5.0  # a fuzzer worker's lease
 seeds_dir = None  # a directory of seed inputs instead of the executor's own (as `launch --seeds`)
 run_dir = None  # default: evidence/<run-id>/ of the checkout
 # False drops `--with-ft ulfm` from mpiexec while the policy still demands ULFM: the ranks'
@@ -67,6 +70,7 @@ policy = rundir.policy_from_parameters(
     ranks=ranks, warm_spares=warm_spares, workers_per_master=workers_per_master,
     failure_schedule=failure_schedule, deadline_s=deadline_s, executor=executor, target=target,
     executor_options=executor_options, hosts=hosts, minimum_hosts=minimum_hosts, seed=seed,
+    worker_kinds=worker_kinds, keep=keep, slice_s=slice_s,
 )
 # the target's code runs in a sandbox child, never in this kernel
 probe = check_executor(policy, read_seed_dir(seeds_dir) if seeds_dir else None)
@@ -122,6 +126,12 @@ rows += [("findings", f"{verdict.get('findings_unique')} unique, {verdict.get('f
 rows += [("engine " + str(e["rank"]), e["status"]) for e in engines.classification["engines"]]
 rows += [("problem", p) for p in verdict["problems"]] + [("note", n) for n in verdict["notes"]]
 display(Markdown("| | |\n|---|---|\n" + "\n".join(f"| {k} | `{v}` |" for k, v in rows)))
+# what each worker kind found first (the oracle's own recount of the WAL)
+attribution = verdict["summary"].get("attribution", {})
+display(Markdown("| worker kind | corpus inputs found first | of them adding coverage | findings | leases |\n"
+                 "|---|---|---|---|---|\n" + "\n".join(
+                     f"| {kind} | {row['inputs']} | {row['novel']} | {row['findings']} | {row['works']} |"
+                     for kind, row in attribution.items())))
 
 # %%
 failures = [f"oracle: {p}" for p in verdict["problems"]] + engines.problems()

@@ -32,7 +32,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--executor", default=REFERENCE["executor"],
                    help=f"{', '.join(executors.names())} (default {REFERENCE['executor']})")
     p.add_argument("--target", help="built-in target name, module:function, file.py:function, or a SymCC binary")
-    p.add_argument("--executor-option", action="append", metavar="KEY=VALUE", help="executor option (repeatable)")
+    p.add_argument("--executor-option", action="append", metavar="KEY=VALUE",
+                   help="executor option (repeatable); KIND={...} holds a worker kind's own options")
+    p.add_argument("--worker-kinds", default="", metavar="KIND:N,...",
+                   help="the kind of each worker slot of a master group, e.g. afl:1,symcc:2 (the counts add up to "
+                        "--workers-per-master; default: every slot runs --executor); fuzzer kinds: afl (binary "
+                        "targets), havoc (Python targets)")
+    p.add_argument("--keep", choices=("all", "novel"), default="all",
+                   help="which candidates enter the corpus: every distinct one (all), or only those adding coverage "
+                        "or holding a finding (novel, as SymCC's fuzzing helper keeps test cases)")
+    p.add_argument("--slice", type=float, default=5.0, metavar="SECONDS", dest="slice_s",
+                   help="how long a fuzzer worker's lease runs before it returns what it kept")
     p.add_argument("--hosts", default="", help="host spec such as node-a:9,node-b:1")
     p.add_argument("--minimum-hosts", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)

@@ -73,6 +73,9 @@ def cmd_launch(args: argparse.Namespace) -> int:
         ulfm=not args.no_ulfm,
         timeouts=_timeouts(args.timeout),
         stop_when_exhausted=not args.run_to_deadline,
+        worker_kinds=args.worker_kinds,
+        keep=args.keep,
+        slice_s=args.slice_s,
     )
     seeds = read_seed_dir(args.seeds) if args.seeds else None
     probe = check_executor(policy, seeds)

@@ -88,9 +88,10 @@ def _stats(v: Any) -> bool:
 def _items(v: Any) -> bool:
     return isinstance(v, list) and all(
         isinstance(i, dict)
-        and set(i) == {"input_hash", "priority", "hint"}
+        and set(i) == {"input_hash", "priority", "hint", "length"}
         and is_sha256_hex(i["input_hash"])
         and _int(i["priority"])
+        and _int(i["length"])
         and _hint(i["hint"])
         for i in v
     )

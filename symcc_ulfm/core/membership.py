@@ -42,10 +42,12 @@ class Membership(Canonical):
     epoch: int = 0
     epoch_started_at: float | None = None
     consumed_s: float = 0.0
+    worker_kinds: tuple[str, ...] = ()  # the kind of each worker slot (core.kinds); () = the executor
     layout: Layout = field(init=False, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "layout", compute_layout(self.generation, self.active, self.workers_per_master))
+        object.__setattr__(self, "layout", compute_layout(self.generation, self.active, self.workers_per_master,
+                                                          self.worker_kinds))
         if self.epoch_started_at is None:
             object.__setattr__(self, "epoch_started_at", self.started_at)
 
@@ -80,6 +82,7 @@ class Membership(Canonical):
             "epoch": self.epoch,
             "epoch_started_at": self.epoch_started_at,
             "consumed_s": self.consumed_s,
+            **({"worker_kinds": list(self.worker_kinds)} if self.worker_kinds else {}),
         }
 
 
@@ -103,6 +106,7 @@ class Membership(Canonical):
             epoch=value["epoch"],
             epoch_started_at=value["epoch_started_at"],
             consumed_s=value["consumed_s"],
+            worker_kinds=tuple(value.get("worker_kinds", ())),
         )
         if snap.layout.sha256 != value["layout_sha256"]:
             raise ValueError("snapshot layout_sha256 does not match its active set")
@@ -110,9 +114,11 @@ class Membership(Canonical):
 
 
 def initial_membership(
-    ranks: int, warm_spares: int, workers_per_master: int, hosts: tuple[str, ...], policy_sha256: str, started_at: float
+    ranks: int, warm_spares: int, workers_per_master: int, hosts: tuple[str, ...], policy_sha256: str, started_at: float,
+    worker_kinds: tuple[str, ...] = (),
 ) -> Membership:
-    """Generation 0: the highest ``warm_spares`` stable ranks wait as spares."""
+    """Generation 0: the highest ``warm_spares`` stable ranks wait as spares; ``worker_kinds``
+    (``core.kinds.slot_kinds``) is kept by every later generation."""
     budget = ranks - warm_spares
     return Membership(
         generation=0,
@@ -125,6 +131,7 @@ def initial_membership(
         hosts=tuple(hosts),
         policy_sha256=policy_sha256,
         started_at=started_at,
+        worker_kinds=tuple(worker_kinds),
     )
 
 

@@ -1,7 +1,9 @@
 """The campaign policy: one frozen, validated value with a canonical JSON form and SHA-256.
 
 Every rank reads the same ``policy.json`` and the ranks compare the SHA-256 at start-up; a
-mismatch fails closed. Rejections name the field and the accepted form.
+mismatch fails closed. Rejections name the field and the accepted form. Fields added after the
+first format (``worker_kinds``, ``keep``, ``slice_s``) are written only when they differ from
+their defaults, so a policy that does not use them keeps its bytes and its SHA-256.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from ..errors import PolicyError, ScheduleError
 from .canonical import Canonical
 from .hosts import format_hosts, parse_hosts
+from .kinds import check_kinds, format_kinds, parse_kinds, slot_kinds
 from .limits import MAX_POLICY_BYTES
 from .membership import predict
 from .reference import REFERENCE
@@ -74,10 +77,14 @@ class Policy(Canonical):
     poison_deaths: int = 2  # worker deaths while executing an input before it is quarantined (core.master.poison)
     stop_when_exhausted: bool = True  # end before the deadline once the search is exhausted (core.master.termination)
     timeouts: Timeouts = field(default_factory=Timeouts)
+    worker_kinds: tuple[tuple[str, int], ...] = ()  # per master group (core.kinds); () = every slot the executor
+    keep: str = "all"  # which candidates enter the corpus: "all" distinct ones, or only "novel" ones (and findings)
+    slice_s: float = 5.0  # how long a fuzzer worker's lease runs before it returns what it kept
 
     def __post_init__(self):
         self._validate()
         object.__setattr__(self, "deadline_s", float(self.deadline_s))
+        object.__setattr__(self, "slice_s", float(self.slice_s))
         size = len(self.to_bytes())
         if size > MAX_POLICY_BYTES:
             raise PolicyError("policy", f"{size} bytes of policy (executor options and seeds included) exceed "
@@ -119,6 +126,14 @@ class Policy(Canonical):
         self.timeouts.validate()
         if self.active_budget < 2:
             raise PolicyError("warm_spares", f"{self.warm_spares} spares leave {self.active_budget} active ranks; need >= 2")
+        check_kinds(self.worker_kinds, self.workers_per_master)
+        if self.keep not in ("all", "novel"):
+            raise PolicyError("keep", f"{self.keep!r}: expected all or novel")
+        if not _positive_number(self.slice_s) or not 0.2 <= self.slice_s <= 3600:
+            raise PolicyError("slice_s", f"{self.slice_s!r}: expected seconds in 0.2..3600")
+        if self.worker_kinds and self.slice_s > self.timeouts.lease_s / 2:
+            raise PolicyError("slice_s", f"{self.slice_s:g} s: a fuzzer's slice must end well within its lease "
+                                         f"(at most lease_s/2 = {self.timeouts.lease_s / 2:g} s)")
         if self.failure_schedule and not self.ulfm:
             raise PolicyError("failure_schedule", "injected failures need the ULFM path; drop --no-ulfm or the schedule")
         predict(self.ranks, self.warm_spares, self.workers_per_master, self.failure_schedule)
@@ -132,6 +147,16 @@ class Policy(Canonical):
     @property
     def active_budget(self) -> int:
         return self.ranks - self.warm_spares
+
+    @property
+    def slots(self) -> tuple[str, ...]:
+        """The kind of each worker slot of a group (``core.kinds.slot_kinds``); () = the executor."""
+        return slot_kinds(self.worker_kinds)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Every kind a worker of this campaign may run, the executor first."""
+        return tuple(dict.fromkeys((self.executor, *self.slots)))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -152,6 +177,9 @@ class Policy(Canonical):
             "poison_deaths": self.poison_deaths,
             "stop_when_exhausted": self.stop_when_exhausted,
             "timeouts": asdict(self.timeouts),
+            **({"worker_kinds": format_kinds(self.worker_kinds)} if self.worker_kinds else {}),
+            **({"keep": self.keep} if self.keep != "all" else {}),
+            **({"slice_s": self.slice_s} if self.slice_s != 5.0 else {}),
         }
 
 
@@ -174,6 +202,8 @@ class Policy(Canonical):
             data["hosts"] = parse_hosts(data["hosts"])
         if "timeouts" in data:
             data["timeouts"] = _timeouts_from_json(data["timeouts"])
+        if "worker_kinds" in data:
+            data["worker_kinds"] = parse_kinds(data["worker_kinds"])
         return cls(**data)
 
 
@@ -185,6 +215,8 @@ def build_policy(**overrides: Any) -> Policy:
         overrides["hosts"] = parse_hosts(overrides["hosts"])
     if isinstance(overrides.get("timeouts"), dict):
         overrides["timeouts"] = _timeouts_from_json(overrides["timeouts"])
+    if isinstance(overrides.get("worker_kinds"), str):
+        overrides["worker_kinds"] = parse_kinds(overrides["worker_kinds"])
     return Policy(**overrides)
 
 

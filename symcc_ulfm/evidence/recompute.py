@@ -123,7 +123,9 @@ def recompute(state: Path) -> dict[str, Any]:
         problems.append(f"only {len(host_names)} hosts survive; the policy needs {policy['minimum_hosts']}")
 
     # WAL: done records only, each checked against its own checksum
-    analyzed = generated = novel = 0
+    analyzed = generated = novel = slices = 0
+    kinds_format = False  # since symcc-ulfm-wal/6: worker kinds, fuzzer slices, dropped candidates
+    by_kind: dict[str, dict[str, Any]] = {}
     counted: dict[str, str] = {}
     found: set[tuple[str, str, str]] = set()  # (kind, signature, input) of every finding
     for path in sorted((state / "wal" / "records").glob("*.json")):
@@ -141,16 +143,27 @@ def recompute(state: Path) -> dict[str, Any]:
                 problems.append(f"wal/records/{path.name}: checksum does not match its body")
         if record.get("state") != "done":
             continue
-        analyzed += 1
-        generated += record["manifest"]["generated"]
-        distinct = len({obj["sha256"] for obj in record["manifest"]["objects"]})
-        if record["format"] not in _WORKER_COUNTED and record["manifest"]["generated"] != distinct:
-            problems.append(f"wal/records/{path.name}: generated is not the number of its objects")
-        found |= {(f["kind"], f["signature"], f["sha256"]) for f in record["manifest"].get("findings", [])}
+        manifest = record["manifest"]
+        newer = record["format"] == "symcc-ulfm-wal/6"
+        kinds_format |= newer
+        sliced = newer and manifest["slice"] is not None
+        slices += sliced
+        analyzed += not sliced
+        generated += manifest["generated"]
+        distinct = len({obj["sha256"] for obj in manifest["objects"]}) + (len(manifest["dropped"]) if newer else 0)
+        if record["format"] not in _WORKER_COUNTED and manifest["generated"] != distinct:
+            problems.append(f"wal/records/{path.name}: generated is not the number of its objects (and dropped)")
+        mine = {(f["kind"], f["signature"], f["sha256"]) for f in manifest.get("findings", [])}
+        found |= mine
         claimed = set(record["done"]["claimed"])
-        for obj in record["manifest"]["objects"]:
-            if obj["sha256"] in claimed and obj["novel"]:
-                novel += 1
+        fresh = sum(1 for obj in manifest["objects"] if obj["sha256"] in claimed and obj["novel"])
+        novel += fresh
+        if newer:
+            row = by_kind.setdefault(manifest["kind"], {"inputs": 0, "novel": 0, "found": set(), "works": 0})
+            row["inputs"] += len(claimed)
+            row["novel"] += fresh
+            row["found"] |= mine
+            row["works"] += 1
         for name in claimed:
             if name in counted:
                 problems.append(f"object {name} is counted by {counted[name]} and {path.stem}")
@@ -191,4 +204,8 @@ def recompute(state: Path) -> dict[str, Any]:
         "findings_hits": len(found),
         "passed": not problems,
     }
+    if kinds_format:
+        summary["wal_slices"] = slices
+        summary["attribution"] = {kind: {"inputs": row["inputs"], "novel": row["novel"], "findings": len(row["found"]),
+                                         "works": row["works"]} for kind, row in sorted(by_kind.items())}
     return {"summary": summary, "result_sha256": _hex(_canonical_bytes(summary)), "problems": problems}

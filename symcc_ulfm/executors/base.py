@@ -93,6 +93,10 @@ class Executor(abc.ABC):
     """One executor instance per process; cheap to call many times."""
 
     name: ClassVar[str]
+    # the targets it runs ("python", "binary", "simulated"): the worker kinds of one campaign share it.
+    # A fuzzer kind (``executors.is_fuzzer``) is given time slices, not inputs: ``run`` gets b"" and the
+    # slice's descriptor as its hint (``core.master.slices``) and returns what it kept meanwhile.
+    family: ClassVar[str]
     in_process_target: ClassVar[bool] = False  # runs target code in its own process: needs the sandbox
     batch_measure: ClassVar[bool] = False  # measure_many is one batch (its targets run in processes of their own)
     # The sandbox child makes itself a child subreaper (PR_SET_CHILD_SUBREAPER) before building the
@@ -127,6 +131,10 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     def measure(self, data: bytes) -> Measurement:
         """Coverage ids (see module docstring) and outcome of one concrete run of ``data``."""
+
+    def offer(self, inputs: list[bytes]) -> None:  # noqa: B027 - optional hook: only fuzzers take it
+        """Inputs the other workers found: a fuzzer imports them (AFL++'s sync, a mutation pool);
+        an executor that analyzes one input per lease has no use for them."""
 
     def preflight(self, seeds: list[bytes] | None = None) -> dict[str, Any]:
         """Before a campaign: raise TargetError when the target cannot do its work at all (e.g. it

@@ -26,6 +26,7 @@ _DEFAULTS = {"cost_s": 0.05, "cost_mode": "sleep", "children": 5, "space": 50_00
 
 class SimulateExecutor(Executor):
     name = "simulate"
+    family = "simulated"
 
     def __init__(self, target: str | None = None, options: dict[str, Any] | None = None):
         options = dict(options or {})

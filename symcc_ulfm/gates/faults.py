@@ -35,6 +35,7 @@ from ..store.paths import StateDir
 from ..store.runlog import Event, read_events, read_log
 
 SIMULATE = ["--executor", "simulate", "--executor-option", "cost_s=0.02"]
+HYBRID = ("--worker-kinds", "simfuzz:1,simulate:2", "--keep", "novel", "--slice", "0.5")
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,12 @@ SCENARIOS = (
              action="launch-signal:SIGTERM", expect_epochs=2, resume_after=128 + signal.SIGTERM),
     Scenario("launch-sigkill-then-resume", ("--failure-schedule", ""), frozenset(), (),
              action="launch-signal:SIGKILL", expect_epochs=2, resume_after=-signal.SIGKILL),
+    # hybrid campaigns: a fuzzer kind (simfuzz, the stand-in) beside the analysis workers (core.kinds)
+    Scenario("fuzzer-worker-killed", ("--failure-schedule", "0:1", *HYBRID), frozenset({1}), (8,)),
+    Scenario("master-killed-publishing-slices", ("--failure-schedule", "0:4@commit", "--worker-kinds", "simfuzz:3",
+                                                 "--keep", "novel", "--slice", "0.5"), frozenset({4}), (8,)),
+    Scenario("hybrid-whole-job-restart", ("--failure-schedule", "", *HYBRID), frozenset(), (), action="kill-job",
+             expect_epochs=2),
     # which ranks meet ENOSPC first decides whether some are recovered before the job stops
     # (docs/bad-input.md: a store failure ends its rank, the others recover): any shape, then exit 7
     Scenario("disk-full-then-resume", ("--failure-schedule", ""), None, None, action="disk-full",

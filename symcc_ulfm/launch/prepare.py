@@ -8,7 +8,7 @@ launch at a time (``store.joblock``): :func:`prepare_state_dir` takes the direct
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.budget import check_lease
@@ -17,7 +17,7 @@ from ..core.limits import MAX_SMALL_JSON_BYTES
 from ..core.modes import FileModes
 from ..core.policy import Policy
 from ..errors import IntegrityError, PolicyError, WalCorruption
-from ..executors import create
+from ..executors import check_kinds, create, is_fuzzer
 from ..executors.sandbox.forkserver import grace_s
 from ..executors.sandbox.parent import Sandbox
 from ..store.corpus import Corpus
@@ -45,24 +45,37 @@ class ExecutorProbe:
     seeds: list[bytes]
     execution_limit_s: float  # with the sandbox's grace when the executor is contained
     run_limit_s: float
+    kinds: dict[str, dict] = field(default_factory=dict)  # identities of the other worker kinds (core.kinds)
 
 
 def check_executor(policy: Policy, seeds: list[bytes] | None = None) -> ExecutorProbe:
-    """Build the executor once, contained, before anything is written: a bad target fails here
-    (exit 2), and the target's code never runs in this process. ``seeds`` (``--seeds DIR``)
-    replace the executor's own."""
-    executor = create(policy.executor, policy.target, policy.executor_options)
+    """Build the executor once, contained, before anything is written, and each other worker kind
+    the policy names: a bad target fails here (exit 2), and the target's code never runs in this
+    process. ``seeds`` (``--seeds DIR``) replace the executor's own."""
+    check_kinds(policy.executor, policy.slots)
+    identity, seeds_of, execution, run = _probe(policy, policy.executor)
+    kinds = {}
+    for kind in policy.kinds[1:]:
+        kinds[kind], _, kind_execution, kind_run = _probe(policy, kind)
+        if is_fuzzer(kind):
+            kind_run += policy.slice_s  # a lease holds a whole slice, then what ends it
+        execution, run = max(execution, kind_execution), max(run, kind_run)
+    probe = ExecutorProbe(identity, digest(identity), seeds_of if seeds is None else list(seeds), execution, run,
+                          kinds)
+    check_lease(policy, probe.run_limit_s, probe.execution_limit_s)
+    return probe
+
+
+def _probe(policy: Policy, kind: str) -> tuple[dict, list[bytes], float, float]:
+    """A kind's identity, seeds and limits (one execution with the sandbox's grace, one run)."""
+    executor = create(kind, policy.target, policy.executor_options)
     try:
-        identity = executor.identity()
         execution = executor.execution_limit_s
         if isinstance(executor, Sandbox):
             execution += grace_s(execution)
-        probe = ExecutorProbe(identity, digest(identity), executor.seeds() if seeds is None else list(seeds),
-                              execution, executor.run_limit_s)
+        return executor.identity(), executor.seeds(), execution, executor.run_limit_s
     finally:
         executor.close()
-    check_lease(policy, probe.run_limit_s, probe.execution_limit_s)
-    return probe
 
 
 def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume: bool = False,
@@ -113,6 +126,8 @@ def _prepare(policy: Policy, state: StateDir, resume: bool, probe: ExecutorProbe
         if _finished(state) == "deadline-reached":
             raise PolicyError("state_dir", f"the campaign in {state.root} already reached its deadline; nothing to resume")
         require_same(state.executor, probe.sha256, "the resumed campaign")
+        for kind, identity in probe.kinds.items():
+            require_same(state.executor, digest(identity), f"the resumed campaign's {kind} workers", kind)
         preflight(state)
         if new_seeds:
             _publish_seeds(state, probe.seeds)
@@ -121,7 +136,7 @@ def _prepare(policy: Policy, state: StateDir, resume: bool, probe: ExecutorProbe
         raise PolicyError("state_dir", f"{state.root} holds no campaign to resume")
     state.create()
     write_policy(state, policy)
-    write_identity(state.executor, probe.identity, state.modes.snapshot)
+    write_identity(state.executor, probe.identity, state.modes.snapshot, probe.kinds)
     _publish_seeds(state, probe.seeds)
 
 

@@ -118,7 +118,8 @@ def _start(ctx: RankContext | None, world: MPI.Comm, stable: int, early: SymccUl
         hosts = tuple(e["host"] for e in exchanged)
         if not ctx.snapshots.snapshot_path(0).exists():  # the seeds were published when the state was prepared
             membership = initial_membership(
-                policy.ranks, policy.warm_spares, policy.workers_per_master, hosts, policy_sha, time.time()
+                policy.ranks, policy.warm_spares, policy.workers_per_master, hosts, policy_sha, time.time(),
+                policy.slots,
             )
             ctx.snapshots.write_generation0(membership)
         else:

@@ -21,6 +21,7 @@ from ..core.master import events as ev
 from ..core.master.machine import MasterConfig, MasterState
 from ..core.master.termination import Status
 from ..errors import FenceError, IntegrityError, ProtocolError, StoreError
+from ..executors import is_fuzzer
 from ..store.durability import Barrier
 from ..store.querystore import QueryStore
 from ..store.record import work_hash
@@ -50,7 +51,10 @@ class MasterDriver:
             me=ctx.stable, generation=self.gen, workers=tuple(self.workers), masters=tuple(self.masters),
             limit=self.limit, lease_s=ctx.policy.timeouts.lease_s, deadline=ctx.deadline,
             grace_s=ctx.policy.timeouts.shutdown_grace_s, peers=dict(enumerate(ctx.peers)),
-            poison_deaths=ctx.policy.poison_deaths))
+            poison_deaths=ctx.policy.poison_deaths, executor=ctx.policy.executor, executor_sha=ctx.executor_sha,
+            kinds={w: layout.kind_of(w) for w in self.workers if layout.kind_of(w)},
+            fuzzers=frozenset(k for k in ctx.policy.kinds if is_fuzzer(k)), slice_s=ctx.policy.slice_s,
+            keep=ctx.policy.keep))
         self.exhaustion = Exhaustion(ctx, tuple(self.masters), transport, clock)
         self.peer_masters = [m for m in self.masters if m != ctx.stable]
         self._batch = contextlib.ExitStack()  # the open group commit's record locks
@@ -212,11 +216,12 @@ class MasterDriver:
 
     def _lease(self, instruction: ev.Lease) -> ev.Leased:
         ctx, worker, input_hash = self.ctx, instruction.worker, instruction.input_hash
-        work = work_hash(input_hash, ctx.executor_sha)
+        executor_sha = ctx.executor_sha_of(instruction.kind or ctx.policy.executor)
+        work = work_hash(input_hash, executor_sha)
         token = self.store.issue(work, input_hash, worker)
         lease = {"generation": self.gen, "master": ctx.stable, "shard": self.store.shard, "token": token, "worker": worker}
         try:
-            self.group.lease(input_hash, ctx.executor_sha, lease)
+            self.group.lease(input_hash, executor_sha, lease)
         except AlreadyDone:
             outcome, error = "done", None
         except NeedsReplay:

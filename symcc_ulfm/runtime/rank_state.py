@@ -15,7 +15,7 @@ from ..core.policy import Policy
 from ..executors import Executor, create
 from ..store.corpus import Corpus
 from ..store.dirs import clear_dir, remove_dir
-from ..store.identity import read_identity, require_same
+from ..store.identity import kind_sha256, require_same
 from ..store.joblock import RanksLock
 from ..store.paths import StateDir
 from ..store.runlog import RankLog
@@ -38,7 +38,9 @@ class RankState:
     ranks_lock: RanksLock | None = None  # this rank's share of ranks.lock (store.joblock), held for its life
     hot_rounds: int = HOT_ROUNDS  # of every Backoff of this rank (backoff.hot_rounds_for)
     _executor: Executor | None = field(default=None, repr=False)
-    _executor_sha: str | None = None
+    _executor_kind: str | None = None  # the kind _executor runs
+    _kind_shas: dict[str, str] = field(default_factory=dict)
+    offered: set[str] = field(default_factory=set)  # corpus objects the executor (a fuzzer) was offered
     _executor_checked: bool = False
 
     @property
@@ -68,12 +70,22 @@ class RankState:
                        self.policy.timeouts.recovery_step_s)
 
     @property
+    def kind(self) -> str:
+        """The kind of worker this rank is in the current generation (``core.kinds``)."""
+        return self.membership.layout.kind_of(self.stable) or self.policy.executor
+
+    @property
     def executor(self) -> Executor:
-        """This rank's executor (a worker's; contained when it runs target code), kept across generations."""
+        """This rank's executor of its current kind (contained when it runs target code), kept across
+        generations while the kind stays; a rank whose slot changes kind starts the other one afresh."""
+        kind = self.kind
+        if self._executor is not None and self._executor_kind != kind:
+            self.close_executor()
         if self._executor is None:
             scratch = self.state.worker_scratch(self.stable)
             clear_dir(scratch, self.state.modes.snapshot_dir)
-            self._executor = create(self.policy.executor, self.policy.target, self.policy.executor_options, scratch)
+            self._executor = create(kind, self.policy.target, self.policy.executor_options, scratch)
+            self._executor_kind, self._executor_checked, self.offered = kind, False, set()
         return self._executor
 
     def clear_failed_scratch(self) -> None:
@@ -85,7 +97,8 @@ class RankState:
     def check_executor(self) -> None:
         """Before the first execution: the executor must be the one the campaign was prepared with."""
         if not self._executor_checked:
-            require_same(self.state.executor, digest(self.executor.identity()), f"rank {self.stable}'s executor")
+            require_same(self.state.executor, digest(self.executor.identity()), f"rank {self.stable}'s executor",
+                         self._recorded_kind(self._executor_kind))
             self._executor_checked = True
 
     def close_executor(self) -> None:
@@ -96,9 +109,17 @@ class RankState:
     @property
     def executor_sha(self) -> str:
         """The campaign's executor identity digest (``executor.json``, written by launch)."""
-        if self._executor_sha is None:
-            self._executor_sha = read_identity(self.state.executor)[1]
-        return self._executor_sha
+        return self.executor_sha_of(self.policy.executor)
+
+    def executor_sha_of(self, kind: str) -> str:
+        """The identity digest the work of worker kind ``kind`` is hashed with."""
+        if kind not in self._kind_shas:
+            self._kind_shas[kind] = kind_sha256(self.state.executor, self._recorded_kind(kind))
+        return self._kind_shas[kind]
+
+    def _recorded_kind(self, kind: str | None) -> str | None:
+        """How ``executor.json`` names a kind: the executor's own identity is the unnamed one."""
+        return None if kind in (None, self.policy.executor) else kind
 
     def set_generation(self, membership: Membership) -> None:
         self.membership = membership

@@ -27,6 +27,7 @@ from ..core import envelope
 from ..core.budget import worker_give_up
 from ..core.finding import MAX_PER_RESULT
 from ..core.limits import MAX_OBJECT_BYTES
+from ..core.master.slices import is_descriptor, slice_hash
 from ..core.schedule import Phase
 from ..errors import IntegrityError, ProtocolError, SymccUlfmError
 from ..store.durability import Barrier
@@ -148,9 +149,7 @@ class WorkerLoop:
         error = None
         ctx.check_executor()
         try:
-            data = ctx.corpus.read(work["input_hash"])
-            if self.executed == 0:
-                ctx.log.event("corpus-read-verified", sha256=work["input_hash"], length=len(data))
+            data = self._input(work)
             deaths = self._deaths()
             self.staging.mark_running(self.gen, work["lease"])
             try:
@@ -180,6 +179,28 @@ class WorkerLoop:
                 candidates = candidates[:keep]
                 named = {c["sha256"] for c in candidates} | {work["input_hash"]}
                 findings = [f for f in findings if f["sha256"] in named]
+
+    def _input(self, work: dict) -> bytes:
+        """The lease's input, read back from the corpus and verified; a fuzzer's slice has none
+        (its hint is the slice's descriptor, which its input hash names)."""
+        if is_descriptor(work["hint"]):
+            if slice_hash(work["hint"]) != work["input_hash"]:
+                raise IntegrityError(f"slice descriptor does not hash to the lease's input {work['input_hash'][:12]}")
+            self._offer_corpus()
+            return b""
+        data = self.ctx.corpus.read(work["input_hash"])
+        if self.executed == 0:
+            self.ctx.log.event("corpus-read-verified", sha256=work["input_hash"], length=len(data))
+        return data
+
+    def _offer_corpus(self) -> None:
+        """Before a fuzzer's slice: what the others published since the last one, read back and
+        verified, shortest first (``executors.base.Executor.offer``)."""
+        fresh = [name for name in self.ctx.corpus.names() if name not in self.ctx.offered]
+        self.ctx.offered.update(fresh)
+        inputs = sorted((self.ctx.corpus.read(name) for name in fresh), key=len)
+        if inputs:
+            self.executor.offer(inputs)
 
     def _deaths(self) -> int:
         return getattr(self.executor, "deaths", 0)

@@ -13,15 +13,17 @@ from typing import Any
 
 from ..core import finding
 from ..core.canonical import canonical_json, digest, is_sha256_hex, sha256_hex
+from ..core.master.slices import is_descriptor, slice_hash
 from ..errors import FenceError, WalCorruption
 from .staging import parse_staged
 
-WAL_FORMAT = "symcc-ulfm-wal/5"
+WAL_FORMAT = "symcc-ulfm-wal/6"
 _OLD_FORMATS = {
     "symcc-ulfm-wal/1": "one state per file, replaced by rename",
     "symcc-ulfm-wal/2": "staged objects in a directory per lease",
     "symcc-ulfm-wal/3": "manifests without findings",
     "symcc-ulfm-wal/4": "'generated' as the worker reported it",
+    "symcc-ulfm-wal/5": "manifests without worker kinds, slices or dropped candidates",
 }
 STATES = ("leased", "committing", "done")
 _NEXT = {"leased": {"leased", "committing"}, "committing": {"done"}, "done": set()}
@@ -149,13 +151,24 @@ def check_manifest(manifest: Any, error: type[Exception] = FenceError) -> None:
             raise error(f"manifest object {obj['sha256']}: {exc}") from None
         if staged_sha != obj["sha256"]:
             raise error(f"manifest object {obj['sha256']} is staged under another name")
-    distinct = len({obj["sha256"] for obj in manifest["objects"]})
-    if type(manifest.get("generated")) is not int or manifest["generated"] != distinct:
-        raise error("manifest 'generated' must be the number of its objects (the candidates staged and verified)")
+    dropped = manifest.get("dropped")
+    if not isinstance(dropped, list) or not all(map(is_sha256_hex, dropped)) or len(set(dropped)) != len(dropped):
+        raise error("manifest 'dropped' is not a list of distinct SHA-256s")
+    published = {obj["sha256"] for obj in manifest["objects"]}
+    if published & set(dropped):
+        raise error("a manifest object is also listed as dropped")
+    if type(manifest.get("generated")) is not int or manifest["generated"] != len(published) + len(dropped):
+        raise error("manifest 'generated' must be the number of its objects plus those dropped "
+                    "(the candidates staged and verified)")
+    if not isinstance(manifest.get("kind"), str) or not manifest["kind"]:
+        raise error("manifest has no worker kind")
+    sliced = manifest.get("slice", False)
+    if sliced is not None and not (is_descriptor(sliced) and slice_hash(sliced) == manifest.get("input_hash")):
+        raise error("manifest 'slice' is neither null nor the descriptor whose SHA-256 is its input")
     findings = manifest.get("findings")
     if not isinstance(findings, list) or not all(map(finding.is_record, findings)):
         raise error("manifest findings are not a list of finding records")
-    published = {obj["sha256"] for obj in manifest["objects"]} | {manifest.get("input_hash")}
+    published |= {manifest.get("input_hash")}
     for item in findings:
         if item["sha256"] not in published:
             raise error(f"finding {item['kind']} names input {item['sha256']}, neither an object nor the input")

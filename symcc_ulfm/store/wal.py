@@ -163,11 +163,15 @@ class WorkWAL:
             return group.finish(work, claimed, committer)
 
     def discard_staging(self, record: dict) -> None:
-        """Remove the staging directories a done record consumed."""
+        """Remove the staged files a done record consumed, and those of the candidates it dropped
+        (staged under its lease by its worker)."""
         leases: dict[tuple[int, str], list[str]] = {}
         for obj in manifest_objects(record):
             worker, lease, name = parse_staged(obj["staging"])
             leases.setdefault((worker, lease), []).append(name)
+        manifest = record["manifest"]
+        if manifest is not None and manifest["dropped"]:
+            leases.setdefault((record["lease"]["worker"], record["lease"]["token"]), []).extend(manifest["dropped"])
         for (worker, lease), names in leases.items():
             self.staged.remove_lease(worker, lease, names)
 

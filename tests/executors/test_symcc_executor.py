@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from helpers.mpi import launch
+from helpers.symcc import AFL_MISSING, SOURCE, afl_available, compile_c, linked, runtime
 
 from symcc_ulfm import executors
 from symcc_ulfm.core.policy import Policy
@@ -41,27 +42,6 @@ from symcc_ulfm.executors.symcc.target import read_dynamic
 from symcc_ulfm.launch.prepare import check_executor
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "symcc"
-SOURCE = FIXTURES / "fake_symcc.c"
-RUNTIME_SOURCE = FIXTURES / "fake_symcc_rt.c"
-AFL_MISSING = "afl++ not installed (afl-cc and afl-showmap not on PATH): apt-get install -y afl++"
-FLAGS = ("-O0", "-Wall", "-Wextra", "-Werror")
-
-
-def _compile(compiler: str, out: Path, source: Path, *flags: str) -> Path:
-    env = {**os.environ, "AFL_QUIET": "1"}
-    # flags after the source: a -l there resolves the source's references to the runtime
-    subprocess.run([compiler, *FLAGS, "-o", str(out), str(source), *flags], check=True, env=env)
-    return out
-
-
-def _runtime(directory: Path, *flags: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    return _compile("gcc", directory / "libsymcc-rt.so", RUNTIME_SOURCE, "-shared", "-fPIC", *flags)
-
-
-def _linked(out: Path, runtime_dir: Path, rpath: bool = True) -> Path:
-    flags = [f"-L{runtime_dir}", "-lsymcc-rt"] + ([f"-Wl,-rpath,{runtime_dir}"] if rpath else [])
-    return _compile("gcc", out, SOURCE, *flags)
 
 
 @pytest.fixture(scope="module")
@@ -71,29 +51,29 @@ def build(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("symcc-build")
 
 
-@pytest.fixture(scope="module")
-def runtime(build) -> Path:
+@pytest.fixture(scope="module", name="runtime")
+def runtime_fixture(build) -> Path:
     """The stand-in runtime library (not SymCC's)."""
-    return _runtime(build / "rt")
+    return runtime(build / "rt")
 
 
 @pytest.fixture(scope="module")
 def stand_in(build, runtime) -> Path:
     """The protocol-compatible stand-in for a SymCC-compiled binary (not SymCC), RUNPATH to its runtime."""
-    return _linked(build / "fake_symcc", runtime.parent)
+    return linked(build / "fake_symcc", runtime.parent)
 
 
 @pytest.fixture(scope="module")
 def plain(build) -> Path:
     """The same program built with plain gcc: not instrumented."""
-    return _compile("gcc", build / "fake_symcc.plain", SOURCE, "-DAFL_TWIN")
+    return compile_c("gcc", build / "fake_symcc.plain", SOURCE, "-DAFL_TWIN")
 
 
 @pytest.fixture(scope="module")
 def afl_twin(build) -> Path:
-    if shutil.which("afl-cc") is None or shutil.which("afl-showmap") is None:
+    if not afl_available():
         pytest.skip(AFL_MISSING)
-    return _compile("afl-cc", build / "fake_symcc.afl", SOURCE, "-DAFL_TWIN")
+    return compile_c("afl-cc", build / "fake_symcc.afl", SOURCE, "-DAFL_TWIN")
 
 
 @pytest.fixture(autouse=True)
@@ -449,15 +429,15 @@ def test_identity_pins_binary_runtime_args_and_mode(stand_in, runtime, build):
     assert ident["args"] == ["@@"] and ident["input_mode"] == "file" and ident["timeout_s"] == 5.0
     assert ident["coverage"] == {"kind": "none", "note": NO_COVERAGE}
     assert ident["env"] == {"SYMCC_ENABLE_LINEARIZATION": "1"}
-    other = _compile("gcc", build / "fake_symcc.other", SOURCE, "-DUNUSED_VARIANT=1", "-g",
+    other = compile_c("gcc", build / "fake_symcc.other", SOURCE, "-DUNUSED_VARIANT=1", "-g",
                      f"-L{runtime.parent}", "-lsymcc-rt", f"-Wl,-rpath,{runtime.parent}")
     assert SymccExecutor(target=str(other), options={"args": ["@@"], "timeout_s": 5}).identity() != ident
     assert SymccExecutor(target=str(stand_in), options={"timeout_s": 5}).identity() != ident
 
 
 def test_the_runtime_is_found_as_the_loader_finds_it(build, tmp_path, monkeypatch):
-    variant = _runtime(tmp_path / "rt-variant", "-DRT_VARIANT")
-    unlinked = _linked(tmp_path / "no-runpath", variant.parent, rpath=False)
+    variant = runtime(tmp_path / "rt-variant", "-DRT_VARIANT")
+    unlinked = linked(tmp_path / "no-runpath", variant.parent, rpath=False)
     with pytest.raises(TargetError, match="cannot find libsymcc-rt.so"):
         SymccExecutor(target=str(unlinked), options={})
     monkeypatch.setenv("LD_LIBRARY_PATH", str(variant.parent))
@@ -468,10 +448,10 @@ def test_the_runtime_is_found_as_the_loader_finds_it(build, tmp_path, monkeypatc
 
 
 def test_a_runtime_replaced_after_the_identity_is_refused(tmp_path):
-    runtime = _runtime(tmp_path / "rt")
-    binary = _linked(tmp_path / "target", runtime.parent)
+    library = runtime(tmp_path / "rt")
+    binary = linked(tmp_path / "target", library.parent)
     executor = SymccExecutor(target=str(binary), options={})
-    _runtime(tmp_path / "rt", "-DRT_VARIANT")
+    runtime(tmp_path / "rt", "-DRT_VARIANT")
     with pytest.raises(ProvenanceChanged, match="libsymcc-rt.so"):
         executor.run(b"XXXX")
 

@@ -25,7 +25,10 @@ pytestmark = pytest.mark.mpi
 BY_NAME = {s.name: s for s in SCENARIOS}
 
 
-@pytest.mark.parametrize("name", ["worker-sigkill", "sigstop-past-lease-timeout", "whole-job-restart"])
+@pytest.mark.parametrize("name", ["worker-sigkill", "sigstop-past-lease-timeout", "whole-job-restart",
+                                  "fuzzer-worker-killed",
+                                  pytest.param("master-killed-publishing-slices", marks=pytest.mark.slow),
+                                  pytest.param("hybrid-whole-job-restart", marks=pytest.mark.slow)])
 def test_fault_matrix_subset(tmp_path, name):
     outcome = run_scenario(BY_NAME[name], tmp_path, deadline_s=6.0)
     print(format_table([outcome]))

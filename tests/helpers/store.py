@@ -81,7 +81,7 @@ def stage_manifest(env: Env, lease: dict, payloads: list[bytes], generated: int 
     for data in payloads:
         digest, rel = staging.stage(lease["token"], data)
         objects.append({"sha256": digest, "length": len(data), "staging": rel})
-    return {"objects": objects, "generated": len(payloads) if generated is None else generated, "findings": []}
+    return {"objects": objects, "dropped": [], "kind": "test", "slice": None, "generated": len(payloads) if generated is None else generated, "findings": []}
 
 
 def tree_files(root: Path) -> dict[str, bytes]:

@@ -38,6 +38,7 @@ from symcc_ulfm.core.master import events as ev
 from symcc_ulfm.core.master.ownership import owner
 from symcc_ulfm.core.master.poison import SIGNATURE
 from symcc_ulfm.core.master.rounds import PIPELINE
+from symcc_ulfm.core.master.slices import slice_hash
 from symcc_ulfm.core.membership import commit, initial_membership, resume
 from symcc_ulfm.core.policy import Policy, build_policy
 from symcc_ulfm.executors import engine
@@ -112,13 +113,16 @@ class Scenario:
     stop_when_exhausted: bool = False
     seeds: tuple[bytes, ...] = (SEED,)  # None: the executor's own
     setup: Callable[[Path], None] | None = None  # on the prepared state, before the first stage
+    worker_kinds: str = ""  # e.g. simfuzz:1,simulate:1 (core.kinds)
+    keep: str = "all"
 
 
 def policy_of(scenario: Scenario) -> Policy:
     return build_policy(ranks=RANKS, warm_spares=0, workers_per_master=2, deadline_s=scenario.deadline_s,
                         executor="simulate", executor_options=scenario.options, ulfm=False,
                         max_message_bytes=LIMIT, stop_when_exhausted=scenario.stop_when_exhausted,
-                        timeouts={"lease_s": scenario.lease_s, "shutdown_grace_s": GRACE_S})
+                        timeouts={"lease_s": scenario.lease_s, "shutdown_grace_s": GRACE_S},
+                        worker_kinds=scenario.worker_kinds, keep=scenario.keep, slice_s=0.2)
 
 
 def prepare(root: Path, scenario: Scenario, started_at: float) -> None:
@@ -128,11 +132,12 @@ def prepare(root: Path, scenario: Scenario, started_at: float) -> None:
     state = StateDir(root).create()
     state.policy.write_bytes(policy.to_bytes())
     executor = engine("simulate", None, scenario.options)
-    write_identity(state.executor, executor.identity(), state.modes.snapshot)
+    kinds = {kind: engine(kind, None, scenario.options).identity() for kind in policy.kinds[1:]}
+    write_identity(state.executor, executor.identity(), state.modes.snapshot, kinds)
     corpus = corpus_of(root)
     for seed in (scenario.seeds if scenario.seeds is not None else executor.seeds()):
         corpus.publish_seed(seed)
-    membership = initial_membership(RANKS, 0, 2, HOSTS, sha256_hex(policy.to_bytes()), started_at)
+    membership = initial_membership(RANKS, 0, 2, HOSTS, sha256_hex(policy.to_bytes()), started_at, policy.slots)
     snapshots(root).write_generation0(membership)
     if scenario.setup:
         scenario.setup(root)
@@ -668,7 +673,7 @@ def play_peer_forwards(bench) -> dict:
     send(bench, PEER, MASTER, FRONTIER, stale)
     forged = envelope.encode("FRONTIER", LIMIT, generation=0, master=W4, items=[], coverage=[])
     send(bench, PEER, MASTER, FRONTIER, forged)
-    item = {"input_hash": sha(FORWARDED), "priority": 9, "hint": {"depth": 4}}
+    item = {"input_hash": sha(FORWARDED), "priority": 9, "hint": {"depth": 4}, "length": 9}
     send(bench, PEER, MASTER, FRONTIER, envelope.encode("FRONTIER", LIMIT, generation=0, master=PEER,
                                                         items=[item], coverage=[7]))
     bench.flush()
@@ -933,6 +938,35 @@ def busy_for(master: int, **options) -> dict:
 
 REAL = {"options": busy_for(MASTER)}
 
+
+def check_fuzzer_slices(root: Path, observed: dict[int, dict]) -> None:
+    """A fuzzer worker's slices are published like results: new inputs, counted once, analyzed by
+    the concolic-kind worker; what added nothing is dropped (keep = novel), and its staging is gone."""
+    states = records(root)
+    done = [r for r in states.values() if r["state"] == "done"]
+    slices = [r for r in done if r["manifest"]["slice"] is not None]
+    analyzed = [r for r in done if r["manifest"]["slice"] is None]
+    assert slices and analyzed
+    assert all(r["manifest"]["kind"] == "simfuzz" and r["manifest"]["worker"] == W1 for r in slices)
+    assert all(r["manifest"]["kind"] == "simulate" and r["manifest"]["worker"] == W2 for r in analyzed)
+    assert all(slice_hash(r["manifest"]["slice"]) == r["input_hash"] for r in slices)
+    assert len({r["manifest"]["slice"]["seq"] for r in slices}) == len(slices)  # each slice once
+    found = {o["sha256"] for r in slices for o in r["manifest"]["objects"] if o["sha256"] in r["done"]["claimed"]}
+    assert found & {r["input_hash"] for r in analyzed}, "no input a fuzzer kept was analyzed"
+    assert all(o["novel"] for r in done for o in r["manifest"]["objects"]
+               if not r["manifest"]["findings"])  # keep = novel: only what added coverage
+    assert sum(len(r["manifest"]["dropped"]) for r in done) > 0
+    crashes = [f for r in slices for f in r["manifest"]["findings"]]
+    assert crashes and all(f["kind"] == "crash" for f in crashes)
+    staged = [p.name for w in (W1, W2) for p in StateDir(root).worker_staging(w).iterdir() if "@" in p.name]
+    pending = {(r["lease"]["token"], n) for r in states.values() if r["state"] != "done" for n in
+               [o["sha256"] for o in (r["manifest"] or {"objects": []})["objects"]]}
+    leased = {r["lease"]["token"] for r in states.values() if r["state"] == "leased"}
+    assert all(name.split("@")[0] in leased or tuple(name.split("@")) in pending for name in staged), staged
+    (stop,) = events(root, MASTER, "master-stop")
+    assert stop["totals"]["slices"] == len(slices) and stop["totals"]["analyzed"] == len(analyzed)
+    check_counted_once(root)
+
 SCENARIOS = (
     # scripted workers and peers against the real master
     Scenario("commit", (Stage({MASTER: MASTER_ROLE, W1: play_commit, PEER: collect_frontier}),), check_commit),
@@ -980,4 +1014,9 @@ SCENARIOS = (
                                              Stage({MASTER: MASTER_ROLE, W1: WORKER_ROLE}, before=resumed)),
              check_replayed),
     Scenario("poison-quarantined", (Stage({MASTER: MASTER_ROLE}),), check_quarantined, setup=poisoned, seeds=()),
+    # worker kinds: a fuzzer's slices beside an analysis worker, one corpus
+    Scenario("fuzzer-slices-feed-the-analysis-worker", (Stage({MASTER: MASTER_ROLE, W1: WORKER_ROLE,
+                                                               W2: WORKER_ROLE}),), check_fuzzer_slices,
+             options={**busy_for(MASTER), "simfuzz": {"kept": 6, "space": 40, "findings": 5}}, seeds=None,
+             worker_kinds="simfuzz:1,simulate:1", keep="novel"),
 )

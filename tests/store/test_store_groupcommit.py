@@ -51,7 +51,7 @@ def commit_all(root: Path, batch: bool) -> dict[str, bytes]:
                 sha, rel = staging.stage(leases[work]["token"], data)
                 objects.append({"sha256": sha, "length": len(data), "staging": rel, "novel": False,
                                 "coverage": [k], "hint": None})
-            group.begin(work, leases[work], {"objects": objects, "generated": 3, "findings": [], "generation": 0, "master": 0})
+            group.begin(work, leases[work], {"objects": objects, "dropped": [], "kind": "test", "slice": None, "generated": 3, "findings": [], "generation": 0, "master": 0})
         group.sync()
         claimed = {work: group.publish(work) for work in leases}
         group.sync()

@@ -175,7 +175,7 @@ def test_canonical_manifest_is_order_independent_and_dedupes(tmp_path):
         env.wal.begin_commit(work, lease, manifest)
         outputs.append(record_bytes(env, work))
     assert outputs[0] == outputs[1] == outputs[2]
-    m = {"objects": [{"sha256": "b" * 64}, {"sha256": "a" * 64}, {"sha256": "b" * 64}], "generated": 3, "findings": []}
+    m = {"objects": [{"sha256": "b" * 64}, {"sha256": "a" * 64}, {"sha256": "b" * 64}], "dropped": [], "kind": "test", "slice": None, "generated": 3, "findings": []}
     assert [o["sha256"] for o in canonical_manifest(m)["objects"]] == ["a" * 64, "b" * 64]
 
 
@@ -205,7 +205,7 @@ def test_begin_commit_refuses_staging_of_another_lease(env):
 def test_begin_commit_in_wrong_states(env):
     with pytest.raises(FenceError, match="no WAL record"):
         env.wal.begin_commit(work_hash(input_hash(5), EXECUTOR), make_lease(0, 0, 1),
-                             {"objects": [], "generated": 0, "findings": []})
+                             {"objects": [], "dropped": [], "kind": "test", "slice": None, "generated": 0, "findings": []})
     work, lease, manifest = committing(env, [b"x"])
     with pytest.raises(FenceError, match="committing, not leased"):
         env.wal.begin_commit(work, lease, manifest)
@@ -225,18 +225,18 @@ def _obj(data=b"x", **kw):
     [
         None,
         {},
-        {"objects": "x", "generated": 1, "findings": []},
+        {"objects": "x", "dropped": [], "kind": "test", "slice": None, "generated": 1, "findings": []},
         {"objects": [_obj()]},
-        {"objects": [_obj()], "generated": 0, "findings": []},
-        {"objects": [_obj()], "generated": 1.0},
-        {"objects": [_obj(sha256="X" * 64)], "generated": 1, "findings": []},
-        {"objects": [_obj(length=-1)], "generated": 1, "findings": []},
-        {"objects": [_obj(length=True)], "generated": 1, "findings": []},
-        {"objects": [_obj(staging="../x")], "generated": 1, "findings": []},
-        {"objects": [_obj(staging=staged_name(1, "0.0.1", sha(b"y")))], "generated": 1, "findings": []},
-        {"objects": [_obj(staging=f"staging/worker-1/0.0.1/{sha(b'x')}")], "generated": 1, "findings": []},  # format wal/2
-        {"objects": [_obj(staging=None)], "generated": 1, "findings": []},
-        {"objects": ["x"], "generated": 1, "findings": []},
+        {"objects": [_obj()], "dropped": [], "kind": "test", "slice": None, "generated": 0, "findings": []},
+        {"objects": [_obj()], "dropped": [], "kind": "test", "slice": None, "generated": 1.0},
+        {"objects": [_obj(sha256="X" * 64)], "dropped": [], "kind": "test", "slice": None, "generated": 1, "findings": []},
+        {"objects": [_obj(length=-1)], "dropped": [], "kind": "test", "slice": None, "generated": 1, "findings": []},
+        {"objects": [_obj(length=True)], "dropped": [], "kind": "test", "slice": None, "generated": 1, "findings": []},
+        {"objects": [_obj(staging="../x")], "dropped": [], "kind": "test", "slice": None, "generated": 1, "findings": []},
+        {"objects": [_obj(staging=staged_name(1, "0.0.1", sha(b"y")))], "dropped": [], "kind": "test", "slice": None, "generated": 1, "findings": []},
+        {"objects": [_obj(staging=f"staging/worker-1/0.0.1/{sha(b'x')}")], "dropped": [], "kind": "test", "slice": None, "generated": 1, "findings": []},  # format wal/2
+        {"objects": [_obj(staging=None)], "dropped": [], "kind": "test", "slice": None, "generated": 1, "findings": []},
+        {"objects": ["x"], "dropped": [], "kind": "test", "slice": None, "generated": 1, "findings": []},
     ],
 )
 def test_malformed_manifest_is_refused(env, manifest):
@@ -388,7 +388,7 @@ def test_tampered_corpus_object_stops_a_replay(env):
 
 def test_manifest_of_no_objects(env):
     work, lease = leased(env)
-    env.wal.begin_commit(work, lease, {"objects": [], "generated": 0, "findings": [], "error": "timeout"})
+    env.wal.begin_commit(work, lease, {"objects": [], "dropped": [], "kind": "test", "slice": None, "generated": 0, "findings": [], "error": "timeout"})
     record = env.wal.replay_commit_once(work, COMMITTER)
     assert record["state"] == "done" and record["done"]["claimed"] == []
 
@@ -437,7 +437,7 @@ def _all_ops_raise(env, work, error=WalCorruption):
     with pytest.raises(error):
         env.wal.lease(input_hash(0), EXECUTOR, make_lease(3, 0, 1))
     with pytest.raises(error):
-        env.wal.begin_commit(work, make_lease(0, 0, 1), {"objects": [], "generated": 0, "findings": []})
+        env.wal.begin_commit(work, make_lease(0, 0, 1), {"objects": [], "dropped": [], "kind": "test", "slice": None, "generated": 0, "findings": []})
     with pytest.raises(error):
         env.wal.replay_commit_once(work, COMMITTER)
     with pytest.raises(error):

@@ -150,7 +150,7 @@ class WalMachine(RuleBasedStateMachine):
             digest, rel = staging.stage(lease["token"], data)
             self.model.staged.add(rel)
             objects.append({"sha256": digest, "length": len(data), "staging": rel})
-        manifest = {"objects": objects, "generated": len(set(payloads)), "findings": []}
+        manifest = {"objects": objects, "dropped": [], "kind": "test", "slice": None, "generated": len(set(payloads)), "findings": []}
         expected = self.model.begin_commit(work, lease, objects)
         actual = self._outcome(lambda: self.env.wal.begin_commit(work, lease, manifest))
         assert actual is expected, (how, actual, expected)

@@ -22,6 +22,7 @@ from symcc_ulfm.core.membership import Receipt
 
 LIMIT = 1 << 20
 GEN = 0
+EXECUTOR_SHA = "e" * 64
 
 
 def h(i: int | str) -> str:
@@ -30,6 +31,7 @@ def h(i: int | str) -> str:
 
 def config(**change) -> MasterConfig:
     base = dict(me=0, generation=GEN, workers=(1, 2), masters=(0,), limit=LIMIT, lease_s=10.0, deadline=1000.0,
+                executor="simulate", executor_sha=EXECUTOR_SHA,
                 grace_s=1.0, peers={0: {"host": "a", "pid": 100}, 1: {"host": "a", "pid": 101},
                                     2: {"host": "b", "pid": 102}})
     return MasterConfig(**{**base, **change})
@@ -134,7 +136,7 @@ def test_start_scans_lists_then_is_ready():
 
 
 def test_committing_records_it_owns_are_replayed_then_rescanned_and_counted():
-    manifest = {"master": 4, "generation": 0, "worker": 5, "objects": [], "generated": 0, "findings": [],
+    manifest = {"master": 4, "generation": 0, "worker": 5, "objects": [], "dropped": [], "kind": "test", "slice": None, "generated": 0, "findings": [],
                 "stats": {}}
     committing = {"work_hash": h("w"), "input_hash": h("i"), "state": "committing", "manifest": manifest}
     state = MasterState(config(generation=1))
@@ -164,7 +166,7 @@ def test_a_replay_left_committing_by_an_integrity_error_is_logged_not_counted():
 
 
 def test_lapsed_leases_of_older_generations_go_first():
-    lapsed = {"work_hash": h("w"), "input_hash": h("lapsed"), "state": "leased",
+    lapsed = {"work_hash": h("w"), "input_hash": h("lapsed"), "state": "leased", "executor_sha256": EXECUTOR_SHA,
               "lease": {"generation": 0, "master": 0, "shard": "g0-m0", "token": "0.0.1", "worker": 1},
               "history": []}
     model = started(corpus=[h(1), h("lapsed")], records=[lapsed], generation=1)
@@ -177,6 +179,7 @@ def poisoned_record(generations, running=True):
     leases = [{"generation": g, "master": 0, "shard": f"g{g}-m0", "token": f"{g}.0.1", "worker": 1}
               for g in generations]
     record = {"work_hash": h("pw"), "input_hash": h("poison"), "state": "leased", "lease": leases[-1],
+              "executor_sha256": EXECUTOR_SHA,
               "history": leases[:-1]}
     markers = {(1, g): (f"{g}.0.1" if running else None) for g in generations}
     return record, markers
@@ -375,7 +378,7 @@ def test_a_frontier_message_queues_owned_inputs_and_learns_coverage():
     state = MasterState(config(masters=(0, 4)))
     mine = next(h(i) for i in range(100) if state.queue.owns(h(i)))
     raw = envelope.encode("FRONTIER", LIMIT, generation=0, master=4, coverage=[9],
-                          items=[{"input_hash": mine, "priority": 2, "hint": {"depth": 1}}])
+                          items=[{"input_hash": mine, "priority": 2, "hint": {"depth": 1}, "length": 3}])
     assert state.handle(ev.FromMaster(1.0, 4, raw)) == []
     assert state.queue.next_input() == mine and state.frontier.hints[mine] == {"depth": 1}
     assert 9 in state.queue.coverage and state.frontier.items_received == 1

@@ -401,6 +401,7 @@ def test_the_executor_registry_owns_the_names():
     from symcc_ulfm.launch.prepare import check_executor
 
     assert executors.names() == ["concolic", "simulate", "symcc"]
+    assert executors.fuzzer_names() == ["afl", "havoc", "simfuzz"]
     policy = build_policy(executor="afl")
     with pytest.raises(PolicyError, match="unknown executor 'afl'; expected one of concolic, simulate, symcc"):
         check_executor(policy)

@@ -257,11 +257,13 @@ class Publish(Instruction):
 
 @dataclass(frozen=True)
 class Lease(Instruction):
-    """Issue a lease token for ``worker`` and write the WAL lease (deferred)."""
+    """Issue a lease token for ``worker`` and write the WAL lease (deferred); the work is
+    ``input_hash`` under the identity of ``kind`` (None: the campaign's executor)."""
 
     FACT = Leased
     worker: int
     input_hash: str
+    kind: str | None = None
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,8 @@ class FrontierQueue:
     me: int
     masters: tuple[int, ...]
     coverage: set[int] = field(default_factory=set)
-    _queue: list[tuple[int, int, str]] = field(default_factory=list)
+    lengths: dict[str, int] = field(default_factory=dict)  # of the inputs whose length a manifest told
+    _queue: list[tuple[int, int, int, str]] = field(default_factory=list)
     _known: set[str] = field(default_factory=set)
     _seq: int = 0
 
@@ -50,21 +51,25 @@ class FrontierQueue:
         if input_hash in self._known or not self.owns(input_hash):
             return False
         self._known.add(input_hash)
-        self._seq += 1
-        heapq.heappush(self._queue, (-priority, self._seq, input_hash))
+        self._push(input_hash, priority)
         return True
+
+    def _push(self, input_hash: str, priority: int) -> None:
+        """Higher priority first (inputs that added coverage before the others, as SymCC's fuzzing
+        helper takes them), then shorter, then in the order offered."""
+        self._seq += 1
+        heapq.heappush(self._queue, (-priority, self.lengths.get(input_hash, 0), self._seq, input_hash))
 
     def forget(self, input_hash: str) -> None:
         """Mark an input as settled elsewhere (done in the WAL) so it is never queued again."""
         self._known.add(input_hash)
 
     def next_input(self) -> str | None:
-        return heapq.heappop(self._queue)[2] if self._queue else None
+        return heapq.heappop(self._queue)[3] if self._queue else None
 
     def requeue(self, input_hash: str, priority: int) -> None:
         """Put back an input whose lease was lost (worker failed) or could not be taken."""
-        self._seq += 1
-        heapq.heappush(self._queue, (-priority, self._seq, input_hash))
+        self._push(input_hash, priority)
 
     @property
     def pending(self) -> int:
@@ -121,7 +126,8 @@ class Frontier:
         self.queue = FrontierQueue(me, masters)
         self.priority: dict[str, int] = {}
         self.hints: dict[str, dict | None] = {}
-        self.totals = {"analyzed": 0, "generated": 0, "unique": 0, "novel": 0, "findings": 0}
+        self.totals = {"analyzed": 0, "slices": 0, "generated": 0, "unique": 0, "novel": 0, "findings": 0,
+                       "dropped": 0}
         self.items_sent = 0  # FRONTIER messages that carried inputs, sent and received (core.master.termination)
         self.items_received = 0
 
@@ -133,6 +139,7 @@ class Frontier:
         claimed = set(record["done"]["claimed"])
         for obj in record["manifest"]["objects"]:
             if obj["sha256"] in claimed:
+                self.queue.lengths[obj["sha256"]] = obj["length"]
                 self.priority[obj["sha256"]] = PRIORITY_NOVEL if obj["novel"] else PRIORITY_UNIQUE
                 self.hints[obj["sha256"]] = obj["hint"]
                 self.queue.absorb(obj["coverage"])
@@ -156,15 +163,19 @@ class Frontier:
         new_coverage: set[int] = set()
         for obj in objects:
             new_coverage |= self.queue.absorb(obj["coverage"])
+            self.queue.lengths[obj["sha256"]] = obj["length"]
             self.hints[obj["sha256"]] = obj["hint"]
             self.priority[obj["sha256"]] = PRIORITY_NOVEL if obj["novel"] else PRIORITY_UNIQUE
         self.queue.forget(record["input_hash"])
-        self.totals["analyzed"] += 1
+        sliced = manifest["slice"] is not None  # a fuzzer's slice, not an input analyzed
+        self.totals["slices" if sliced else "analyzed"] += 1
         self.totals["generated"] += manifest["generated"]
+        self.totals["dropped"] += len(manifest["dropped"])
         self.totals["unique"] += len(objects)
         self.totals["novel"] += len(novel)
         self.totals["findings"] += len(manifest["findings"])
-        line = {"work_hash": record["work_hash"], "worker": manifest["worker"], "generated": manifest["generated"],
+        line = {"work_hash": record["work_hash"], "worker": manifest["worker"], "kind": manifest["kind"],
+                "slice": sliced, "generated": manifest["generated"], "dropped": len(manifest["dropped"]),
                 "unique": len(objects), "novel": len(novel), "replayed": replayed,
                 "findings": len(manifest["findings"]), "executions": manifest["stats"].get("executions", 0),
                 "edges": len(self.queue.coverage)}
@@ -174,7 +185,8 @@ class Frontier:
         for m in self.masters:
             if m == self.me or (m not in forward and not new_coverage):
                 continue
-            items = [{"input_hash": h, "priority": p, "hint": self.hints.get(h)} for h, p in forward.get(m, [])]
+            items = [{"input_hash": h, "priority": p, "hint": self.hints.get(h), "length": self.queue.lengths[h]}
+                     for h, p in forward.get(m, [])]
             self.items_sent += bool(items)
             out.append((m, envelope.encode("FRONTIER", self.limit, generation=self.generation, master=self.me,
                                            items=items, coverage=sorted(new_coverage))))
@@ -186,4 +198,5 @@ class Frontier:
         self.items_received += bool(message["items"])
         for item in message["items"]:
             self.hints[item["input_hash"]] = item["hint"]
+            self.queue.lengths[item["input_hash"]] = item["length"]
             self.queue.offer(item["input_hash"], item["priority"])

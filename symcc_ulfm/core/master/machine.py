@@ -61,6 +61,18 @@ class MasterConfig:
     grace_s: float  # how long a stopping master waits for outstanding results
     peers: dict[int, dict] = field(default_factory=dict)  # stable rank -> {"host", "pid"} (for fencing)
     poison_deaths: int = 2  # worker deaths that quarantine an input (core.master.poison)
+    executor: str = "simulate"  # the campaign's (analysis) executor: the kind of a worker not in ``kinds``
+    executor_sha: str = ""  # its identity digest: records of other identities are fuzzer slices
+    kinds: dict[int, str] = field(default_factory=dict)  # worker -> its kind, where it is not the executor
+    fuzzers: frozenset[str] = frozenset()  # kinds whose leases are time slices (core.master.slices)
+    slice_s: float = 5.0
+    keep: str = "all"  # "novel": only candidates that add coverage (or hold a finding) enter the corpus
+
+    def kind_of(self, worker: int) -> str:
+        return self.kinds.get(worker, self.executor)
+
+    def fuzzes(self, worker: int) -> bool:
+        return self.kind_of(worker) in self.fuzzers
 
 
 class MasterState(StartPhase, CommitRounds):
@@ -88,6 +100,7 @@ class MasterState(StartPhase, CommitRounds):
         self.stopped = False
         self._round: Round | None = None
         self._draining_after = After.TICK  # what the drain in progress does when it is over
+        self._slices = 0  # fuzzer slices leased by this master in this generation
         self._awaiting: tuple[type, Step] | None = None  # the fact the machine waits for, and its step
         self._start: Recovery | None = None
         self._seq = 0
@@ -158,6 +171,10 @@ class MasterState(StartPhase, CommitRounds):
 
     def held(self) -> int:
         return sum(len(queue) for queue in self.outstanding.values())
+
+    def _idle_fuzzers(self) -> list[int]:
+        """Ready fuzzer workers without a slice: each gets its next one in the next round."""
+        return [w for w in self.config.workers if self.config.fuzzes(w) and w in self.ready and not self.outstanding[w]]
 
     def status(self) -> Status:
         """Idle: nothing queued, leased, waiting to be committed or counted (``core.master.termination``)."""
@@ -268,7 +285,10 @@ class MasterState(StartPhase, CommitRounds):
     def _due(self, dispatch: bool, now: float) -> bool:
         """Whether a round runs now (see the module docstring)."""
         if dispatch and self.queue.pending and any(
-                w in self.ready and len(self.outstanding[w]) < PIPELINE - 1 for w in self.config.workers):
+                w in self.ready and len(self.outstanding[w]) < PIPELINE - 1 and not self.config.fuzzes(w)
+                for w in self.config.workers):
+            return True
+        if dispatch and self._idle_fuzzers():
             return True
         if not self.waiting and not self.pending:
             return False

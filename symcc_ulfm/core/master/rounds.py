@@ -23,6 +23,7 @@ from ..schedule import Phase
 from . import events as ev
 from .manifest import result_manifest
 from .report import check_stats, distinct_objects
+from .slices import descriptor, slice_hash
 from .steps import After, Step
 
 MAX_REJECTIONS = 3
@@ -34,6 +35,7 @@ class Outstanding:
     fence: Fence
     lease: dict
     priority: int
+    slice: dict | None = None  # the descriptor, when the lease is a fuzzer's slice (core.master.slices)
 
 
 @dataclass
@@ -49,9 +51,11 @@ class Round:
     publishing: deque = field(default_factory=deque)
     published: list[tuple[str, list[str] | None | bool]] = field(default_factory=list)
     slots: deque = field(default_factory=deque)
+    fuzzers: deque = field(default_factory=deque)  # fuzzer workers to give their next slice
     work_out: list[tuple[int, bytes]] = field(default_factory=list)
     finishing: deque = field(default_factory=deque)
     leasing: str = ""  # the input of the lease being taken
+    leasing_slice: dict | None = None  # or the descriptor of the slice being leased
 
 
 def findings_of(message: dict, now: float) -> list[dict]:
@@ -105,8 +109,9 @@ class CommitRounds:
         except FenceError as exc:
             self._leased_to_queued(worker, held, str(exc))
             return self._leased_to_committing()
-        manifest = result_manifest(self.gen, self.config.me, worker, fence, judged, findings, message["stats"],
-                                   message["error"])
+        kept, dropped = self._kept(judged, findings, held)
+        manifest = result_manifest(self.gen, self.config.me, worker, self.config.kind_of(worker), fence, kept,
+                                   dropped, findings, message["stats"], message["error"], held.slice)
         self._round.current = (worker, message, held, judged)
         self._ask(ev.WriteManifest, Step.COMMITTING, fence.work_hash, held.lease, manifest)
 
@@ -122,10 +127,22 @@ class CommitRounds:
         self._round.staged.append(held.fence.work_hash)
         self._leased_to_committing()
 
+    def _kept(self, judged: list, findings: list[dict], held: Outstanding) -> tuple[list, list[str]]:
+        """The candidates that enter the corpus and the SHA-256s of those dropped: with ``keep =
+        novel`` only those that add coverage or hold a finding (as SymCC's fuzzing helper keeps
+        only test cases that show new bits)."""
+        if self.config.keep == "all":
+            return judged, []
+        found = {f["sha256"] for f in findings}
+        kept = [j for j in judged if j.novel or j.sha256 in found]
+        return kept, [j.sha256 for j in judged if not (j.novel or j.sha256 in found)]
+
     def _leased_to_queued(self, worker: int, held: Outstanding, reason: str) -> None:
-        """``leased -> queued``: release the lease, put the input back (or drop it)."""
+        """``leased -> queued``: release the lease, put the input back (or drop it); a slice is not
+        put back (the fuzzer gets its next one)."""
         self._emit(ev.Release, held.fence.lease)
-        self._requeue_rejected(held.fence.input_hash, held.priority, reason)
+        if held.slice is None:
+            self._requeue_rejected(held.fence.input_hash, held.priority, reason)
         self._log_limited("result-rejected", worker, worker=worker, lease=held.fence.lease, reason=reason)
 
     def _requeue_rejected(self, input_hash: str, priority: int, reason: str) -> None:
@@ -144,6 +161,7 @@ class CommitRounds:
             return
         if r.dispatch:
             r.slots = deque(self._free_slots())
+            r.fuzzers = deque(self._idle_fuzzers())
             self._to_leased()
         else:
             self._ask(ev.Barrier, Step.ROUND_SYNCED)
@@ -160,38 +178,58 @@ class CommitRounds:
         return fact.claimed
 
     def _free_slots(self) -> list[int]:
-        """Ready workers with room in their pipeline, emptiest first (one slot per entry)."""
+        """Ready analysis workers with room in their pipeline, emptiest first (one slot per entry)."""
         slots = []
         for depth in range(PIPELINE):
-            slots += [w for w in self.config.workers if w in self.ready and len(self.outstanding[w]) == depth]
+            slots += [w for w in self.config.workers
+                      if w in self.ready and len(self.outstanding[w]) == depth and not self.config.fuzzes(w)]
         return slots
 
     def _to_leased(self) -> None:
-        """``none -> leased``: fill every ready worker's pipeline while inputs are queued."""
+        """``none -> leased``: fill every ready analysis worker's pipeline while inputs are queued,
+        then give every idle fuzzer worker its next slice."""
         r = self._round
+        r.leasing_slice = None
         if r.slots:
             input_hash = self.queue.next_input()
             if input_hash is not None:
                 r.leasing = input_hash
                 self._ask(ev.Lease, Step.LEASED, r.slots[0], input_hash)
                 return
+            r.slots.clear()
+        if r.fuzzers:
+            worker = r.fuzzers[0]
+            self._slices += 1
+            kind = self.config.kind_of(worker)
+            r.leasing_slice = descriptor(kind, self.gen, self.config.me, worker, self._slices, self.config.slice_s)
+            r.leasing = slice_hash(r.leasing_slice)
+            self._ask(ev.Lease, Step.LEASED, worker, r.leasing, kind)
+            return
         self._ask(ev.Barrier, Step.ROUND_SYNCED)
 
     def _leased(self, fact: ev.Leased) -> None:
         r = self._round
-        worker = r.slots[0]
+        sliced = r.leasing_slice
+        lane = r.fuzzers if sliced is not None else r.slots
+        worker = lane[0]
         input_hash = r.leasing
+        if sliced is not None:  # a slice is tried once: the fuzzer gets another in the next round
+            lane.popleft()
         if fact.outcome == "leased":
-            r.slots.popleft()
+            if sliced is None:
+                lane.popleft()
             fence = Fence(self.gen, fact.shard, fact.token, fact.work, input_hash, worker)
             if not self.outstanding[worker]:
                 self.progress_at[worker] = fact.now
             priority = self.frontier.priority_of(input_hash)
-            self.outstanding[worker].append(Outstanding(fence, fact.lease, priority))
-            r.work_out.append((worker, envelope.encode("WORK", self.config.limit, **fence.fields(),
-                                                       hint=self.frontier.hints.get(input_hash))))
+            self.outstanding[worker].append(Outstanding(fence, fact.lease, priority, sliced))
+            hint = sliced if sliced is not None else self.frontier.hints.get(input_hash)
+            r.work_out.append((worker, envelope.encode("WORK", self.config.limit, **fence.fields(), hint=hint)))
             return self._to_leased()
         self._emit(ev.Release, fact.token)
+        if sliced is not None:
+            self._log("lease-refused", input_hash=input_hash, reason=fact.error or fact.outcome)
+            return self._to_leased()
         if fact.outcome == "committing":  # replayed in this batch: its lock is held
             self.queue.forget(input_hash)
             if fact.work not in self.pending and all(w != fact.work for w, _ in r.published):

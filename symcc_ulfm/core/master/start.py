@@ -88,12 +88,17 @@ class StartPhase:
                 start.settled.add(record["input_hash"])
                 start.settled |= self.frontier.learn(record)
             elif record["state"] == "leased" and record["lease"]["generation"] < self.gen:
-                if self.queue.owns(record["input_hash"]):
+                # a fuzzer's slice (another executor identity) that lapsed is not leased again
+                if self.queue.owns(record["input_hash"]) and self._analysis(record):
                     start.lapsed.append(record)
         if start.lapsed:
             self._ask(ev.ReadDeaths, Step.DEATHS_READ)
         else:
             self._ask(ev.ListCorpus, Step.LISTED)
+
+    def _analysis(self, record: dict) -> bool:
+        """Whether a record is the campaign executor's work on an input (not a fuzzer's slice)."""
+        return record["executor_sha256"] == self.config.executor_sha
 
     # -- poison inputs (core.master.poison) -------------------------------------------------------
 
@@ -142,8 +147,8 @@ class StartPhase:
             self._log("quarantine-skipped", input_hash=record["input_hash"], outcome=fact.outcome,
                       reason=fact.error)
             return self._lease_poison()
-        manifest = quarantine_manifest(self.gen, self.config.me, fact.shard, fact.token, record["input_hash"],
-                                       record["work_hash"], strikes, fact.now)
+        manifest = quarantine_manifest(self.gen, self.config.me, self.config.executor, fact.shard, fact.token,
+                                       record["input_hash"], record["work_hash"], strikes, fact.now)
         start.leased.append((record, strikes, fact.lease))
         self._ask(ev.WriteManifest, Step.POISON_COMMITTING, record["work_hash"], fact.lease, manifest)
 

@@ -21,7 +21,16 @@ from ...errors import UnsafeFile
 from .finding_checks import FindingChecks
 from .log_checks import LogChecks, check_capabilities
 from .membership_checks import MembershipChecks
-from .rules import MAX_JSON_BYTES, canonical, expected_groups, file_sha256, parse_json, read_file, sha256
+from .rules import (
+    MAX_JSON_BYTES,
+    canonical,
+    expected_groups,
+    file_sha256,
+    kind_in,
+    parse_json,
+    read_file,
+    sha256,
+)
 
 _SHA = re.compile(r"[0-9a-f]{64}")
 _WAL_KEYS = {
@@ -31,6 +40,9 @@ _WAL_NEXT = {"leased": {"leased", "committing"}, "committing": {"done"}, "done":
 _EVENT = re.compile(r"(\d+):(\d+)(?:@([a-z]+))?(!)?")
 # WAL formats whose manifests took 'generated' from the worker (since wal/5: the objects staged)
 _WORKER_GENERATED = {"symcc-ulfm-wal/1", "symcc-ulfm-wal/2", "symcc-ulfm-wal/3", "symcc-ulfm-wal/4"}
+# since wal/6 a manifest names its worker's kind, the slice it settles (a fuzzer's) and what it dropped
+_KINDS_FORMAT = "symcc-ulfm-wal/6"
+_SLICE_KEYS = {"slice", "kind", "generation", "master", "worker", "seq", "seconds"}
 
 
 
@@ -69,7 +81,7 @@ class _Judge(MembershipChecks, FindingChecks, LogChecks):
 
     # -- WAL and corpus ------------------------------------------------------------------
 
-    def wal(self, snaps: list[dict]) -> dict:
+    def wal(self, snaps: list[dict], executor: str) -> dict:
         records = {}
         torn = 0
         for path in sorted((self.root / "wal" / "records").glob("*.json")):
@@ -108,13 +120,34 @@ class _Judge(MembershipChecks, FindingChecks, LogChecks):
                 self.fail(f"WAL record {work}: manifest lists an object twice")
             if not set(record["done"]["claimed"]) <= set(names):
                 self.fail(f"WAL record {work}: claims objects outside its manifest")
+            dropped = manifest.get("dropped", []) if record["format"] == _KINDS_FORMAT else []
             if record["format"] in _WORKER_GENERATED:  # older runs: the worker's count, at least the objects
                 if manifest["generated"] < len(names):
                     self.fail(f"WAL record {work}: generated {manifest['generated']} < {len(names)} objects")
-            elif manifest["generated"] != len(names):
+            elif manifest["generated"] != len(names) + len(set(dropped)) or set(dropped) & set(names):
                 self.fail(f"WAL record {work}: generated {manifest['generated']} is not its {len(names)} objects "
-                          "(a count taken from the worker's word)")
+                          f"and {len(dropped)} dropped candidates (a count taken from the worker's word)")
+            if record["format"] == _KINDS_FORMAT:
+                self._check_kind(work, record, grps, executor)
         return {"records": records, "done": done}
+
+    def _check_kind(self, work: str, record: dict, grps: list[list[int]], executor: str) -> None:
+        """The worker kind a manifest names is its slot's in that generation; a slice's descriptor
+        is the one its input hash names, of that worker, master and generation."""
+        manifest = record["manifest"]
+        if "quarantine" not in manifest:
+            group = next((g for g in grps if g[0] == manifest["master"] and manifest["worker"] in g[1:]), None)
+            if group is not None and manifest.get("kind") != kind_in(group, manifest["worker"], self.slots, executor):
+                self.fail(f"WAL record {work}: worker {manifest['worker']} is named {manifest.get('kind')!r}, "
+                          f"its slot's kind is {kind_in(group, manifest['worker'], self.slots, executor)!r}")
+        sliced = manifest.get("slice")
+        if sliced is None:
+            return
+        if (not isinstance(sliced, dict) or set(sliced) != _SLICE_KEYS or sha256(canonical(sliced)) != record["input_hash"]
+                or [sliced["kind"], sliced["generation"], sliced["master"], sliced["worker"]]
+                != [manifest.get("kind"), manifest["generation"], manifest["master"], manifest["worker"]]):
+            self.fail(f"WAL record {work}: its slice descriptor is not the one its input hash names, of its own "
+                      "worker, master and generation")
 
     def _wal_state(self, work: str, line: bytes) -> dict | None:
         """One line of a record file (one state), checked; None after reporting what is wrong."""
@@ -192,6 +225,24 @@ class _Judge(MembershipChecks, FindingChecks, LogChecks):
         return None
 
 
+def attribution(done: dict) -> dict:
+    """By worker kind: the corpus objects its results were the first to publish, how many of them
+    added coverage, its distinct findings (kind, signature, input), and its done records."""
+    out: dict[str, dict] = {}
+    for record in done.values():
+        manifest = record["manifest"]
+        row = out.setdefault(manifest.get("kind", "?"), {"inputs": 0, "novel": 0, "findings": 0, "works": 0,
+                                                          "_found": set()})
+        claimed = set(record["done"]["claimed"])
+        row["works"] += 1
+        row["inputs"] += len(claimed)
+        row["novel"] += sum(1 for o in manifest["objects"] if o["novel"] and o["sha256"] in claimed)
+        row["_found"] |= {(f["kind"], f["signature"], f["sha256"]) for f in manifest["findings"]}
+    for row in out.values():
+        row["findings"] = len(row.pop("_found"))
+    return dict(sorted(out.items()))
+
+
 def check_exhausted(j: _Judge, policy: dict, records: dict, names: list[str], dropped: set[str], outcome: dict,
                     final: dict) -> None:
     """An early end is only right when nothing was left: every corpus object analyzed (a done
@@ -252,7 +303,7 @@ def _judge(j: _Judge, result: dict[str, Any], minimum_hosts: int | None) -> dict
     final = snaps[-1]
     failed = {r for s in snaps for r in s["failed"]}
     resumes = [r["generation"] for r in receipts if r.get("kind") == "resume"]
-    wal = j.wal(snaps)
+    wal = j.wal(snaps, policy["executor"])
     corpus = j.corpus(wal["done"], wal["records"])
     findings = j.findings(policy, wal["done"], receipts, set(corpus["names"]))
     logs = j.logs(wal["done"], failed, max(resumes, default=0), (root / "outcome.json").exists())
@@ -310,6 +361,7 @@ def _judge(j: _Judge, result: dict[str, Any], minimum_hosts: int | None) -> dict
     novel = sum(
         1 for r in done.values() for o in r["manifest"]["objects"] if o["novel"] and o["sha256"] in r["done"]["claimed"]
     )
+    slices = [w for w, r in done.items() if r["format"] == _KINDS_FORMAT and r["manifest"].get("slice") is not None]
     endpoint_path = root / "endpoint.json"
     endpoint = parse_json(read_file(endpoint_path), "endpoint.json") if endpoint_path.exists() else {}
     if "error" in endpoint:
@@ -323,7 +375,7 @@ def _judge(j: _Judge, result: dict[str, Any], minimum_hosts: int | None) -> dict
         "masters": [g[0] for g in groups],
         "workers": [w for g in groups for w in g[1:]],
         "surviving_hosts": len(surviving_hosts),
-        "wal_analyzed": len(done),
+        "wal_analyzed": len(done) - len(slices),
         "wal_generated": wal_generated,
         "wal_unique": unique,
         "wal_novel": novel,
@@ -333,6 +385,8 @@ def _judge(j: _Judge, result: dict[str, Any], minimum_hosts: int | None) -> dict
         "findings_unique": findings["unique"],
         "findings_hits": findings["hits"],
     }
+    if any(r["format"] == _KINDS_FORMAT for r in done.values()):
+        summary.update(wal_slices=len(slices), attribution=attribution(done))
     passed = not j.problems
     summary["passed"] = passed
     result.update(summary)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .rules import canonical, expected_groups, sha256
+from .rules import canonical, expected_groups, expected_kinds, kind_in, sha256
 
 
 class MembershipChecks:
@@ -14,6 +14,7 @@ class MembershipChecks:
 
     def membership(self, policy: dict, policy_sha: str) -> dict:
         wpm = policy["workers_per_master"]
+        self.slots = expected_kinds(policy)
         snaps: list[dict] = []
         snap0, raw0 = self.read_json("membership/generation-0-snapshot.json")
         if raw0 != canonical(snap0):
@@ -61,6 +62,14 @@ class MembershipChecks:
         got = [[grp["master"], *grp["workers"]] for grp in layout.get("groups", [])]
         if got != expected:
             self.fail(f"generation {g}: layout groups {got} are not the rule's {expected}")
+        if snap.get("worker_kinds", []) != self.slots:
+            self.fail(f"generation {g}: snapshot worker kinds {snap.get('worker_kinds', [])} are not the policy's "
+                      f"{self.slots}")
+        for grp, members in zip(layout.get("groups", []), expected, strict=False):
+            kinds = [kind_in(members, w, self.slots, "") for w in members[1:]] if self.slots else None
+            if grp.get("kinds") != kinds:
+                self.fail(f"generation {g}: group of master {grp['master']} names worker kinds {grp.get('kinds')}, "
+                          f"the slots give {kinds}")
 
     def check_transition(self, g: int, prev: dict, snap: dict, receipt: dict) -> None:
         if snap["generation"] != g or snap["started_at"] != prev["started_at"]:

@@ -102,6 +102,21 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def expected_kinds(policy: dict) -> list[str]:
+    """The kind of each worker slot of a group: ``worker_kinds`` (``afl:1,symcc:2``) expanded; []
+    when every slot runs the executor."""
+    out = []
+    for part in filter(None, policy.get("worker_kinds", "").split(",")):
+        name, count = part.split(":")
+        out += [name] * int(count)
+    return out
+
+
+def kind_in(group: list[int], worker: int, slots: list[str], executor: str) -> str:
+    """The kind of ``worker`` of ``group`` (master first): its position's slot kind, or the executor's."""
+    return slots[(group.index(worker) - 1) % len(slots)] if slots else executor
+
+
 def expected_groups(active: list[int], workers_per_master: int) -> list[list[int]]:
     """DESIGN.md §3: cut active endpoints into groups of 1 + W; a trailing lone endpoint joins the last group."""
     size = 1 + workers_per_master

@@ -155,6 +155,7 @@ class ConcolicExecutor(Executor):
     """
 
     name = "concolic"
+    family = "python"
     in_process_target = True
 
     def __init__(self, target: str | None = None, options: Mapping[str, Any] | None = None):

@@ -22,7 +22,8 @@ the target's files). Requests of a child: ``run`` (one :meth:`~.base.Executor.ru
 execution it starts, and its end, is written into the execution slot the child got with its
 pipes (:mod:`.slot`), the input too when it is not the run's own; ``"mutate": false`` sets
 :attr:`~.base.Executor.mutate` off for that run), ``measure`` (inputs measured in order, one
-``measured`` frame each, until an optional time budget is spent), ``reproduce`` (one
+``measured`` frame each, until an optional time budget is spent), ``offer`` (inputs for a fuzzer:
+:meth:`~.base.Executor.offer`; an ``offered`` frame), ``reproduce`` (one
 :meth:`~.base.Executor.reproduce`, announced like a run; a ``reproduced`` frame), ``preflight``
 (:meth:`~.base.Executor.preflight`, announced likewise; a ``preflight-ok`` frame or the error),
 ``stop``.
@@ -101,7 +102,7 @@ class Child:
                 return 0
             message, blobs = frame
             kind = message.get("type")
-            if kind in ("run", "measure", "reproduce", "preflight"):
+            if kind in ("run", "measure", "reproduce", "preflight", "offer"):
                 try:
                     getattr(self, kind)(message, blobs)
                 except Exception as exc:  # the engine's own failure, not the target's: reported, not a finding
@@ -187,6 +188,10 @@ class Child:
         summary = self.executor.preflight(None if message.get("own_seeds") else blobs)
         self.executor.on_execution = _quiet
         self.send({"type": "preflight-ok", "summary": summary})
+
+    def offer(self, message: dict, blobs: list[bytes]) -> None:
+        self.executor.offer(blobs)
+        self.send({"type": "offered", "count": len(blobs)})
 
     def measure(self, message: dict, blobs: list[bytes]) -> None:
         budget = message.get("budget_s")

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...core.master.slices import is_descriptor
 from ...errors import TargetError, rebuild
 from ..base import Executor, Finding, Measurement, RunResult
 from ..outcome import Outcome
@@ -49,6 +50,8 @@ class Sandbox(ChildProcess, Executor):
         self.name = name
         self.scratch_dir = scratch
         self._executing: bytes | None = None  # the input executing in the current request (see _exchange)
+        self._offered: list[bytes] = []  # every input offered (a fuzzer's pool): offered again to a new child
+        self._reoffer = False  # a child died since: the next run offers them all first
         super().__init__({"type": "init", "executor": name, "target": target, "options": dict(options or {}),
                           "scratch": None if scratch is None else str(scratch)}, startup_s)
 
@@ -114,12 +117,36 @@ class Sandbox(ChildProcess, Executor):
             self._executing = {S.OWN: own, S.COPIED: None if final is None else final.data, S.FRAMED: framed}.get(state)
             raise
 
+    def offer(self, inputs: list[bytes]) -> None:
+        """Hand the child's fuzzer inputs; kept, so that a child forked after a death gets them all."""
+        inputs = [bytes(data) for data in inputs]
+        self._offered += inputs
+        self._send_offer(inputs)
+
+    def _send_offer(self, inputs: list[bytes]) -> None:
+        for pos in range(0, len(inputs), CHUNK_INPUTS):
+            chunk = inputs[pos:pos + CHUNK_INPUTS]
+            try:
+                self._exchange({"type": "offer"}, chunk, None, "offered", self.run_limit_s)
+            except ChildDied:
+                self._restart()
+                return
+
+    def _restart(self) -> None:
+        super()._restart()
+        self._reoffer = bool(self._offered)
+
     def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
         data = bytes(data)
         started = time.monotonic()
+        sliced = is_descriptor(hint)  # a fuzzer's slice (core.master.slices): the limit is its seconds more
+        if self._reoffer:
+            self._reoffer = False
+            self._send_offer(self._offered)
         try:
+            limit = self.run_limit_s + (float(hint["seconds"]) if sliced else 0.0)
             message, blobs = self._exchange({"type": "run", "hint": hint, "mutate": mutate}, [data], data, "result",
-                                            self.run_limit_s)
+                                            limit)
             return self._result(message, blobs)
         except ChildDied as died:
             current = self._executing
@@ -131,7 +158,7 @@ class Sandbox(ChildProcess, Executor):
                 notes["confirmed"] = confirmed.kind
                 if confirmed.is_finding:
                     findings.append(Finding(confirmed, current))
-            if mutate and current is not None and current != data:
+            if mutate and current is not None and current != data and not sliced:
                 # a hybrid executor's mutant ended the child: the run's own work is rerun without mutants
                 # (they are drawn deterministically: the same one would end the new child again)
                 again = self.run(data, hint, mutate=False)

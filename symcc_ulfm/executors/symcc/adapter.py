@@ -81,6 +81,7 @@ class SymccExecutor(Executor):
     """Runs ``target``, a SymCC-compiled binary; options as in :data:`.options.DEFAULTS`."""
 
     name = "symcc"
+    family = "binary"
     in_process_target: ClassVar[bool] = True  # hosted in the sandbox child: no Python process per run
     batch_measure: ClassVar[bool] = True  # one afl-showmap per chunk
     adopts_orphans: ClassVar[bool] = True  # the sandbox child becomes a child subreaper for it

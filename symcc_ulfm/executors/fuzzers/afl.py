@@ -1,0 +1,271 @@
+"""``afl``: AFL++'s ``afl-fuzz`` on a binary target's AFL build, as a fuzzer worker kind.
+
+The worker's fuzzer is one ``afl-fuzz`` process that runs for as long as the worker keeps this
+kind (across slices and generations), started at the first slice in the worker's scratch
+directory: ``-i IN -o SYNC -M worker`` on the AFL twin of the campaign's target (the symcc
+executor's ``afl_binary``, with its ``args``; ``@@`` is AFL's own). Each slice
+(``core.master.slices``) waits for the slice's seconds and returns what afl-fuzz kept meanwhile:
+its own new ``queue/`` entries (not those it imported) and its new ``crashes/`` and ``hangs/``; the
+worker measures them on the same twin (``afl-showmap``, ``executors.symcc.afl_coverage``), so their
+coverage ids and findings are those of every other worker.
+
+What the other workers found reaches afl-fuzz through its own import: :meth:`offer` writes them
+into ``SYNC/campaign/queue/`` as a foreign instance's queue, named ``id:NNNNNN,orig:<sha>`` densely
+from 000000 in the order offered, at most 1 MiB and never empty (what afl-fuzz skips). As ``-M``
+(a main instance; a ``-S`` secondary imports only from the main) with ``AFL_IMPORT_FIRST`` and
+``AFL_SYNC_TIME=1`` it imports them at start and then every 30 s (half the sync time: AFL++
+4.04c's rule for a main instance; its sync time is in whole minutes).
+
+afl-fuzz runs in a session of its own with ``PR_SET_PDEATHSIG``: it dies with the worker. One that
+exits is started again at the next slice, resuming its directory (``AFL_AUTORESUME``). Its own
+options (``executor_options.afl``): ``afl_fuzz`` (default: on PATH), ``dictionary`` (a file in AFL's
+``-x`` format), ``extra_args`` (more afl-fuzz flags, e.g. ``["-p", "fast"]``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from ...core.limits import MAX_OBJECT_BYTES
+from ...core.master.slices import is_descriptor
+from ...errors import PolicyError, TargetError
+from ..base import Executor, Measurement, RunResult
+from ..symcc.afl_coverage import AflTwin, check_instrumented, which_showmap
+from ..symcc.options import DEFAULTS as SYMCC_DEFAULTS
+from ..symcc.options import parse_options
+from ..symcc.runs import Scratch, clean_env
+
+VERSION = 1
+OWN = {"afl_fuzz": None, "dictionary": None, "extra_args": []}
+AFL_MAX_FILE = 1024 * 1024  # afl-fuzz skips larger inputs (MAX_FILE) and empty ones
+INSTANCE = "worker"
+FOREIGN = "campaign"
+START_S = 30.0  # afl-fuzz's start: calibration of the initial inputs
+PR_SET_PDEATHSIG = 1
+_ENV = {
+    "AFL_NO_UI": "1", "AFL_SKIP_CPUFREQ": "1", "AFL_NO_AFFINITY": "1", "AFL_SYNC_TIME": "1", "AFL_IMPORT_FIRST": "1",
+    "AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES": "1", "AFL_AUTORESUME": "1", "AFL_NO_WARN_INSTABILITY": "1",
+    "AFL_FAST_CAL": "1", "AFL_QUIET": "1",
+}
+
+
+class AflFuzzer(Executor):
+    name = "afl"
+    family = "binary"
+
+    def __init__(self, target: str | None = None, options: dict[str, Any] | None = None):
+        options = dict(options or {})
+        own = {k: options.pop(k) for k in list(options) if k in OWN}
+        symcc = parse_options({k: v for k, v in options.items() if k in SYMCC_DEFAULTS})
+        if symcc.afl_binary is None:
+            raise TargetError("executor_options.afl_binary", "the afl worker kind fuzzes the target's AFL build: "
+                                                             "set afl_binary (built with afl-cc)")
+        self._binary = os.path.abspath(symcc.afl_binary)
+        data = _read_file("executor_options.afl_binary", self._binary)
+        check_instrumented(symcc.afl_binary, data)
+        self._binary_sha256 = hashlib.sha256(data).hexdigest()
+        self._args = symcc.args
+        self._timeout_ms = max(5, round(symcc.measure_timeout_s * 1000))
+        fuzz = own.get("afl_fuzz") or shutil.which("afl-fuzz")
+        if not fuzz:
+            raise TargetError("executor_options.afl.afl_fuzz", "afl-fuzz not on PATH: install AFL++ (apt-get install afl++)")
+        self._afl_fuzz = os.path.abspath(fuzz)
+        self._afl_fuzz_sha256 = hashlib.sha256(_read_file("executor_options.afl.afl_fuzz", self._afl_fuzz)).hexdigest()
+        self._dictionary = own.get("dictionary")
+        self._dictionary_sha256 = None
+        if self._dictionary is not None:
+            self._dictionary = os.path.abspath(self._dictionary)
+            self._dictionary_sha256 = hashlib.sha256(_read_file("executor_options.afl.dictionary",
+                                                                self._dictionary)).hexdigest()
+        self._extra = own.get("extra_args", [])
+        if not isinstance(self._extra, list) or not all(isinstance(a, str) for a in self._extra):
+            raise PolicyError("executor_options.afl.extra_args", f"{self._extra!r}: expected a list of strings")
+        self._twin = AflTwin(self._binary, symcc.afl_showmap or which_showmap(), self._args, symcc.measure_timeout_s)
+        self._scratch: Scratch | None = None
+        self._process: subprocess.Popen | None = None
+        self._offered: list[bytes] = []  # waiting for the foreign queue (or the first start's -i)
+        self._foreign = 0  # entries written into the foreign queue
+        self._seen: set[str] = set()  # names of afl-fuzz's own entries already returned
+        self.starts = 0
+
+    # -- the Executor interface ----------------------------------------------------------------
+
+    def identity(self) -> dict[str, Any]:
+        return {"executor": self.name, "version": VERSION, "afl_binary_sha256": self._binary_sha256,
+                "args": self._args, "timeout_ms": self._timeout_ms, "afl_fuzz_sha256": self._afl_fuzz_sha256,
+                "dictionary_sha256": self._dictionary_sha256, "extra_args": self._extra}
+
+    def seeds(self) -> list[bytes]:
+        return []
+
+    def offer(self, inputs: list[bytes]) -> None:
+        self._offered += [data for data in inputs if 0 < len(data) <= AFL_MAX_FILE]
+        if self._process is not None:
+            self._flush_offered()
+
+    def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
+        if not is_descriptor(hint):
+            raise TargetError("worker_kinds", "the afl kind runs slices: its work must carry a slice descriptor")
+        started = time.monotonic()
+        notes: dict[str, Any] = {}
+        if self._process is None or self._process.poll() is not None:
+            notes["started"] = self._start(exited=self._process is not None)
+        end = started + float(hint["seconds"])
+        while time.monotonic() < end and self._process.poll() is None:
+            time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+        if self._process.poll() is not None:
+            notes["afl_fuzz_exit"] = self._process.returncode
+        kept, counts = self._collect()
+        notes.update(counts)
+        return RunResult(candidates=kept, executions=0, seconds=time.monotonic() - started, notes=notes)
+
+    def measure(self, data: bytes) -> Measurement:
+        return self.measure_many([data])[0]
+
+    def measure_many(self, inputs: list[bytes], budget_s: float | None = None) -> list[Measurement | None]:
+        return self._twin.measure_many(inputs, budget_s, self._work(), adopt=False)
+
+    @property
+    def execution_limit_s(self) -> float:
+        return self._timeout_ms / 1000 * 3 + 1.0
+
+    @property
+    def run_limit_s(self) -> float:
+        """Beyond the slice's own seconds: afl-fuzz's start, then reading what it kept."""
+        return START_S + 5.0
+
+    def close(self) -> None:
+        self._stop()
+        if self._scratch is not None:
+            self._scratch.close()
+            self._scratch = None
+
+    # -- afl-fuzz -------------------------------------------------------------------------------
+
+    def _work(self) -> Scratch:
+        if self._scratch is None:
+            self._scratch = Scratch(Path(self.scratch_dir) if self.scratch_dir else Path("/tmp"))
+        return self._scratch
+
+    def _start(self, exited: bool) -> str:
+        """Start afl-fuzz: on what was offered so far, or resuming its directory after it exited."""
+        root = self._work().root
+        sync = root / "sync"
+        inputs = root / "in"
+        resume = exited and (sync / INSTANCE / "queue").is_dir()
+        if not resume:
+            shutil.rmtree(inputs, ignore_errors=True)
+            inputs.mkdir()
+            for index, data in enumerate(self._offered or [b"\n"]):
+                (inputs / f"{index:06d}").write_bytes(data)
+            self._offered = []
+            (sync / FOREIGN / "queue").mkdir(parents=True, exist_ok=True)
+        argv = [self._afl_fuzz, "-i", "-" if resume else str(inputs), "-o", str(sync), "-M", INSTANCE,
+                "-t", str(self._timeout_ms), "-m", "none", *(["-x", self._dictionary] if self._dictionary else []),
+                *self._extra, "--", self._binary, *self._args]
+        log = open(root / "afl-fuzz.log", "ab")  # noqa: SIM115 - the child keeps it; closed below
+        try:
+            self._process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                             cwd=root, env={**clean_env(), **_ENV}, start_new_session=True,
+                                             preexec_fn=_die_with_parent)
+        except OSError as exc:
+            raise TargetError("executor_options.afl.afl_fuzz", f"{self._afl_fuzz}: cannot execute ({exc})") from None
+        finally:
+            log.close()
+        self.starts += 1
+        self._wait_started(root, sync)
+        self._flush_offered()
+        return "resumed" if resume else "fresh"
+
+    def _wait_started(self, root: Path, sync: Path) -> None:
+        """Until afl-fuzz writes its stats (its fuzzing began) or exits: a target it refuses is a TargetError."""
+        until = time.monotonic() + START_S
+        stats = sync / INSTANCE / "fuzzer_stats"
+        while time.monotonic() < until:
+            if stats.exists():
+                return
+            if self._process.poll() is not None:
+                tail = (root / "afl-fuzz.log").read_bytes()[-1500:].decode(errors="replace")
+                raise TargetError("executor_options.afl_binary", f"afl-fuzz exited {self._process.returncode} at "
+                                                                 f"start: {tail.strip()}")
+            time.sleep(0.05)
+
+    def _flush_offered(self) -> None:
+        queue = self._work().root / "sync" / FOREIGN / "queue"
+        for data in self._offered:
+            name = f"id:{self._foreign:06d},orig:{hashlib.sha256(data).hexdigest()[:16]}"
+            temp = queue.parent / f".{name}"
+            temp.write_bytes(data)
+            os.rename(temp, queue / name)  # afl-fuzz never reads a half-written entry
+            self._foreign += 1
+        self._offered = []
+
+    def _collect(self) -> tuple[list[bytes], dict[str, int]]:
+        """afl-fuzz's own new queue entries, crashes and hangs since the last slice."""
+        base = self._work().root / "sync" / INSTANCE
+        kept: list[bytes] = []
+        counts = {"queue": 0, "crashes": 0, "hangs": 0, "imported": 0}
+        for sub in ("queue", "crashes", "hangs"):
+            directory = base / sub
+            if not directory.is_dir():
+                continue
+            for name in sorted(os.listdir(directory)):
+                key = f"{sub}/{name}"
+                if not name.startswith("id:") or key in self._seen:
+                    continue
+                self._seen.add(key)
+                if ",sync:" in name:
+                    counts["imported"] += 1
+                    continue
+                with contextlib.suppress(OSError):
+                    data = _read_entry(directory / name)
+                    if data is not None:
+                        kept.append(data)
+                        counts[sub] += 1
+        return kept, counts
+
+    def _stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=3.0)
+        except subprocess.TimeoutExpired:
+            pass
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def _read_file(field: str, path: str) -> bytes:
+    if not os.path.isfile(path):
+        raise TargetError(field, f"{path}: no such file")
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _read_entry(path: Path) -> bytes | None:
+    """An entry afl-fuzz wrote: a regular file, never through a link, at most MAX_OBJECT_BYTES."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not (0 < info.st_size <= MAX_OBJECT_BYTES) or (info.st_mode & 0o170000) != 0o100000:
+            return None
+        return os.read(fd, info.st_size)
+    finally:
+        os.close(fd)
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)

@@ -1,0 +1,136 @@
+"""Fuzzer worker kinds against real processes: AFL++'s afl-fuzz on the AFL twin of the SymCC
+stand-in (``tests/fixtures/symcc``, not SymCC), and the engine's havoc fuzzer on a built-in
+Python target, contained; then a hybrid campaign under real ``mpiexec --with-ft ulfm`` that kills
+its fuzzer worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from helpers.mpi import launch
+from helpers.symcc import AFL_MISSING, afl_available, afl_twin, stand_in
+
+from symcc_ulfm.core.master.slices import descriptor
+from symcc_ulfm.executors import create
+from symcc_ulfm.executors.fuzzers.afl import FOREIGN, AflFuzzer
+
+
+def slice_of(seq: int, seconds: float, kind: str = "afl") -> dict:
+    return descriptor(kind, 0, 0, 1, seq, seconds)
+
+
+@pytest.fixture(scope="module")
+def twin(tmp_path_factory) -> Path:
+    if not afl_available():
+        pytest.skip(AFL_MISSING)
+    return afl_twin(tmp_path_factory.mktemp("afl-twin"))
+
+
+def afl_processes(root: Path) -> list[int]:
+    """The afl-fuzz processes working in ``root`` (found by their command line)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if cmdline and cmdline[0].endswith(b"afl-fuzz") and str(root).encode() in b" ".join(cmdline):
+                found.append(int(entry))
+    return found
+
+
+def test_afl_keeps_its_own_finds_imports_the_campaigns_and_resumes_after_it_died(twin, tmp_path):
+    fuzzer = AflFuzzer(options={"afl_binary": str(twin)})
+    fuzzer.scratch_dir = tmp_path
+    try:
+        fuzzer.offer([b"ZZZZ", b"", b"x" * (2 << 20)])  # the empty and the oversized one are not afl-fuzz's
+        first = fuzzer.run(b"", slice_of(1, 3.0))
+        assert first.notes["started"] == "fresh" and fuzzer.starts == 1
+        root = fuzzer._work().root
+        assert afl_processes(root), "afl-fuzz is not running"
+        assert sorted(os.listdir(root / "in")) == ["000000"]  # only the input afl-fuzz can take
+        fuzzer.offer([b"SYM\x80", b"CRSH"])  # found elsewhere: afl-fuzz imports them as a foreign queue
+        assert sorted(os.listdir(root / "sync" / FOREIGN / "queue")) == [  # dense ids, in the order offered
+            f"id:000000,orig:{hashlib.sha256(b'SYM' + bytes([128])).hexdigest()[:16]}",
+            f"id:000001,orig:{hashlib.sha256(b'CRSH').hexdigest()[:16]}"]
+        results = [fuzzer.run(b"", slice_of(seq, 3.0)) for seq in (2, 3)]
+        imported = sum(r.notes["imported"] for r in results)
+        assert imported >= 1, [r.notes for r in results]  # afl-fuzz took the campaign's inputs
+        kept = [c for r in (first, *results) for c in r.candidates]
+        assert all(0 < len(c) <= 1 << 20 for c in kept)
+        assert len(kept) == len(set(kept))  # each of its own entries returned once
+        measured = fuzzer.measure_many(kept)
+        assert all(m is not None and m.coverage for m in measured)
+        # afl-fuzz killed from outside: the next slice starts it again on its own directory
+        for pid in afl_processes(root):
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.3)
+        again = fuzzer.run(b"", slice_of(4, 1.0))
+        assert again.notes["started"] == "resumed" and fuzzer.starts == 2
+    finally:
+        fuzzer.close()
+    assert afl_processes(tmp_path) == []
+
+
+def test_afl_refuses_a_binary_it_cannot_fuzz(tmp_path):
+    plain = tmp_path / "plain"
+    subprocess.run(["gcc", "-o", str(plain), "-x", "c", "-"], input=b"int main(void){return 0;}", check=True)
+    from symcc_ulfm.errors import TargetError
+
+    with pytest.raises(TargetError, match="not AFL-instrumented"):
+        AflFuzzer(options={"afl_binary": str(plain)})
+    with pytest.raises(TargetError, match="afl_binary"):
+        AflFuzzer(options={})
+
+
+def test_havoc_fuzzes_a_python_target_contained_and_keeps_what_is_new(tmp_path):
+    fuzzer = create("havoc", "tokenizer", {}, scratch=tmp_path)
+    try:
+        fuzzer.offer([b"1+2", b"(3*4)-5"])
+        result = fuzzer.run(b"", slice_of(1, 2.0, "havoc"))
+        assert result.candidates and result.executions > len(result.candidates)
+        assert len(set(result.candidates)) == len(result.candidates)
+        second = fuzzer.run(b"", slice_of(2, 1.0, "havoc"))
+        assert not set(second.candidates) & set(result.candidates)  # only edges it had not seen
+        assert fuzzer.identity()["executor"] == "havoc"
+        assert fuzzer.identity() != create("concolic", "tokenizer", {}, scratch=tmp_path).identity()
+    finally:
+        fuzzer.close()
+
+
+@pytest.mark.mpi
+def test_a_hybrid_campaign_survives_the_death_of_its_fuzzer_worker(twin, tmp_path):
+    """afl and symcc workers on one corpus: the afl worker (rank 1) dies by the schedule; in the
+    next generation the slots are refilled in order (the spare, rank 3, takes the last one, a
+    symcc slot; rank 2 moves to the afl slot and runs afl-fuzz); nothing is lost or counted twice,
+    and the oracle counts what each kind found."""
+    binary = stand_in(tmp_path / "build")
+    seeds = json.dumps([b"ZZZZ".hex()])
+    run = launch(tmp_path / "state", "--ranks", "4", "--warm-spares", "1", "--workers-per-master", "2",
+                 "--worker-kinds", "afl:1,symcc:1", "--keep", "novel", "--slice", "2",
+                 "--failure-schedule", "0:1", "--deadline", "14", "--executor", "symcc", "--target", str(binary),
+                 "--executor-option", f"afl_binary={twin}", "--executor-option", f"seeds={seeds}",
+                 "--executor-option", "timeout_s=5")
+    verdict = run.verdict
+    assert run.returncode == 0, run.stderr[-3000:] + json.dumps(verdict.get("problems"))
+    assert verdict["passed"] and verdict["receipts"] == [{"generation": 1, "missing": [1]}]
+    attribution = verdict["summary"]["attribution"]
+    assert set(attribution) == {"afl", "symcc"}, attribution
+    assert attribution["afl"]["works"] >= 2 and attribution["symcc"]["works"] >= 1
+    assert verdict["summary"]["wal_slices"] == attribution["afl"]["works"]
+    slices = [e for e in run.log_events("commit") if e.get("slice") and e["generation"] == 1]
+    assert slices and {e["worker"] for e in slices} == {2}
+    solved = [e for e in run.log_events("commit") if not e.get("slice") and e["generation"] == 1]
+    assert {e["worker"] for e in solved} <= {3}
+    assert verdict["double_counted"] == 0 and verdict["lost_objects"] == 0
+    leftovers = [p for p in (run.state / "scratch").rglob("*") if p.is_file() and "afl-fuzz" in p.name]
+    assert afl_processes(run.state) == [], leftovers
