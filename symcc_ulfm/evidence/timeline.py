@@ -12,7 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..store.corpus import Corpus
 from ..store.runlog import Event, LogFollower, read_events
+from ..store.wal import WorkWAL
 
 
 class LogTail:
@@ -142,3 +144,37 @@ def _per_master(commits: list[dict]) -> list[dict[str, Any]]:
         for field in ("generated", "unique", "novel"):
             row[field] += event.get(field, 0)
     return [table[k] for k in sorted(table)]
+
+
+def handoffs(state_dir: str | Path) -> dict[str, list[float]]:
+    """Seconds from an input's publication to its first use by a worker of another kind, in a
+    hybrid campaign: ``to_analysis`` (an analysis worker begins a lease on an input a fuzzer
+    found), ``to_fuzzers`` (a fuzzer worker is handed an input an analysis worker found; afl-fuzz
+    then imports it at its next sync). Publication is the master's ``commit`` line of the record
+    that claimed the input; seeds are nobody's find and not counted."""
+    state = Path(state_dir)
+    wal = WorkWAL(state / "wal", state, Corpus(state / "corpus", 0o644, 0o600), 0o600)
+    found_by: dict[str, tuple[str, str]] = {}  # input -> (its record's work hash, the finder's kind)
+    for record in wal.records():
+        if record["state"] == "done":
+            for name in record["done"]["claimed"]:
+                found_by[name] = (record["work_hash"], record["manifest"]["kind"])
+    events = read_events(state / "logs")
+    published = {e["work_hash"]: e["t"] for e in events if e["event"] == Event.COMMIT}
+    kinds = {(e["rank"], e["generation"]): e.get("kind") for e in events if e["event"] == Event.GENERATION_START}
+    out: dict[str, list[float]] = {"to_analysis": [], "to_fuzzers": []}
+    first: set[tuple[str, str]] = set()
+    for event in sorted(events, key=lambda e: e["t"]):
+        if event["event"] == Event.LEASE_START:
+            names, direction = [event["input_hash"]], "to_analysis"
+        elif event["event"] == Event.OFFERED:
+            names, direction = event["inputs"], "to_fuzzers"
+        else:
+            continue
+        mine = kinds.get((event["rank"], event["generation"]))
+        for name in names:
+            work, finder = found_by.get(name, (None, None))
+            if work in published and finder != mine and (name, direction) not in first:
+                first.add((name, direction))
+                out[direction].append(max(0.0, event["t"] - published[work]))
+    return out

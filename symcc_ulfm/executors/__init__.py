@@ -25,7 +25,7 @@ _EXECUTORS: dict[str, str] = {  # a campaign's executor: one lease analyzes one 
 _FUZZERS: dict[str, str] = {  # worker kinds beside it (core.kinds): one lease is a time slice (core.master.slices)
     "simfuzz": "symcc_ulfm.executors.fuzzers.simfuzz:SimulatedFuzzer",
     "afl": "symcc_ulfm.executors.fuzzers.afl:AflFuzzer",
-    "havoc": "symcc_ulfm.executors.fuzzers.havoc:HavocFuzzer",
+    "havoc": "symcc_ulfm.executors.fuzzers.havoc_fuzzer:HavocFuzzer",
 }
 _REGISTRY = {**_EXECUTORS, **_FUZZERS}
 
@@ -65,7 +65,7 @@ def is_fuzzer(name: str) -> bool:
 def check_kinds(executor: str, slots: tuple[str, ...]) -> None:
     """Refuse (PolicyError naming ``worker_kinds``) worker kinds a campaign of ``executor`` cannot
     run: unknown names, a second analysis kind, a fuzzer for another kind of target."""
-    family = executor_class(executor).family
+    family = executor_class(check_name(executor)).family
     for kind in dict.fromkeys(slots):
         if kind not in _REGISTRY:
             raise PolicyError("worker_kinds", f"unknown worker kind {kind!r}; expected one of "

@@ -11,9 +11,9 @@ never called directly by the runtime: :mod:`.sandbox` hosts it in a child proces
 runtime restarts after a crash, and the engine reports each target execution it starts through
 :attr:`Executor.on_execution`, so the sandbox knows which input a death belongs to.
 
-Coverage ids are AFL-style: ``edge_id * 8 + hit_class`` where ``hit_class`` is the bucket
-index of the edge's hit count (1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+). :func:`edge_of`
-recovers the edge.
+Coverage ids are ``core.coverage``'s (AFL-style edge and hit-count class). Beside the edges a
+concrete run measures, an executor may say which *branch directions* a candidate was solved to
+take (:attr:`RunResult.reaches`, ``core.coverage.branch_coverage``).
 """
 
 from __future__ import annotations
@@ -25,27 +25,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .outcome import OK, Outcome
-
-HIT_CLASS_BOUNDS = (1, 2, 3, 4, 8, 16, 32, 128)
-
-
-def hit_class(count: int) -> int:
-    """AFL's hit-count bucket index (0..7) for a positive hit count."""
-    if count <= 0:
-        raise ValueError("hit count must be positive")
-    bucket = 0
-    for index, bound in enumerate(HIT_CLASS_BOUNDS):
-        if count >= bound:
-            bucket = index
-    return bucket
-
-
-def coverage_id(edge: int, count: int) -> int:
-    return (edge << 3) | hit_class(count)
-
-
-def edge_of(cov_id: int) -> int:
-    return cov_id >> 3
 
 
 @dataclass(frozen=True)
@@ -83,6 +62,8 @@ class RunResult:
     seconds: float = 0.0
     notes: dict[str, Any] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    # per candidate (None: none), coverage ids it was built to reach beyond what measuring it sees
+    reaches: list[list[int]] | None = None
 
 
 def _ignore(data: bytes | None) -> None:

@@ -15,8 +15,9 @@ import hashlib
 import time
 from typing import Any
 
+from ..core.coverage import coverage_id
 from ..errors import PolicyError
-from .base import Executor, Finding, Measurement, RunResult, coverage_id
+from .base import Executor, Finding, Measurement, RunResult
 from .outcome import Outcome
 
 VERSION = 1

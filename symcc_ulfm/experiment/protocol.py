@@ -11,6 +11,9 @@ protocol must not pass silently)::
      "cores": 2,                                        physical core limit (for the ceiling)
      "executor": "concolic", "target": "tokenizer",     target null: the executor's default
      "executor_options": {},                            optional
+     "worker_kinds": "havoc:1,concolic:2",              optional (launch --worker-kinds): adds up to the
+                                                        masters rule's workers_per_master
+     "keep": "novel",                                   optional (launch --keep)
      "timeouts": {},                                    optional policy timeouts (core.policy.Timeouts)
      "seed": 0,                                         randomisation seed of the run order
      "masters_rule": {"workers_per_master": 3},
@@ -47,6 +50,8 @@ PROTOCOL_FORMAT = "symcc-ulfm-scale-protocol/1"
 PLAN_FORMAT = "symcc-ulfm-scale-plan/1"
 _REQUIRED = ("tiers", "repeats", "window_s", "cores", "executor", "target", "seed", "masters_rule", "stop_rule")
 _OPTIONAL = {"format": PROTOCOL_FORMAT, "description": "", "executor_options": {}, "timeouts": {}}
+# optional too, but not written into the normalised protocol when absent (its digest stays as it was)
+_LATER = {"worker_kinds": "", "keep": "all"}
 _STOP_RULES = ("max_cells", "max_seconds")
 _MAX_TIER = 4096
 _READ_LIMIT = 1 << 20
@@ -76,9 +81,10 @@ def validate(value: Any) -> dict:
     """The normalised protocol; raises :class:`ProtocolError` naming the first bad field."""
     if not isinstance(value, dict):
         raise StudyProtocolError("protocol", "expected a JSON object")
-    unknown = sorted(set(value) - set(_REQUIRED) - set(_OPTIONAL))
+    unknown = sorted(set(value) - set(_REQUIRED) - set(_OPTIONAL) - set(_LATER))
     if unknown:
-        raise StudyProtocolError(unknown[0], f"unknown protocol field; known: {', '.join(sorted([*_REQUIRED, *_OPTIONAL]))}")
+        known = ", ".join(sorted([*_REQUIRED, *_OPTIONAL, *_LATER]))
+        raise StudyProtocolError(unknown[0], f"unknown protocol field; known: {known}")
     missing = [name for name in _REQUIRED if name not in value]
     if missing:
         raise StudyProtocolError(missing[0], "required protocol field is missing")
@@ -166,7 +172,7 @@ def cell_policy(protocol: dict, workers: int) -> Policy:
             ranks=masters + workers, warm_spares=0, workers_per_master=per_master,
             deadline_s=float(protocol["window_s"]), failure_schedule="", executor=protocol["executor"],
             target=protocol["target"], executor_options=dict(protocol["executor_options"]),
-            timeouts=dict(protocol["timeouts"]),
+            timeouts=dict(protocol["timeouts"]), **{name: protocol.get(name, default) for name, default in _LATER.items()},
         )
     except ConfigError as exc:
         raise StudyProtocolError(f"tier {workers}", str(exc)) from exc

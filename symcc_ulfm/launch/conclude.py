@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 
 from ..core.canonical import canonical_json, digest
+from ..core.coverage import edge_of
 from ..errors import CheckFailed, StoreError, SymccUlfmError
 from ..evidence.oracle.judge import judge
 from ..executors import create
-from ..executors.base import edge_of
 from ..store.atomic import write_replace
 from ..store.corpus import Corpus
 from ..store.findings import terminal_inputs

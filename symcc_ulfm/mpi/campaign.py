@@ -196,6 +196,7 @@ def start_generation(ctx: RankContext) -> str:
     ctx.log.event(
         Event.GENERATION_START, role=role, seconds=time.monotonic() - mark, layout_sha256=membership.layout.sha256,
         active=list(membership.active), spares=list(membership.spares), masters=list(membership.layout.masters),
+        kind=ctx.kind if role == "worker" else None,
     )
     return role
 

@@ -31,11 +31,14 @@ from ..core.master.slices import is_descriptor, slice_hash
 from ..core.schedule import Phase
 from ..errors import IntegrityError, ProtocolError, SymccUlfmError
 from ..store.durability import Barrier
+from ..store.runlog import Event
 from ..store.staging import WorkerStaging
 from .adversary import adversary_mode, misbehave
 from .backoff import Backoff
 from .rank_state import RankState
 from .transport import DATA, Transport
+
+MAX_LOGGED_INPUTS = 256  # of one OFFERED line
 
 
 class WorkerLoop:
@@ -191,6 +194,8 @@ class WorkerLoop:
         data = self.ctx.corpus.read(work["input_hash"])
         if self.executed == 0:
             self.ctx.log.event("corpus-read-verified", sha256=work["input_hash"], length=len(data))
+        if self.ctx.policy.worker_kinds:  # for the hand-off times between kinds (evidence.timeline)
+            self.ctx.log.event(Event.LEASE_START, input_hash=work["input_hash"])
         return data
 
     def _offer_corpus(self) -> None:
@@ -201,6 +206,7 @@ class WorkerLoop:
         inputs = sorted((self.ctx.corpus.read(name) for name in fresh), key=len)
         if inputs:
             self.executor.offer(inputs)
+            self.ctx.log.event(Event.OFFERED, count=len(fresh), inputs=fresh[:MAX_LOGGED_INPUTS])
 
     def _deaths(self) -> int:
         return getattr(self.executor, "deaths", 0)
@@ -210,13 +216,16 @@ class WorkerLoop:
         lease = work["lease"]
         result = self.executor.run(data, work["hint"])
         hints = result.hints or [None] * len(result.candidates)
+        reaches = result.reaches or [()] * len(result.candidates)
         staged: dict[str, tuple[bytes, dict | None]] = {}
-        for child, hint in zip(result.candidates, hints, strict=True):
+        solved: dict[str, set[int]] = {}  # branch directions each candidate was solved to take
+        for child, hint, reached in zip(result.candidates, hints, reaches, strict=True):
             if len(child) > MAX_OBJECT_BYTES:  # no reader of the corpus would take it
                 self.ctx.log.limited("candidate-dropped", "size", length=len(child), limit=MAX_OBJECT_BYTES)
                 continue
             sha256, _ = self.staging.stage(lease, child)
             staged.setdefault(sha256, (child, hint))
+            solved.setdefault(sha256, set()).update(reached)
         # coverage runs stop well before the master's lease timeout would fence this worker
         budget = self.ctx.policy.timeouts.lease_s / 2 - result.seconds
         measured = self.executor.measure_many([child for child, _ in staged.values()], budget_s=max(0.0, budget))
@@ -224,7 +233,7 @@ class WorkerLoop:
         reports = {}
         for (sha256, (child, hint)), m in zip(staged.items(), measured, strict=True):
             candidates.append({"sha256": sha256, "length": len(child), "hint": hint,
-                               "coverage": sorted(m.coverage) if m is not None else []})
+                               "coverage": sorted((m.coverage if m is not None else set()) | solved[sha256])})
             if m is not None and m.outcome.is_finding:
                 reports.setdefault((m.outcome.kind, m.outcome.signature, sha256), m.outcome.report(sha256))
         for found in result.findings:

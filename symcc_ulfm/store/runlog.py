@@ -50,6 +50,9 @@ class Event(StrEnum):
     RECOVERY_DONE = "recovery-done"  # missing, steps (seconds per step): the next generation is committed
     MASTER_READY = "master-ready"  # replayed, reclaimed, seconds: a master replayed the WAL and may lease
     FIRST_WORK = "first-work"  # worker: a master's first lease of a generation
+    # hybrid campaigns only (worker kinds): when a worker took up an input another kind found
+    LEASE_START = "lease-start"  # input_hash: an analysis worker begins a lease
+    OFFERED = "offered"  # inputs (SHA-256s, at most 256), count: a fuzzer worker was handed them
 
 
 class RankLog:

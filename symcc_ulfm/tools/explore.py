@@ -28,8 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..core.coverage import edge_of
 from ..core.finding import finding_id
-from ..executors.base import Executor, Measurement, edge_of
+from ..executors.base import Executor, Measurement
 from ..executors.outcome import Outcome
 
 MAX_QUEUE = 200_000

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from symcc_ulfm.core.coverage import edge_of
 from symcc_ulfm.errors import PolicyError, TargetError
 from symcc_ulfm.executors import create
-from symcc_ulfm.executors.base import edge_of
 from symcc_ulfm.executors.concolic import ENGINE_VERSION, ConcolicExecutor
 
 LOOPS = textwrap.dedent("""

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from symcc_ulfm.core.coverage import coverage_id, edge_of
 from symcc_ulfm.errors import PolicyError
 from symcc_ulfm.executors import create
-from symcc_ulfm.executors.base import Measurement, coverage_id, edge_of
+from symcc_ulfm.executors.base import Measurement
 from symcc_ulfm.executors.concolic import ConcolicExecutor
 from symcc_ulfm.executors.concolic.expressions import expr as E
 from symcc_ulfm.executors.concolic.expressions import path as P

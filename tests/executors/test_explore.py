@@ -8,8 +8,9 @@ import random
 
 import pytest
 
+from symcc_ulfm.core.coverage import coverage_id
 from symcc_ulfm.executors import create
-from symcc_ulfm.executors.base import Executor, Measurement, RunResult, coverage_id
+from symcc_ulfm.executors.base import Executor, Measurement, RunResult
 from symcc_ulfm.targets import names, resolve_target
 from symcc_ulfm.tools.explore import explore
 

@@ -30,9 +30,9 @@ from helpers.mpi import launch
 from helpers.symcc import AFL_MISSING, SOURCE, afl_available, compile_c, linked, runtime
 
 from symcc_ulfm import executors
+from symcc_ulfm.core.coverage import HIT_CLASS_BOUNDS, coverage_id, edge_of
 from symcc_ulfm.core.policy import Policy
 from symcc_ulfm.errors import PolicyError, ProvenanceChanged, TargetError
-from symcc_ulfm.executors.base import HIT_CLASS_BOUNDS, coverage_id, edge_of
 from symcc_ulfm.executors.sandbox.parent import Sandbox
 from symcc_ulfm.executors.symcc.adapter import NO_COVERAGE, SymccExecutor
 from symcc_ulfm.executors.symcc.afl_coverage import coverage_from_afl_map

@@ -302,7 +302,7 @@ def test_a_refused_result_requeues_its_input_until_it_is_dropped():
                                                             ("retry", True, True), ("refused", False, True)])
 def test_a_lease_that_cannot_be_taken_is_released_and_the_next_input_tried(outcome, requeued, logged):
     model = started(corpus=[h(1), h(2)], workers=(1,))
-    first = model.state.queue._queue[0][2]
+    first = model.state.queue._queue[0][3]
     model.lease_outcome[first] = outcome
     if outcome == "committing":
         model.records[h(("work", first))] = {"work_hash": h(("work", first)), "state": "committing",
@@ -311,7 +311,7 @@ def test_a_lease_that_cannot_be_taken_is_released_and_the_next_input_tried(outco
     performed = model.feed(ev.Tick(2.0))
     assert isinstance(performed[[type(i) for i in performed].index(ev.Lease) + 1], ev.Release)
     assert [w["input_hash"] for w in model.sent("WORK")] != [first]
-    assert (first in [q[2] for q in model.state.queue._queue]) == requeued
+    assert (first in [q[3] for q in model.state.queue._queue]) == requeued
     assert bool(model.logs("lease-refused")) == logged
     if outcome == "committing":  # replayed in the same batch, under its held lock
         kinds = [type(i) for i in performed]

@@ -15,6 +15,7 @@ import heapq
 from dataclasses import dataclass, field
 
 from .. import envelope
+from ..coverage import is_branch_coverage
 from ..finding import TERMINAL_KINDS
 from .ownership import owner
 
@@ -178,7 +179,7 @@ class Frontier:
                 "slice": sliced, "generated": manifest["generated"], "dropped": len(manifest["dropped"]),
                 "unique": len(objects), "novel": len(novel), "replayed": replayed,
                 "findings": len(manifest["findings"]), "executions": manifest["stats"].get("executions", 0),
-                "edges": len(self.queue.coverage)}
+                "edges": sum(1 for c in self.queue.coverage if not is_branch_coverage(c))}
         forward = self.queue.route([(o["sha256"], self.priority[o["sha256"]]) for o in objects
                                     if o["sha256"] not in stopped])
         out = []

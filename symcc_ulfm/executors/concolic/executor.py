@@ -38,9 +38,10 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
+from ...core.coverage import branch_coverage, edge_of
 from ...errors import PolicyError
 from ...targets import DEFAULT_TARGET, TargetInfo, resolve_target
-from ..base import Executor, Finding, Measurement, RunResult, edge_of
+from ..base import Executor, Finding, Measurement, RunResult
 from .expressions import path as P
 from .expressions.expr import MAX_LENGTH as E_MAX_LENGTH
 from .expressions.z3conv import SAT, Converter, solve
@@ -297,11 +298,13 @@ class ConcolicExecutor(Executor):
         budget = [self.options["max_repairs"]]
         candidates: list[bytes] = []
         hints: list[dict[str, Any] | None] = []
+        reaches: list[list[int]] = []
         for child in children:
             if child.optimistic and budget[0] > 0 and time.monotonic() < deadline:
                 child.data = self._repair(data, child, budget, extra)
             candidates.append(child.data)
             hints.append(hint_of(child))
+            reaches.append([branch_coverage(*child.flipped)])
         proposals = input_to_state.propose(data, recorded.compares, self.options["max_children"])
         candidates.extend(proposals)
         hints.extend([None] * len(proposals))  # no predicted path: the child runs from bound 0
@@ -330,6 +333,7 @@ class ConcolicExecutor(Executor):
             seconds=time.perf_counter() - start,
             notes=notes,
             findings=findings,
+            reaches=reaches + [[] for _ in candidates[len(reaches):]],
         )
 
     def _callee_words(self, name: str) -> list[bytes]:

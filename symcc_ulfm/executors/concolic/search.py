@@ -51,6 +51,7 @@ class Child:
     expect: int
     optimistic: bool
     prefix: tuple[tuple[int, bool], ...] = ()
+    flipped: tuple[int, bool] | None = None  # the (site, direction) it was solved to take
 
 
 @dataclass
@@ -298,7 +299,7 @@ class GenerationalSearch:
                         seen.add(child)
                         flipped = (site, not taken)
                         children.append(Child(child, index + 1, index, signature(sig, *flipped), optimistic,
-                                              tuple(prefix) + (flipped,) if optimistic else ()))
+                                              tuple(prefix) + (flipped,) if optimistic else (), flipped))
             slicer.add(node if taken else E.negate(node))
             prefix.append((site, taken))
             sig = signature(sig, site, taken)

@@ -16,8 +16,11 @@ from 000000 in the order offered, at most 1 MiB and never empty (what afl-fuzz s
 ``AFL_SYNC_TIME=1`` it imports them at start and then every 30 s (half the sync time: AFL++
 4.04c's rule for a main instance; its sync time is in whole minutes).
 
-afl-fuzz runs in a session of its own with ``PR_SET_PDEATHSIG``: it dies with the worker. One that
-exits is started again at the next slice, resuming its directory (``AFL_AUTORESUME``). Its own
+The executor is hosted in the worker's sandbox child like the symcc executor (``in_process_target``),
+a child subreaper (``adopts_orphans``): afl-fuzz is that child's child, in a session of its own with
+``PR_SET_PDEATHSIG``, so it dies with the child; a child that died is forked again and starts
+afl-fuzz again, resuming its directory (``AFL_AUTORESUME``), as it does for an afl-fuzz that exited.
+Its own
 options (``executor_options.afl``): ``afl_fuzz`` (default: on PATH), ``dictionary`` (a file in AFL's
 ``-x`` format), ``extra_args`` (more afl-fuzz flags, e.g. ``["-p", "fast"]``).
 """
@@ -31,9 +34,10 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ...core.limits import MAX_OBJECT_BYTES
 from ...core.master.slices import is_descriptor
@@ -42,14 +46,14 @@ from ..base import Executor, Measurement, RunResult
 from ..symcc.afl_coverage import AflTwin, check_instrumented, which_showmap
 from ..symcc.options import DEFAULTS as SYMCC_DEFAULTS
 from ..symcc.options import parse_options
-from ..symcc.runs import Scratch, clean_env
+from ..symcc.runs import Scratch, clean_env, is_subreaper
 
 VERSION = 1
 OWN = {"afl_fuzz": None, "dictionary": None, "extra_args": []}
 AFL_MAX_FILE = 1024 * 1024  # afl-fuzz skips larger inputs (MAX_FILE) and empty ones
 INSTANCE = "worker"
 FOREIGN = "campaign"
-START_S = 30.0  # afl-fuzz's start: calibration of the initial inputs
+START_S = 15.0  # afl-fuzz's start: calibration of the initial inputs (AFL_FAST_CAL)
 PR_SET_PDEATHSIG = 1
 _ENV = {
     "AFL_NO_UI": "1", "AFL_SKIP_CPUFREQ": "1", "AFL_NO_AFFINITY": "1", "AFL_SYNC_TIME": "1", "AFL_IMPORT_FIRST": "1",
@@ -61,6 +65,9 @@ _ENV = {
 class AflFuzzer(Executor):
     name = "afl"
     family = "binary"
+    in_process_target: ClassVar[bool] = True  # hosted in the sandbox child, like the symcc executor
+    batch_measure: ClassVar[bool] = True  # one afl-showmap per chunk
+    adopts_orphans: ClassVar[bool] = True
 
     def __init__(self, target: str | None = None, options: dict[str, Any] | None = None):
         options = dict(options or {})
@@ -91,10 +98,12 @@ class AflFuzzer(Executor):
             raise PolicyError("executor_options.afl.extra_args", f"{self._extra!r}: expected a list of strings")
         self._twin = AflTwin(self._binary, symcc.afl_showmap or which_showmap(), self._args, symcc.measure_timeout_s)
         self._scratch: Scratch | None = None
+        self._adopt = is_subreaper()
         self._process: subprocess.Popen | None = None
         self._offered: list[bytes] = []  # waiting for the foreign queue (or the first start's -i)
         self._foreign = 0  # entries written into the foreign queue
         self._seen: set[str] = set()  # names of afl-fuzz's own entries already returned
+        self._returned: set[bytes] = set()  # SHA-256s of what it returned: offered back, they are skipped
         self.starts = 0
 
     # -- the Executor interface ----------------------------------------------------------------
@@ -108,7 +117,8 @@ class AflFuzzer(Executor):
         return []
 
     def offer(self, inputs: list[bytes]) -> None:
-        self._offered += [data for data in inputs if 0 < len(data) <= AFL_MAX_FILE]
+        self._offered += [data for data in inputs if 0 < len(data) <= AFL_MAX_FILE
+                          and hashlib.sha256(data).digest() not in self._returned]
         if self._process is not None:
             self._flush_offered()
 
@@ -118,7 +128,7 @@ class AflFuzzer(Executor):
         started = time.monotonic()
         notes: dict[str, Any] = {}
         if self._process is None or self._process.poll() is not None:
-            notes["started"] = self._start(exited=self._process is not None)
+            notes["started"] = self._start()
         end = started + float(hint["seconds"])
         while time.monotonic() < end and self._process.poll() is None:
             time.sleep(min(0.05, max(0.0, end - time.monotonic())))
@@ -132,7 +142,7 @@ class AflFuzzer(Executor):
         return self.measure_many([data])[0]
 
     def measure_many(self, inputs: list[bytes], budget_s: float | None = None) -> list[Measurement | None]:
-        return self._twin.measure_many(inputs, budget_s, self._work(), adopt=False)
+        return self._twin.measure_many(inputs, budget_s, self._work(), adopt=self._adopt)
 
     @property
     def execution_limit_s(self) -> float:
@@ -141,7 +151,7 @@ class AflFuzzer(Executor):
     @property
     def run_limit_s(self) -> float:
         """Beyond the slice's own seconds: afl-fuzz's start, then reading what it kept."""
-        return START_S + 5.0
+        return START_S + 2.0
 
     def close(self) -> None:
         self._stop()
@@ -152,17 +162,32 @@ class AflFuzzer(Executor):
     # -- afl-fuzz -------------------------------------------------------------------------------
 
     def _work(self) -> Scratch:
+        """Per-process scratch of the measurements (removed with the process that made it)."""
         if self._scratch is None:
-            self._scratch = Scratch(Path(self.scratch_dir) if self.scratch_dir else Path("/tmp"))
+            self._scratch = Scratch(self._base())
         return self._scratch
 
-    def _start(self, exited: bool) -> str:
-        """Start afl-fuzz: on what was offered so far, or resuming its directory after it exited."""
-        root = self._work().root
+    def _base(self) -> Path:
+        return Path(self.scratch_dir) if self.scratch_dir else Path(tempfile.gettempdir())
+
+    @property
+    def root(self) -> Path:
+        """afl-fuzz's directory: ``afl-fuzz/`` in the worker's scratch, kept by a sandbox child
+        that replaces one that died, so that afl-fuzz resumes on it."""
+        root = self._base() / "afl-fuzz"
+        root.mkdir(exist_ok=True)
+        return root
+
+    def _start(self) -> str:
+        """Start afl-fuzz: on what was offered so far, or resuming its directory (an afl-fuzz of this
+        worker that exited, or died with its sandbox child)."""
+        root = self.root
         sync = root / "sync"
         inputs = root / "in"
-        resume = exited and (sync / INSTANCE / "queue").is_dir()
-        if not resume:
+        resume = (sync / INSTANCE / "queue").is_dir()
+        if resume:  # what the directory holds was returned, or imported, by the process before this one
+            self._adopt_directory(sync)
+        else:
             shutil.rmtree(inputs, ignore_errors=True)
             inputs.mkdir()
             for index, data in enumerate(self._offered or [b"\n"]):
@@ -186,6 +211,17 @@ class AflFuzzer(Executor):
         self._flush_offered()
         return "resumed" if resume else "fresh"
 
+    def _adopt_directory(self, sync: Path) -> None:
+        for sub in ("queue", "crashes", "hangs"):
+            directory = sync / INSTANCE / sub
+            if directory.is_dir():
+                self._seen.update(f"{sub}/{name}" for name in os.listdir(directory))
+        foreign = sync / FOREIGN / "queue"
+        names = [n for n in os.listdir(foreign) if n.startswith("id:")] if foreign.is_dir() else []
+        self._foreign = len(names)
+        written = {n.rsplit(",orig:", 1)[-1] for n in names}
+        self._offered = [d for d in self._offered if hashlib.sha256(d).hexdigest()[:16] not in written]
+
     def _wait_started(self, root: Path, sync: Path) -> None:
         """Until afl-fuzz writes its stats (its fuzzing began) or exits: a target it refuses is a TargetError."""
         until = time.monotonic() + START_S
@@ -200,7 +236,7 @@ class AflFuzzer(Executor):
             time.sleep(0.05)
 
     def _flush_offered(self) -> None:
-        queue = self._work().root / "sync" / FOREIGN / "queue"
+        queue = self.root / "sync" / FOREIGN / "queue"
         for data in self._offered:
             name = f"id:{self._foreign:06d},orig:{hashlib.sha256(data).hexdigest()[:16]}"
             temp = queue.parent / f".{name}"
@@ -211,7 +247,7 @@ class AflFuzzer(Executor):
 
     def _collect(self) -> tuple[list[bytes], dict[str, int]]:
         """afl-fuzz's own new queue entries, crashes and hangs since the last slice."""
-        base = self._work().root / "sync" / INSTANCE
+        base = self.root / "sync" / INSTANCE
         kept: list[bytes] = []
         counts = {"queue": 0, "crashes": 0, "hangs": 0, "imported": 0}
         for sub in ("queue", "crashes", "hangs"):
@@ -230,6 +266,7 @@ class AflFuzzer(Executor):
                     data = _read_entry(directory / name)
                     if data is not None:
                         kept.append(data)
+                        self._returned.add(hashlib.sha256(data).digest())
                         counts[sub] += 1
         return kept, counts
 

@@ -12,9 +12,10 @@ import hashlib
 import time
 from typing import Any
 
+from ...core.coverage import coverage_id
 from ...core.master.slices import is_descriptor
 from ...errors import PolicyError, TargetError
-from ..base import Executor, Finding, Measurement, RunResult, coverage_id
+from ..base import Executor, Finding, Measurement, RunResult
 from ..outcome import Outcome
 
 VERSION = 1

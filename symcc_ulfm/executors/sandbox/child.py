@@ -174,7 +174,7 @@ class Child:
         self.send({"type": "result", "hints": result.hints, "executions": result.executions,
                    "solver_queries": result.solver_queries, "solver_seconds": result.solver_seconds,
                    "seconds": result.seconds, "notes": result.notes, "candidates": len(result.candidates),
-                   "findings": findings},
+                   "findings": findings, "reaches": result.reaches},
                   [*result.candidates, *(f.data for f in result.findings)])
 
     def reproduce(self, message: dict, blobs: list[bytes]) -> None:

@@ -199,7 +199,8 @@ class Sandbox(ChildProcess, Executor):
         findings = [Finding(Outcome.from_json(f["outcome"]), blobs[count + i]) for i, f in enumerate(message["findings"])]
         return RunResult(candidates=blobs[:count], hints=message["hints"], executions=message["executions"],
                          solver_queries=message["solver_queries"], solver_seconds=message["solver_seconds"],
-                         seconds=message["seconds"], notes=message["notes"], findings=findings)
+                         seconds=message["seconds"], notes=message["notes"], findings=findings,
+                         reaches=message.get("reaches"))
 
     def measure(self, data: bytes) -> Measurement:
         return self.measure_many([data])[0]

@@ -40,8 +40,9 @@ import shutil
 import time
 from pathlib import Path
 
+from ...core.coverage import HIT_CLASS_BOUNDS, coverage_id
 from ...errors import TargetError
-from ..base import HIT_CLASS_BOUNDS, Measurement, coverage_id
+from ..base import Measurement
 from .runs import Scratch, classify_exit, clean_env, run_binary, tail
 
 AFL_SHM_MARKER = b"__AFL_SHM_ID"  # what afl-fuzz looks for to call a binary instrumented

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ...base import edge_of
+from ....core.coverage import edge_of
 from ..expressions import expr as E
 from ..expressions import path as P
 from .module_words import regex_words

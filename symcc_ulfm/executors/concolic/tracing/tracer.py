@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from ...base import coverage_id
+from ....core.coverage import coverage_id
 from ..expressions.path import ExecTimeout, stable_id
 
 _EDGE_MASK = (1 << 32) - 1
