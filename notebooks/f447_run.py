@@ -39,6 +39,7 @@ seed = 0
 worker_kinds = ""  # e.g. "havoc:1,concolic:2": the kind of each worker slot of a group (launch --worker-kinds)
 keep = "all"  # "novel": only candidates that add coverage (or hold a finding) enter the corpus
 slice_s = 5.0  # a fuzzer worker's lease
+isolation = "namespaces"  # "none": run target code without namespaces (launch --isolation none)
 seeds_dir = None  # a directory of seed inputs instead of the executor's own (as `launch --seeds`)
 run_dir = None  # default: evidence/<run-id>/ of the checkout
 # False drops `--with-ft ulfm` from mpiexec while the policy still demands ULFM: the ranks'
@@ -55,6 +56,7 @@ from IPython.display import Markdown, display
 from tqdm import tqdm
 
 from symcc_ulfm import plots
+from symcc_ulfm.core.budget import fit_lease
 from symcc_ulfm.core.modes import modes_from_env
 from symcc_ulfm.evidence import provenance, rundir, timeline
 from symcc_ulfm.evidence.seal import seal
@@ -70,10 +72,11 @@ policy = rundir.policy_from_parameters(
     ranks=ranks, warm_spares=warm_spares, workers_per_master=workers_per_master,
     failure_schedule=failure_schedule, deadline_s=deadline_s, executor=executor, target=target,
     executor_options=executor_options, hosts=hosts, minimum_hosts=minimum_hosts, seed=seed,
-    worker_kinds=worker_kinds, keep=keep, slice_s=slice_s,
+    worker_kinds=worker_kinds, keep=keep, slice_s=slice_s, isolation=isolation,
 )
 # the target's code runs in a sandbox child, never in this kernel
 probe = check_executor(policy, read_seed_dir(seeds_dir) if seeds_dir else None)
+policy = fit_lease(policy, probe.run_limit_s, probe.execution_limit_s)  # a lease that holds one run of the executor
 run = rundir.open_run_dir(run_dir) if run_dir else rundir.new_run_dir(policy)
 modes = modes_from_env(os.environ)
 state = prepare_state_dir(policy, run.state, modes, probe=probe)

@@ -11,9 +11,11 @@ Exit codes (also listed in the README):
 2  bad input: policy, file mode, failure schedule, host spec, target that matches nothing
 3  a matrix finished its report but at least one cell failed internally
 4  integrity: a tampered corpus object, a corrupted WAL record, tampered evidence
-5  ULFM capability missing or inconsistent across ranks: fail closed, never plain MPI
+5  a capability missing: ULFM (or inconsistent across ranks: fail closed, never plain MPI), or
+   the namespaces that isolate target code
 6  provenance changed since it was sealed: refuse to run
 7  durable store failure (I/O error while writing state, a full disk)
+8  a campaign is running on the state: a verdict or an export would be of a state that still changes
 70 internal error (a bug: EX_SOFTWARE)
 1xx ``launch`` ended by a signal: 128 + its number (130 SIGINT, 129 SIGHUP, 143 SIGTERM); the job
    was stopped with it and ``--resume`` continues the campaign
@@ -109,6 +111,12 @@ class StoreError(SymccUlfmError):
     """A durable write or read failed; the store never swallows these."""
 
     exit_code = 7
+
+
+class CampaignRunning(SymccUlfmError):
+    """A launch or the ranks of a job hold the state directory: it is still changing."""
+
+    exit_code = 8
 
 
 class UnsafeFile(IntegrityError, StoreError):

@@ -14,7 +14,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="symcc-ulfm",
         description="Fault-tolerant multi-master concolic execution campaigns on MPI with ULFM, sealed as evidence.",
         epilog="Exit codes: 0 pass, 1 check failed, 2 bad input, 3 matrix cells failed, 4 integrity, "
-        "5 ULFM missing, 6 provenance changed, 7 store failure, 70 internal error.",
+        "5 capability missing (ULFM, isolation), 6 provenance changed, 7 store failure, 8 campaign running, "
+        "70 internal error.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -43,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "or holding a finding (novel, as SymCC's fuzzing helper keeps test cases)")
     p.add_argument("--slice", type=float, default=5.0, metavar="SECONDS", dest="slice_s",
                    help="how long a fuzzer worker's lease runs before it returns what it kept")
+    p.add_argument("--isolation", choices=("namespaces", "none"), default=REFERENCE["isolation"],
+                   help="target code runs in user, mount and PID namespaces where the campaign's files are "
+                        "read-only and every process it starts dies with its sandbox (default); none: only where "
+                        "the kernel refuses namespaces and you accept a target that can write them")
     p.add_argument("--hosts", default="", help="host spec such as node-a:9,node-b:1")
     p.add_argument("--minimum-hosts", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
@@ -89,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", help="directory of seed inputs (default: the target's shipped seeds)")
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument("--out", required=True)
+    p.add_argument("--isolation", choices=("namespaces", "none"), default=REFERENCE["isolation"],
+                   help="run the target in namespaces where it cannot write the campaign's files (default), or not")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("targets", help="list the built-in targets")

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import CheckFailed, ConfigError, SymccUlfmError, TargetError
+from ..errors import CampaignRunning, CheckFailed, ConfigError, SymccUlfmError, TargetError
 from .args import build_parser
 
 
@@ -50,6 +50,7 @@ def _timeouts(pairs: list[str] | None) -> dict[str, float]:
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
+    from ..core.budget import fit_lease
     from ..core.modes import modes_from_env
     from ..core.policy import build_policy
     from ..launch.conclude import conclude
@@ -58,6 +59,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from ..tools.seeds import read_seed_dir
 
     modes = modes_from_env(os.environ)
+    timeouts = _timeouts(args.timeout)
     policy = build_policy(
         ranks=args.ranks,
         warm_spares=args.warm_spares,
@@ -71,17 +73,24 @@ def cmd_launch(args: argparse.Namespace) -> int:
         minimum_hosts=args.minimum_hosts,
         seed=args.seed,
         ulfm=not args.no_ulfm,
-        timeouts=_timeouts(args.timeout),
+        timeouts=timeouts,
         stop_when_exhausted=not args.run_to_deadline,
         worker_kinds=args.worker_kinds,
         keep=args.keep,
         slice_s=args.slice_s,
+        isolation=args.isolation,
     )
     seeds = read_seed_dir(args.seeds) if args.seeds else None
     probe = check_executor(policy, seeds)
+    echo = (lambda line: print(line, file=sys.stderr)) if args.json else print
+    if "lease_s" not in timeouts:
+        fitted = fit_lease(policy, probe.run_limit_s, probe.execution_limit_s)
+        if fitted is not policy:
+            echo(f"note: lease_s {fitted.timeouts.lease_s:g} s (default {policy.timeouts.lease_s:g} s): one run of "
+                 f"this executor may take {probe.run_limit_s:g} s; --timeout lease_s=... sets it")
+            policy = fitted
     state_dir = Path(args.state_dir or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
     state = prepare_state_dir(policy, state_dir, modes, resume=args.resume, probe=probe, new_seeds=seeds is not None)
-    echo = (lambda line: print(line, file=sys.stderr)) if args.json else print
     job = run_job(policy, state, echo=echo)
     verdict = conclude(state)
     verdict.pop("summary", None)
@@ -134,8 +143,9 @@ def launch_exit(verdict: dict, job, finished: bool) -> int:
 
 
 def cmd_oracle(args: argparse.Namespace) -> int:
-    from ..evidence.oracle.judge import judge
+    from ..evidence.oracle.judge import judge, locate_state
 
+    _refuse_running(locate_state(args.dir))
     verdict = judge(args.dir, minimum_hosts=args.minimum_hosts)
     verdict.pop("summary", None)
     text = [f"oracle: {'PASS' if verdict['passed'] else 'FAIL'}  result_sha256={verdict.get('result_sha256')}"]
@@ -145,6 +155,15 @@ def cmd_oracle(args: argparse.Namespace) -> int:
     text += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
     _emit(args, verdict, "\n".join(text))
     return 0 if verdict["passed"] else 1
+
+
+def _refuse_running(state: Path) -> None:
+    """A running campaign's state is not judged (exit 8): it still changes."""
+    from ..store.joblock import running
+
+    who = running(state)
+    if who:
+        raise CampaignRunning(f"{who}; judge it once it has ended (symcc-ulfm status shows it meanwhile)")
 
 
 def cmd_findings(args: argparse.Namespace) -> int:
@@ -157,8 +176,9 @@ def cmd_findings(args: argparse.Namespace) -> int:
         when = f"+{row['first_seen_s']:.1f} s" if "first_seen_s" in row else f"{row['first_seen']:.0f}"
         text.append(f"{row['id']}  {row['kind']:<9} hits {row['hits']:<4} first {when} (generation {row['generation']}, "
                     f"worker {row['worker']})  {row['signature']}\n    input {row['input_sha256']}\n    {row['replay']}")
+    text += [f"damaged WAL record (its findings are not listed): {line}" for line in result["damaged"]]
     _emit(args, result, "\n".join(text))
-    return 0
+    return 4 if result["damaged"] else 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -200,6 +220,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from ..experiment.study import is_study, verify_study
 
     path = Path(args.run_dir)
+    if (path / "state").is_dir():
+        _refuse_running(path / "state")
     result = verify_study(path) if is_study(path) else verify(path)
     text = [f"verify: {'PASS' if result['passed'] else 'FAIL'}  files_checked={result['files_checked']}  "
             f"result_sha256={result['result_sha256']}"]
@@ -217,7 +239,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ConfigError("--out", f"{out} exists and is not a directory; name a directory (it is created)")
-    executor = create(args.executor, args.target, _executor_options(args.executor_option))
+    executor = create(args.executor, args.target, _executor_options(args.executor_option), isolation=args.isolation)
     try:
         result = explore(executor, seconds=args.seconds, out_dir=Path(args.out), seeds=seeds)
     finally:

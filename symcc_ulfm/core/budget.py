@@ -14,6 +14,9 @@ hold one run of the executor and one overrunning execution, twice (:func:`check_
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 from ..errors import PolicyError
 from .policy import Policy, Timeouts
 
@@ -51,6 +54,20 @@ def final_agreement_s(remaining_s: float, timeouts: Timeouts) -> float:
     return max(0.0, remaining_s) + timeouts.shutdown_grace_s + 2 * timeouts.recovery_step_s
 
 
+def lease_needed(run_limit_s: float, execution_limit_s: float) -> float:
+    """The shortest ``lease_s`` :func:`check_lease` accepts for these limits."""
+    return 2 * (run_limit_s + execution_limit_s)
+
+
+def fit_lease(policy: Policy, run_limit_s: float, execution_limit_s: float) -> Policy:
+    """``policy`` with ``lease_s`` raised to what the executor needs (whole seconds), where the
+    user did not choose it: what ``launch`` without ``--timeout lease_s`` and the notebook run."""
+    needed = math.ceil(lease_needed(run_limit_s, execution_limit_s))
+    if policy.timeouts.lease_s >= needed:
+        return policy
+    return dataclasses.replace(policy, timeouts=dataclasses.replace(policy.timeouts, lease_s=float(needed)))
+
+
 def check_lease(policy: Policy, run_limit_s: float, execution_limit_s: float) -> None:
     """Refuse a ``lease_s`` too short for the executor: a worker that runs an input for as long as
     its executor allows must never look stuck to its master, which fences it after ``lease_s``.
@@ -59,7 +76,7 @@ def check_lease(policy: Policy, run_limit_s: float, execution_limit_s: float) ->
     bounds by half the lease, plus one execution that overruns (its limit and the sandbox's
     grace); twice that must fit in the lease (the worker's next lease waits behind it).
     """
-    needed = 2 * (run_limit_s + execution_limit_s)
+    needed = lease_needed(run_limit_s, execution_limit_s)
     lease = policy.timeouts.lease_s
     if lease < needed:
         raise PolicyError("timeouts.lease_s", f"{lease:g} s is too short for this executor: one run may take "

@@ -2,7 +2,7 @@
 
 Every rank reads the same ``policy.json`` and the ranks compare the SHA-256 at start-up; a
 mismatch fails closed. Rejections name the field and the accepted form. Fields added after the
-first format (``worker_kinds``, ``keep``, ``slice_s``) are written only when they differ from
+first format (``worker_kinds``, ``keep``, ``slice_s``, ``isolation``) are written only when they differ from
 their defaults, so a policy that does not use them keeps its bytes and its SHA-256.
 """
 
@@ -80,6 +80,7 @@ class Policy(Canonical):
     worker_kinds: tuple[tuple[str, int], ...] = ()  # per master group (core.kinds); () = every slot the executor
     keep: str = "all"  # which candidates enter the corpus: "all" distinct ones, or only "novel" ones (and findings)
     slice_s: float = 5.0  # how long a fuzzer worker's lease runs before it returns what it kept
+    isolation: str = "namespaces"  # target code in namespaces (executors.sandbox.isolation), or "none"
 
     def __post_init__(self):
         self._validate()
@@ -127,6 +128,8 @@ class Policy(Canonical):
         if self.active_budget < 2:
             raise PolicyError("warm_spares", f"{self.warm_spares} spares leave {self.active_budget} active ranks; need >= 2")
         check_kinds(self.worker_kinds, self.workers_per_master)
+        if self.isolation not in ("namespaces", "none"):
+            raise PolicyError("isolation", f"{self.isolation!r}: expected namespaces or none")
         if self.keep not in ("all", "novel"):
             raise PolicyError("keep", f"{self.keep!r}: expected all or novel")
         if not _positive_number(self.slice_s) or not 0.2 <= self.slice_s <= 3600:
@@ -180,6 +183,7 @@ class Policy(Canonical):
             **({"worker_kinds": format_kinds(self.worker_kinds)} if self.worker_kinds else {}),
             **({"keep": self.keep} if self.keep != "all" else {}),
             **({"slice_s": self.slice_s} if self.slice_s != 5.0 else {}),
+            **({"isolation": self.isolation} if self.isolation != "namespaces" else {}),
         }
 
 

@@ -127,6 +127,7 @@ def recompute(state: Path) -> dict[str, Any]:
     kinds_format = False  # since symcc-ulfm-wal/6: worker kinds, fuzzer slices, dropped candidates
     by_kind: dict[str, dict[str, Any]] = {}
     counted: dict[str, str] = {}
+    committing: set[str] = set()  # objects of records not done yet (a master that died publishing)
     found: set[tuple[str, str, str]] = set()  # (kind, signature, input) of every finding
     for path in sorted((state / "wal" / "records").glob("*.json")):
         # one line per state; the record is the last complete line (after it: nothing, or a torn
@@ -141,6 +142,8 @@ def recompute(state: Path) -> dict[str, Any]:
             body = {k: v for k, v in record.items() if k != "checksum"}
             if record.get("checksum") != _hex(_canonical_bytes(body)):
                 problems.append(f"wal/records/{path.name}: checksum does not match its body")
+        if record.get("state") == "committing":
+            committing |= {obj["sha256"] for obj in record["manifest"]["objects"]}
         if record.get("state") != "done":
             continue
         manifest = record["manifest"]
@@ -178,6 +181,13 @@ def recompute(state: Path) -> dict[str, Any]:
     lost = sorted(set(counted) - set(names))
     if lost:
         problems.append(f"{len(lost)} counted objects are not in the corpus, e.g. {lost[0]}")
+    seed_dir = state / "seeds"
+    if seed_dir.is_dir() or kinds_format:  # since seed records exist, every object is accounted for
+        seeds = set()
+        for path in sorted(seed_dir.glob("seeds-*.json")) if seed_dir.is_dir() else []:
+            seeds |= {item["sha256"] for item in _object(_read(path), f"seeds/{path.name}")["seeds"]}
+        for name in sorted(set(names) - set(counted) - seeds - committing):
+            problems.append(f"corpus/objects/{name}: neither a seed record nor a done record accounts for it")
 
     outcome_path, endpoint_path = state / "outcome.json", state / "endpoint.json"
     outcome = _object(_read(outcome_path), "outcome.json") if outcome_path.exists() else {}

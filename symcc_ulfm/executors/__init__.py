@@ -99,11 +99,13 @@ def engine(name: str, target: str | None = None, options: Mapping[str, Any] | No
 
 
 def create(name: str, target: str | None = None, options: Mapping[str, Any] | None = None,
-           scratch: Path | None = None) -> Executor:
+           scratch: Path | None = None, isolation: str = "namespaces") -> Executor:
     """The executor ``name`` for ``target`` as the runtime runs it: contained when it runs target
-    code; ``scratch`` is a directory its executions may write into (default: the system's temp)."""
+    code, in namespaces unless ``isolation`` is ``none`` (``sandbox.isolation``); ``scratch`` is a
+    directory its executions may write into (default: the system's temp; isolated, a temporary
+    directory of its own, the only one they can write)."""
     if executor_class(name).in_process_target:
-        return Sandbox(name, target, options, scratch=scratch)
+        return Sandbox(name, target, options, scratch=scratch, isolated=isolation == "namespaces")
     executor = engine(name, target, options)
     executor.scratch_dir = scratch
     return executor

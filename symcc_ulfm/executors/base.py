@@ -80,8 +80,9 @@ class Executor(abc.ABC):
     family: ClassVar[str]
     in_process_target: ClassVar[bool] = False  # runs target code in its own process: needs the sandbox
     batch_measure: ClassVar[bool] = False  # measure_many is one batch (its targets run in processes of their own)
-    # The sandbox child makes itself a child subreaper (PR_SET_CHILD_SUBREAPER) before building the
-    # executor: processes its targets leave behind, also those in other sessions, become its children.
+    # The sandbox child is a child subreaper (sandbox.reaper): processes its targets leave behind, also
+    # those in other sessions, become its children. True: the executor kills them after each binary it
+    # ran (its targets are processes); False: the child kills them after each target execution.
     adopts_orphans: ClassVar[bool] = False
     on_execution = staticmethod(_ignore)  # called with the input before each target execution, None after
     scratch_dir: Path | None = None  # where executions may write files (the runtime's, under the state dir)

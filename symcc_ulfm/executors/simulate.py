@@ -25,6 +25,12 @@ _DEFAULTS = {"cost_s": 0.05, "cost_mode": "sleep", "children": 5, "space": 50_00
              "findings": 0}
 
 
+def drawn_coverage(digest: bytes, edges: int) -> frozenset[int]:
+    """Three coverage ids drawn from a digest: edges of a universe of ``edges``, hit counts 1-6."""
+    return frozenset(coverage_id(int.from_bytes(digest[4 * k: 4 * k + 4], "big") % edges, 1 + digest[12 + k] % 6)
+                     for k in range(3))
+
+
 class SimulateExecutor(Executor):
     name = "simulate"
     family = "simulated"
@@ -80,12 +86,7 @@ class SimulateExecutor(Executor):
         return RunResult(candidates=children, executions=1, seconds=time.perf_counter() - started, findings=findings)
 
     def measure(self, data: bytes) -> Measurement:
-        digest = self._h("coverage", data)
-        ids = set()
-        for k in range(3):
-            edge = int.from_bytes(digest[4 * k : 4 * k + 4], "big") % self.options["edges"]
-            ids.add(coverage_id(edge, 1 + digest[12 + k] % 6))
-        return Measurement(frozenset(ids))
+        return Measurement(drawn_coverage(self._h("coverage", data), self.options["edges"]))
 
     def _spend(self, seconds: float) -> None:
         if seconds <= 0:

@@ -39,7 +39,7 @@ def measure_final_coverage(state: StateDir) -> dict:
     until = time.monotonic() + policy.timeouts.endpoint_s
     coverage: set[int] = set()
     measured = failed = 0
-    executor = create(policy.executor, policy.target, policy.executor_options)
+    executor = create(policy.executor, policy.target, policy.executor_options, isolation=policy.isolation)
     try:
         identity = executor.identity()
         for pos in range(0, len(names), BATCH):

@@ -16,9 +16,10 @@ from ..core.canonical import digest
 from ..core.limits import MAX_SMALL_JSON_BYTES
 from ..core.modes import FileModes
 from ..core.policy import Policy
-from ..errors import IntegrityError, PolicyError, WalCorruption
+from ..errors import CapabilityError, IntegrityError, PolicyError, WalCorruption
 from ..executors import check_kinds, create, is_fuzzer
 from ..executors.sandbox.forkserver import grace_s
+from ..executors.sandbox.isolation import unavailable as isolation_unavailable
 from ..executors.sandbox.parent import Sandbox
 from ..store.corpus import Corpus
 from ..store.dirs import ensure_dir
@@ -29,6 +30,7 @@ from ..store.paths import StateDir
 from ..store.policy_file import holds_policy, write_policy
 from ..store.reads import read_bytes
 from ..store.runlog import last_event_time
+from ..store.seed_record import record_seeds
 from ..store.snapshots import SnapshotStore
 from ..store.trust import check_entries, check_layout, check_state_dir
 from ..store.wal import WorkWAL
@@ -53,6 +55,10 @@ def check_executor(policy: Policy, seeds: list[bytes] | None = None) -> Executor
     the policy names: a bad target fails here (exit 2), and the target's code never runs in this
     process. ``seeds`` (``--seeds DIR``) replace the executor's own."""
     check_kinds(policy.executor, policy.slots)
+    if policy.isolation == "namespaces" and (reason := isolation_unavailable()):
+        raise CapabilityError(f"target code cannot be isolated here ({reason}); run it without namespaces, "
+                              "where a target can write the campaign's files and leave processes behind, "
+                              "only on purpose: --isolation none")
     identity, seeds_of, execution, run = _probe(policy, policy.executor)
     kinds = {}
     for kind in policy.kinds[1:]:
@@ -60,15 +66,13 @@ def check_executor(policy: Policy, seeds: list[bytes] | None = None) -> Executor
         if is_fuzzer(kind):
             kind_run += policy.slice_s  # a lease holds a whole slice, then what ends it
         execution, run = max(execution, kind_execution), max(run, kind_run)
-    probe = ExecutorProbe(identity, digest(identity), seeds_of if seeds is None else list(seeds), execution, run,
-                          kinds)
-    check_lease(policy, probe.run_limit_s, probe.execution_limit_s)
-    return probe
+    return ExecutorProbe(identity, digest(identity), seeds_of if seeds is None else list(seeds), execution, run,
+                         kinds)
 
 
 def _probe(policy: Policy, kind: str) -> tuple[dict, list[bytes], float, float]:
     """A kind's identity, seeds and limits (one execution with the sandbox's grace, one run)."""
-    executor = create(kind, policy.target, policy.executor_options)
+    executor = create(kind, policy.target, policy.executor_options, isolation=policy.isolation)
     try:
         execution = executor.execution_limit_s
         if isinstance(executor, Sandbox):
@@ -91,6 +95,7 @@ def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume:
     (``launch --resume --seeds DIR``).
     """
     probe = probe or check_executor(policy)
+    check_lease(policy, probe.run_limit_s, probe.execution_limit_s)
     state = StateDir(Path(state_dir).absolute(), modes)
     check_state_dir(state.root)
     ensure_dir(state.root, modes.snapshot_dir)
@@ -155,6 +160,8 @@ def _finished(state: StateDir) -> str | None:
 
 
 def _publish_seeds(state: StateDir, seeds: list[bytes]) -> None:
+    """Record the seeds (``store.seed_record``), then publish them."""
+    record_seeds(state, seeds)
     corpus = Corpus(state.corpus, state.modes.corpus, state.modes.snapshot)
     for seed in seeds:
         corpus.publish_seed(seed)

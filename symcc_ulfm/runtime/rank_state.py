@@ -84,7 +84,8 @@ class RankState:
         if self._executor is None:
             scratch = self.state.worker_scratch(self.stable)
             clear_dir(scratch, self.state.modes.snapshot_dir)
-            self._executor = create(kind, self.policy.target, self.policy.executor_options, scratch)
+            self._executor = create(kind, self.policy.target, self.policy.executor_options, scratch,
+                                    self.policy.isolation)
             self._executor_kind, self._executor_checked, self.offered = kind, False, set()
         return self._executor
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.finding import TERMINAL_KINDS, finding_id
+from ..errors import WalCorruption
 from .corpus import Corpus
 from .paths import StateDir
 from .wal import WorkWAL
@@ -45,13 +46,22 @@ class UniqueFinding:
         return row
 
 
-def read_findings(state: StateDir) -> list[UniqueFinding]:
-    """Unique findings of the campaign, in the order they were first seen."""
+def read_findings(state: StateDir, damaged: list[str] | None = None) -> list[UniqueFinding]:
+    """Unique findings of the campaign, in the order they were first seen.
+
+    A WAL record that cannot be read may hold findings: it raises WalCorruption, or, given a
+    ``damaged`` list, is named there (``WORK: why``) and the other records' findings returned.
+    """
     corpus = Corpus(state.corpus, state.modes.corpus, state.modes.snapshot)
     wal = WorkWAL(state.wal, state.root, corpus, state.modes.snapshot)
     unique: dict[tuple[str, str], UniqueFinding] = {}
-    for _, record, problem in wal.scan():
-        if problem is not None or record["state"] != "done":
+    for work, record, problem in wal.scan():
+        if problem is not None:
+            if damaged is None:
+                raise WalCorruption(f"WAL record {work} is damaged ({problem}); the findings it holds cannot be read")
+            damaged.append(f"{work}: {problem}")
+            continue
+        if record["state"] != "done":
             continue
         manifest = record["manifest"]
         for item in manifest["findings"]:
@@ -67,9 +77,10 @@ def read_findings(state: StateDir) -> list[UniqueFinding]:
 
 
 def terminal_inputs(state: StateDir) -> set[str]:
-    """Inputs of ``crash``, ``hang`` and ``oom`` findings (never executed again at the end)."""
+    """Inputs of ``crash``, ``hang`` and ``oom`` findings (never executed again at the end; those
+    of a damaged record, which the oracle fails, are not known and run bounded like any input)."""
     out: set[str] = set()
-    for found in read_findings(state):
+    for found in read_findings(state, damaged=[]):
         if found.kind in TERMINAL_KINDS:
             out |= found.inputs
     return out

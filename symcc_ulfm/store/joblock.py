@@ -157,6 +157,24 @@ def ranks_gone(root: Path, mode: int, timeout_s: float) -> list[int]:
         os.close(fd)
 
 
+def running(root: Path) -> str | None:
+    """Who runs a campaign on ``root`` now, from ``/proc/locks`` (no lock taken, nothing written:
+    the state may be a sealed run's): None when neither lock file is held."""
+    state = StateDir(root)
+    launch, ranks = holders(state.launch_lock), holders(state.ranks_lock)
+    if not launch and not ranks:
+        return None
+    note = ""
+    if launch:
+        fd = os.open(state.launch_lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC)
+        try:
+            note = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
+        finally:
+            os.close(fd)
+    who = note or (f"launch pid {launch[0]}" if launch else f"ranks (pids {', '.join(map(str, ranks[:8]))})")
+    return f"{root} is in use by {who}: the campaign is running"
+
+
 def holders(path: Path) -> list[int]:
     """Pids holding a ``flock`` on ``path`` (from ``/proc/locks``; [] where it cannot be read)."""
     try:

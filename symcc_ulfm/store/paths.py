@@ -18,6 +18,7 @@
     scratch/worker-<w>/                           files worker w's executions write (removed when w fails)
     logs/rank-<stable>.jsonl                      structured per-rank logs
     logs/heartbeat-<stable>                       the rank's last sign of life (store.heartbeat)
+    seeds/seeds-<n>.json                          the seeds each launch added, recorded before they were published
     endpoint.json                                 endpoint coverage re-measured over the final corpus
     outcome.json, oracle.json, job-output.txt     how the last job ended, the verdict, the job's output
     launch.lock, ranks.lock                       who runs the campaign (store.joblock)
@@ -38,7 +39,7 @@ from .dirs import ensure_dir
 
 # top-level entries of a state directory and the type each must have (``store.trust`` checks them)
 LAYOUT_DIRS = ("membership", "wal", "wal/records", "wal/locks", "query-store", "corpus", "corpus/objects",
-               "corpus/claims", "staging", "scratch", "logs")
+               "corpus/claims", "staging", "scratch", "logs", "seeds")
 LAYOUT_FILES = ("policy.json", "executor.json", "outcome.json", "endpoint.json", "oracle.json", "job-output.txt",
                 "launch.lock", "ranks.lock")
 PER_RANK_DIRS = ("staging", "scratch", "query-store")  # hold one directory per rank
@@ -104,6 +105,10 @@ class StateDir:
         return self.logs / f"heartbeat-{stable}"
 
     @property
+    def seeds(self) -> Path:
+        return self.root / "seeds"
+
+    @property
     def endpoint(self) -> Path:
         return self.root / "endpoint.json"
 
@@ -132,7 +137,7 @@ class StateDir:
         """Create every top-level directory with the modes of the contract."""
         ensure_dir(self.root, self.modes.snapshot_dir)
         for path in (self.membership, self.wal / "records", self.wal / "locks", self.query_store, self.staging,
-                     self.scratch, self.logs):
+                     self.scratch, self.logs, self.seeds):
             ensure_dir(path, self.modes.snapshot_dir)
         for path in (self.corpus / "objects", self.corpus / "claims"):
             ensure_dir(path, self.modes.corpus_dir)

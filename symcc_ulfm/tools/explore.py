@@ -15,10 +15,16 @@ Counters: ``generated`` counts every candidate returned by ``run``; ``unique`` a
 count the candidates examined before the deadline (new by content / also new by coverage);
 ``executions`` counts target executions: those reported by ``run`` plus one per coverage
 measurement (seeds included).
+
+One exploration at a time writes a directory: it holds ``.explore.lock`` there (``flock``,
+released by the kernel when it ends) and a second one on the same directory is refused (exit 2)
+naming the first.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import heapq
 import itertools
@@ -26,14 +32,38 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..core.coverage import edge_of
 from ..core.finding import finding_id
+from ..errors import ConfigError
 from ..executors.base import Executor, Measurement
 from ..executors.outcome import Outcome
 
 MAX_QUEUE = 200_000
+LOCK_NAME = ".explore.lock"
+
+
+@contextlib.contextmanager
+def holding(out_dir: Path) -> Iterator[None]:
+    """This process's exclusive hold of ``out_dir`` (module docstring)."""
+    path = out_dir / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise ConfigError("--out", f"cannot open {path}: {exc.strerror or exc}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+            raise ConfigError("--out", f"{out_dir} is being written by {holder}; one explore per directory") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"symcc-ulfm explore, pid {os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
 
 
 def write_input(out_dir: Path, data: bytes) -> Path:
@@ -89,10 +119,16 @@ def explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[bytes
     return that string (tests and benchmarks use a built-in target's ``deep`` marker);
     ``stopped_early`` reports whether it did.
     """
-    start = time.monotonic()
-    deadline = start + float(seconds)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    with holding(out_dir):
+        return _explore(executor, float(seconds), out_dir, seeds, stop_returned)
+
+
+def _explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[bytes] | None,
+             stop_returned: str | None) -> dict:
+    start = time.monotonic()
+    deadline = start + seconds
     order = itertools.count()
     queue: list[tuple[int, int, int, bytes, dict | None]] = []
     seen: set[bytes] = set()

@@ -13,6 +13,7 @@ ties each file to its corpus object. ``OUT`` must not exist yet: nothing is over
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 
@@ -43,6 +44,11 @@ def export(path: str | Path, out: str | Path, modes: FileModes, layout: str = "a
         raise ConfigError("--layout", f"{layout!r}: expected one of {', '.join(LAYOUTS)}")
     state = state_of(path, modes)
     out = Path(out)
+    protected = state.root.parent if state.root.name == "state" else state.root  # a run directory, or the state
+    target = Path(os.path.realpath(out.parent)) / out.name
+    if target == Path(os.path.realpath(protected)) or Path(os.path.realpath(protected)) in target.parents:
+        raise ConfigError("OUT", f"{out} is inside {protected}; export writes outside the campaign's own files "
+                                 "(its state, its run directory and their seal)")
     if out.exists() or out.is_symlink():
         raise ConfigError("OUT", f"{out} exists; export writes a new directory and overwrites nothing")
     corpus = Corpus(state.corpus, modes.corpus, modes.snapshot)

@@ -26,14 +26,17 @@ REPLAY_FORMAT = "symcc-ulfm-replay/1"
 
 
 def list_findings(path: str | Path, modes: FileModes) -> dict:
+    """The unique findings of a state, and the WAL records that could not be read (``damaged``:
+    their findings are not among them)."""
     state = state_of(path, modes)
     started = _started_at(state)
-    rows = []
-    for found in read_findings(state):
+    rows, damaged = [], []
+    for found in read_findings(state, damaged):
         row = found.to_json(started)
         row["replay"] = shlex.join(["symcc-ulfm", "replay", str(state.root), found.id])
         rows.append(row)
-    return {"state_dir": str(state.root), "unique": len(rows), "hits": sum(r["hits"] for r in rows), "findings": rows}
+    return {"state_dir": str(state.root), "unique": len(rows), "hits": sum(r["hits"] for r in rows), "findings": rows,
+            "damaged": damaged}
 
 
 def replay(path: str | Path, key: str, modes: FileModes) -> dict:
@@ -60,7 +63,8 @@ def replay_all(state: StateDir, found: list[UniqueFinding] | None = None) -> lis
                 row.update(reproduced=None, observed=None,
                            note="not replayed: this input killed worker ranks from inside the sandbox")
             else:
-                executor = executor or create(policy.executor, policy.target, policy.executor_options)
+                executor = executor or create(policy.executor, policy.target, policy.executor_options,
+                                              isolation=policy.isolation)
                 observed = executor.reproduce(corpus.read(item.first_input))
                 row.update(observed=observed.to_json(),
                            reproduced=(observed.kind, observed.signature) == (item.kind, item.signature))

@@ -12,14 +12,14 @@ from symcc_ulfm.core.coverage import coverage_id
 from symcc_ulfm.executors import create
 from symcc_ulfm.executors.base import Executor, Measurement, RunResult
 from symcc_ulfm.targets import names, resolve_target
-from symcc_ulfm.tools.explore import explore
+from symcc_ulfm.tools.explore import LOCK_NAME, explore
 
 KEYS = {"executions", "generated", "unique", "novel", "edges", "seconds", "executions_per_s",
         "solver_queries", "solver_queries_per_s", "solver_seconds"}
 
 
 def corpus(out_dir) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in out_dir.iterdir() if p.name != "findings.json"}
+    return {p.name: p.read_bytes() for p in out_dir.iterdir() if p.name not in ("findings.json", LOCK_NAME)}
 
 
 @pytest.fixture()

@@ -143,7 +143,7 @@ def test_the_child_dies_with_its_parent(tmp_path):
         from symcc_ulfm.executors import create
         sandbox = create("concolic", "{tmp_path / "bad.py"}:parse", {{"exec_timeout_s": 60}})
         sandbox.measure(b"Z0")  # the fork server has forked a child
-        print(sandbox._proc.pid, sandbox._pid, flush=True)
+        print(sandbox._proc.pid, sandbox._server_pid(), sandbox._signal_pid, flush=True)
         sandbox.measure(b"D0")  # hangs in C; the parent is killed meanwhile
     '''))
     (tmp_path / "bad.py").write_text(BAD)
@@ -151,11 +151,11 @@ def test_the_child_dies_with_its_parent(tmp_path):
     import sys
 
     owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
-    server, child = (int(pid) for pid in owner.stdout.readline().split())
+    unshare, server, child = (int(pid) for pid in owner.stdout.readline().split())
     time.sleep(0.5)
     owner.kill()
     owner.wait()
-    for pid, what in ((server, "fork server"), (child, "child")):
+    for pid, what in ((unshare, "isolation"), (server, "fork server"), (child, "child")):
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
             try:
@@ -220,7 +220,7 @@ def test_a_child_the_target_killed_is_forked_again_from_the_server_without_a_new
                 os.kill(os.getpid(), 9)
             return "ok"
     '''))
-    sandbox = create("concolic", f"{path}:parse")
+    sandbox = create("concolic", f"{path}:parse", scratch=tmp_path)  # isolated: tmp_path is its writable directory
     try:
         server = sandbox._proc.pid
         children = set()
@@ -232,7 +232,7 @@ def test_a_child_the_target_killed_is_forked_again_from_the_server_without_a_new
         assert len(children) == 3 and sandbox._proc.pid == server
         with open(f"/proc/{server}/stat") as stat:
             assert int(stat.read().rsplit(")", 1)[1].split()[1]) == os.getpid()
-        assert imports.read_text().split() == [str(server)], "the target was imported again"
+        assert imports.read_text().split() == ["1"], "the target was imported again"  # PID 1 of its namespace: the server
     finally:
         sandbox.close()
     assert sandbox._proc is None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -30,9 +31,11 @@ from helpers.mpi import launch
 from helpers.symcc import AFL_MISSING, SOURCE, afl_available, compile_c, linked, runtime
 
 from symcc_ulfm import executors
+from symcc_ulfm.core.budget import check_lease, fit_lease
 from symcc_ulfm.core.coverage import HIT_CLASS_BOUNDS, coverage_id, edge_of
 from symcc_ulfm.core.policy import Policy
 from symcc_ulfm.errors import PolicyError, ProvenanceChanged, TargetError
+from symcc_ulfm.executors.sandbox import isolation
 from symcc_ulfm.executors.sandbox.parent import Sandbox
 from symcc_ulfm.executors.symcc.adapter import NO_COVERAGE, SymccExecutor
 from symcc_ulfm.executors.symcc.afl_coverage import coverage_from_afl_map
@@ -117,7 +120,14 @@ def _wait_dead(*pids: int) -> bool:
 
 def _pids(path: Path) -> tuple[int, int, int]:
     pid, ppid, child = (int(value) for value in path.read_text().split())
+    path.unlink()  # it was written into the sandbox's only writable directory, which must end empty
     return pid, ppid, child
+
+
+def _wait_dead_inside(sandbox: Sandbox, *pids: int) -> bool:
+    """``pids`` of the sandbox's own PID namespace (isolated) are gone or zombies."""
+    outer = [isolation.outer_pid(sandbox._proc.pid, pid) for pid in pids]
+    return _wait_dead(*(pid for pid in outer if pid is not None))
 
 
 def _only_scratch_root(scratch: Path) -> Path:
@@ -307,20 +317,20 @@ def test_a_binary_that_cannot_be_executed_is_a_target_error(stand_in, tmp_path):
 
 
 def test_the_binary_is_a_direct_child_of_the_sandbox_and_its_daemon_is_killed(stand_in, tmp_path, private_tmp):
-    pidfile = tmp_path / "pids"
+    pidfile = private_tmp / "pids"
     executor = _sandboxed(stand_in, private_tmp, args=["--daemon", "--pidfile", str(pidfile)])
     result = executor.run(b"XXXX")
     assert result.candidates == [b"SXXX", b"ZXXX"] and result.notes["returncode"] == 0
     pid, ppid, daemon = _pids(pidfile)
     assert ppid == executor._pid  # no Python process between the sandbox child (forked by its server) and the target
-    assert _wait_dead(pid, daemon), "the daemon (its own session) outlived the run"
+    assert _wait_dead_inside(executor, pid, daemon), "the daemon (its own session) outlived the run"
     assert [p.name.startswith("symcc-ulfm-exec-") for p in private_tmp.iterdir()] == [True, True]  # dir, lock
     executor.close()
     assert list(private_tmp.iterdir()) == []
 
 
 def test_timeout_kills_everything_and_keeps_partial_output(stand_in, tmp_path, private_tmp):
-    pidfile = tmp_path / "pids"
+    pidfile = private_tmp / "pids"
     executor = _sandboxed(stand_in, private_tmp, args=["--hang", "--pidfile", str(pidfile)], timeout_s=1.0)
     assert executor.execution_limit_s == 1.0 and executor.run_limit_s == 2.0
     started = time.monotonic()
@@ -335,7 +345,7 @@ def test_timeout_kills_everything_and_keeps_partial_output(stand_in, tmp_path, p
     assert result.candidates == [b"SXXX", b"ZXXX", b"PA"]
     assert (result.notes["outputs_plain"], result.notes["outputs_optimistic"]) == (3, 0)
     pid, _ppid, daemon = _pids(pidfile)  # the concrete confirmation's
-    assert _wait_dead(pid, daemon), "the forked child outlived the run"
+    assert _wait_dead_inside(executor, pid, daemon), "the forked child outlived the run"
     assert executor._proc is not None and executor.deaths == 0  # the sandbox child itself lived on
     executor.close()
     assert list(private_tmp.iterdir()) == []
@@ -475,7 +485,6 @@ def test_seeds_from_hex_and_directory(stand_in, tmp_path):
     (seeds / "sub").mkdir()
     executor = SymccExecutor(target=str(stand_in), options={"seeds": str(seeds)})
     assert executor.seeds() == [b"one", b"two"]
-    assert executor.identity()["seeds_sha256"] == [hashlib.sha256(s).hexdigest() for s in (b"one", b"two")]
 
 
 def test_time_limits_have_defaults_that_fit_a_lease(stand_in, private_tmp):
@@ -483,10 +492,18 @@ def test_time_limits_have_defaults_that_fit_a_lease(stand_in, private_tmp):
     ident = executor.identity()
     assert (ident["timeout_s"], ident["measure_timeout_s"]) == (8.0, 1.0)
     assert (executor.execution_limit_s, executor.run_limit_s) == (8.0, 16.0)
-    # launch accepts them with the default lease, and refuses a timeout_s the lease cannot hold
-    check_executor(Policy(executor="symcc", target=str(stand_in)))
+    # the default lease holds them; a timeout_s it cannot hold is refused, unless the lease is fitted to it
+    policy = Policy(executor="symcc", target=str(stand_in))
+    probe = check_executor(policy)
+    check_lease(policy, probe.run_limit_s, probe.execution_limit_s)
+    assert fit_lease(policy, probe.run_limit_s, probe.execution_limit_s) is policy
+    slow = Policy(executor="symcc", target=str(stand_in), executor_options={"timeout_s": 10})
+    probe = check_executor(slow)
     with pytest.raises(PolicyError, match="lease"):
-        check_executor(Policy(executor="symcc", target=str(stand_in), executor_options={"timeout_s": 10}))
+        check_lease(slow, probe.run_limit_s, probe.execution_limit_s)
+    fitted = fit_lease(slow, probe.run_limit_s, probe.execution_limit_s)
+    assert fitted.timeouts.lease_s == math.ceil(2 * (probe.run_limit_s + probe.execution_limit_s)) > 60
+    check_lease(fitted, probe.run_limit_s, probe.execution_limit_s)
     short = SymccExecutor(target=str(stand_in), options={"timeout_s": 0.75}).identity()
     assert short["measure_timeout_s"] == 0.25  # three runs of the twin fit in one SymCC run's time
 
@@ -680,7 +697,7 @@ def test_a_batch_stops_at_its_budget(stand_in, afl_twin):
 
 
 def test_afl_twin_coverage_of_a_hanging_input_is_bounded(stand_in, afl_twin, tmp_path, private_tmp):
-    pidfile = tmp_path / "pids"
+    pidfile = private_tmp / "pids"
     executor = _sandboxed(stand_in, private_tmp, afl_binary=str(afl_twin), timeout_s=1.5, measure_timeout_s=0.5,
                           args=["--hang", "--pidfile", str(pidfile)])
     started = time.monotonic()
@@ -688,7 +705,7 @@ def test_afl_twin_coverage_of_a_hanging_input_is_bounded(stand_in, afl_twin, tmp
     assert measured.coverage and measured.outcome.kind == "hang"
     assert time.monotonic() - started < 20
     _pid, _ppid, child = _pids(pidfile)
-    assert _wait_dead(child), "the target's forked child outlived afl-showmap"
+    assert _wait_dead_inside(executor, child), "the target's forked child outlived afl-showmap"
     executor.close()
     assert list(private_tmp.iterdir()) == []
 

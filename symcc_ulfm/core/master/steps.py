@@ -20,9 +20,6 @@ class Step(enum.Enum):
     POISON_LEASED = "poison-leased"
     POISON_COMMITTING = "poison-committing"
     POISON_SYNCED = "poison-synced"
-    POISON_PUBLISHED = "poison-published"
-    POISON_PUBLICATION_SYNCED = "poison-publication-synced"
-    POISON_DONE = "poison-done"
     LISTED = "listed"
     # a tick (core.master.machine)
     POLLED = "polled"

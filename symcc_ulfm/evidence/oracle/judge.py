@@ -183,6 +183,7 @@ class _Judge(MembershipChecks, FindingChecks, LogChecks):
                     double += 1
                     self.fail(f"object {obj} counted by two done records ({claimed_by[obj]}, {work})")
                 claimed_by[obj] = work
+        recorded = self.seed_records(records)
         seeds, pending = set(), set()
         claims_dir = self.root / "corpus" / "claims"
         for name in os.listdir(claims_dir):  # a claim no object names is never read, but never a FIFO either
@@ -193,6 +194,8 @@ class _Judge(MembershipChecks, FindingChecks, LogChecks):
             owner = self._claim_owner(path, name) if path.exists() else None
             if owner == "seed":
                 seeds.add(name)
+                if recorded is not None and name not in recorded:
+                    self.fail(f"object {name}: claims to be a seed, but no seed record (seeds/) names it")
             elif owner in done:
                 if claimed_by.get(name) != owner:
                     self.fail(f"object {name}: claim names {owner[:12]} but that record does not count it")
@@ -206,6 +209,21 @@ class _Judge(MembershipChecks, FindingChecks, LogChecks):
         if pending:
             self.notes.append(f"{len(pending)} objects belong to records still committing")
         return {"names": names, "seeds": seeds, "claimed": claimed_by, "pending": pending, "double_counted": double}
+
+    def seed_records(self, records: dict) -> set[str] | None:
+        """The SHA-256s the seed records list; None for a campaign from before they were written
+        (no ``seeds/`` and no record of ``symcc-ulfm-wal/6``: its seeds are taken on their claims)."""
+        directory = self.root / "seeds"
+        if not directory.is_dir() and not any(r["format"] == _KINDS_FORMAT for r in records.values()):
+            return None
+        names = []
+        for path in sorted(directory.glob("seeds-*.json")) if directory.is_dir() else []:
+            record, raw = self.read_json(f"seeds/{path.name}")
+            if raw != canonical(record) or record.get("format") != "symcc-ulfm-seeds/1":
+                self.fail(f"seeds/{path.name}: not a canonical seed record")
+                continue
+            names += [s["sha256"] for s in record.get("seeds", [])]
+        return set(names)
 
     def _claim_owner(self, path: Path, name: str) -> str | None:
         """``seed``, or the work hash of the committing record the claim is (a link to it)."""

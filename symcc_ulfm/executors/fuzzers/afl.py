@@ -43,10 +43,11 @@ from ...core.limits import MAX_OBJECT_BYTES
 from ...core.master.slices import is_descriptor
 from ...errors import PolicyError, TargetError
 from ..base import Executor, Measurement, RunResult
+from ..sandbox.reaper import is_subreaper
 from ..symcc.afl_coverage import AflTwin, check_instrumented, which_showmap
 from ..symcc.options import DEFAULTS as SYMCC_DEFAULTS
 from ..symcc.options import parse_options
-from ..symcc.runs import Scratch, clean_env, is_subreaper
+from ..symcc.runs import Scratch, clean_env
 
 VERSION = 1
 OWN = {"afl_fuzz": None, "dictionary": None, "extra_args": []}

@@ -12,11 +12,11 @@ import hashlib
 import time
 from typing import Any
 
-from ...core.coverage import coverage_id
 from ...core.master.slices import is_descriptor
 from ...errors import PolicyError, TargetError
 from ..base import Executor, Finding, Measurement, RunResult
 from ..outcome import Outcome
+from ..simulate import drawn_coverage
 
 VERSION = 1
 _DEFAULTS = {"cost_s": 0.0, "kept": 4, "space": 50_000, "edges": 2048, "findings": 0}
@@ -65,10 +65,7 @@ class SimulatedFuzzer(Executor):
                          findings=findings)
 
     def measure(self, data: bytes) -> Measurement:
-        digest = self._h("coverage", data)
-        ids = {coverage_id(int.from_bytes(digest[4 * k: 4 * k + 4], "big") % self.options["edges"],
-                           1 + digest[12 + k] % 6) for k in range(3)}
-        return Measurement(frozenset(ids))
+        return Measurement(drawn_coverage(self._h("coverage", data), self.options["edges"]))
 
     @property
     def execution_limit_s(self) -> float:

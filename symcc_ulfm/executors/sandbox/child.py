@@ -28,9 +28,10 @@ pipes (:mod:`.slot`), the input too when it is not the run's own; ``"mutate": fa
 (:meth:`~.base.Executor.preflight`, announced likewise; a ``preflight-ok`` frame or the error),
 ``stop``.
 
-An executor whose targets run in processes of their own may ask (``adopts_orphans``) that each
-child become a child subreaper, so that every process a target leaves behind, whatever its
-session, is re-parented to the child, where the executor reaps it.
+The server and each child are child subreapers (:mod:`.reaper`): every process a target leaves
+behind, whatever its session, is re-parented to them. An executor whose targets run in processes
+of their own (``adopts_orphans``) reaps what its runs leave; for the others the child kills what
+is left after each target execution; the server kills what a dead child left.
 """
 
 from __future__ import annotations
@@ -49,9 +50,9 @@ from pathlib import Path
 
 from . import slot as S
 from .frames import encode_frame, read_frame, write_all
+from .reaper import become_subreaper, kill_orphans, sweep_leftovers
 
 PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
 CONTROL_BYTES = 4096  # one control message (JSON), either way
 _EXIT = os._exit  # the real one: a child that ends normally leaves without a located exit
 
@@ -61,16 +62,12 @@ def coverage_blob(coverage) -> bytes:
 
 
 def _die_with_parent(parent: int) -> None:
+    """SIGKILL with the parent; ``parent`` 0: it is outside this PID namespace (isolated: the
+    namespace dies with it), so its pid cannot be compared here."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the parent died before the line above
+    if parent and os.getppid() != parent:  # the parent died before the line above
         os._exit(0)
-
-
-def _become_subreaper() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(ctypes.get_errno())}")
 
 
 def _locate_exits() -> None:
@@ -86,13 +83,22 @@ def _locate_exits() -> None:
 
 
 class Child:
-    def __init__(self, req: int, rep: int, executor=None, slot: S.Slot | None = None):
+    def __init__(self, req: int, rep: int, executor=None, slot: S.Slot | None = None, adopts_orphans: bool = False):
         self.req = req
+        self.adopts_orphans = adopts_orphans  # the executor reaps what its targets leave (else: after each execution)
         self.rep = rep
         self.executor = executor
         self.slot = slot  # a forked child's execution slot (the server's own Child has none: it runs no target)
+        self.pid = os.getpid()
+
+    def mine(self) -> None:
+        """A copy of this process that a target forked and let return into the executor leaves at
+        once, silently: only the child its parent forked speaks on the pipe and writes the slot."""
+        if os.getpid() != self.pid:
+            _EXIT(0)
 
     def send(self, message: dict, blobs=()) -> None:
+        self.mine()
         write_all(self.rep, encode_frame(message, blobs))
 
     def serve(self) -> int:
@@ -121,8 +127,7 @@ class Child:
 
         try:
             self.adopts_orphans = executor_class(message["executor"]).adopts_orphans
-            if self.adopts_orphans:  # the server too: a child's orphans come to it once that child is gone
-                _become_subreaper()
+            become_subreaper()  # a dead child's orphans come to the server
             self.executor = engine(message["executor"], message["target"], message["options"])
             if message.get("scratch"):
                 self.executor.scratch_dir = Path(message["scratch"])
@@ -148,9 +153,14 @@ class Child:
         request's own), through the execution slot."""
         slot = self.slot
 
+        sweep = not self.adopts_orphans
+
         def announce(current: bytes | None) -> None:
+            self.mine()
             if current is None:
-                slot.write(S.IDLE, 0.0)
+                if sweep:
+                    sweep_leftovers()
+                slot.ended()
             elif current == data:
                 slot.write(S.OWN, time.monotonic())
             elif len(current) <= S.CAPACITY:
@@ -205,6 +215,8 @@ class Child:
         for index, measured in enumerate(results):
             if measured is None:
                 break
+            if not self.adopts_orphans:
+                sweep_leftovers()
             self.send({"type": "measured", "index": index, "outcome": measured.outcome.to_json(),
                        "returned": measured.returned}, [coverage_blob(measured.coverage)])
             done += 1
@@ -237,6 +249,7 @@ class Server:
             except ValueError:
                 message = {}
             op = message.get("op") if isinstance(message, dict) else None
+            kill_orphans(self.children)
             self.reap()
             if op == "fork" and len(fds) == 3:
                 reply = {"pid": self.fork(*fds)}
@@ -257,11 +270,10 @@ class Server:
                 self.ctrl.close()
                 os.setpgid(0, 0)
                 _die_with_parent(server)
-                if self.built.adopts_orphans:
-                    _become_subreaper()
+                become_subreaper()
                 mapped = S.Slot(slot)
                 os.close(slot)
-                code = Child(req, rep, self.built.executor, mapped).serve()
+                code = Child(req, rep, self.built.executor, mapped, self.built.adopts_orphans).serve()
                 self.built.executor.close()  # what it made in this process (scratch): no finalizers run past _EXIT
             finally:
                 _EXIT(code)
@@ -301,6 +313,7 @@ class Server:
 def main(argv: list[str]) -> int:
     req, rep, ctrl, parent = (int(a) for a in argv)
     _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupts are the parent's; a KeyboardInterrupt is the target's
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     faulthandler.enable(file=sys.stderr, all_threads=True)
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True, chain=False)

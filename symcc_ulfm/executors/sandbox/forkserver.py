@@ -11,6 +11,7 @@ control socket (JSON; the child's pipes travel as ``SCM_RIGHTS``).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import select
@@ -23,6 +24,7 @@ import weakref
 
 from ...errors import ExecutorError, rebuild
 from ..outcome import Outcome, death, signal_name
+from . import isolation
 from .frames import FrameBuffer, FrameError, encode_frame
 from .slot import Slot
 
@@ -47,13 +49,17 @@ class ChildDied(Exception):
 class ChildProcess:
     """The fork server for ``init`` (the server's ``init`` message) and its serving child."""
 
-    def __init__(self, init: dict, startup_s: float = STARTUP_S):
+    def __init__(self, init: dict, startup_s: float = STARTUP_S, writable: list | None = None):
+        """``writable``: run the fork server isolated (``.isolation``) with these directories
+        writable; None: not isolated."""
         self._init = init
         self.startup_s = startup_s
+        self._writable = writable
         self.deaths = 0  # children that died (and were replaced) while running target code
         self._proc: subprocess.Popen | None = None  # the fork server
         self._ctrl: socket.socket | None = None  # its control socket
-        self._pid: int | None = None  # the child serving requests now (None: none forked yet)
+        self._pid: int | None = None  # the child serving requests now (None: none forked yet), as the server names it
+        self._signal_pid: int | None = None  # the same child as this process names it (isolated: another PID namespace)
         self._ready: dict | None = None
         self._seeds: list[bytes] = []
         self._stderr = bytearray()
@@ -70,12 +76,16 @@ class ChildProcess:
         req_r, req_w = os.pipe2(os.O_CLOEXEC)
         rep_r, rep_w = os.pipe2(os.O_CLOEXEC)
         ctrl, ctrl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # isolated, the server's parent is unshare, outside its PID namespace: it dies with it (--kill-child)
+        parent = 0 if self._writable is not None else os.getpid()
         command = [sys.executable, "-m", "symcc_ulfm.executors.sandbox.child", str(req_r), str(rep_w),
-                   str(ctrl_child.fileno()), str(os.getpid())]
+                   str(ctrl_child.fileno()), str(parent)]
+        if self._writable is not None:
+            command = isolation.wrap(command, self._writable)
         try:
             self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.PIPE, pass_fds=(req_r, rep_w, ctrl_child.fileno()),
-                                          start_new_session=True)
+                                          start_new_session=True, preexec_fn=_die_with_caller)
         finally:
             os.close(req_r)
             os.close(rep_w)
@@ -145,6 +155,7 @@ class ChildProcess:
                 self._stderr = bytearray()
                 self._channel(req_w, rep_r)
                 self._pid = reply["pid"]
+                self._signal_pid = self._outer(self._pid)
                 return
             os.close(req_w)
             os.close(rep_r)
@@ -213,6 +224,18 @@ class ChildProcess:
                     raise ChildDied(self._death_outcome())
                 self._buffer.feed(chunk)
 
+    def _outer(self, pid: int) -> int | None:
+        """The pid this process signals for the server's ``pid`` (isolated, the server is PID 1
+        of its own namespace)."""
+        if self._writable is None:
+            return pid
+        return isolation.outer_pid(self._proc.pid, pid) if self._proc is not None else None
+
+    def _server_pid(self) -> int | None:
+        if self._proc is None:
+            return None
+        return self._proc.pid if self._writable is None else self._outer(1)
+
     def _drain_stderr(self) -> None:
         if self._err < 0:
             return
@@ -228,7 +251,7 @@ class ChildProcess:
     def _hung(self) -> Outcome:
         """Ask the stuck child for its stack, then kill it: a ``hang``."""
         with contextlib.suppress(ProcessLookupError, PermissionError, TypeError):
-            os.kill(self._pid if self._pid is not None else self._proc.pid, signal.SIGUSR1)
+            os.kill(self._signal_pid if self._pid is not None else self._server_pid(), signal.SIGUSR1)
         size, limit = len(self._stderr), time.monotonic() + HANG_DUMP_S
         while time.monotonic() < limit:  # faulthandler writes line by line: wait until it is quiet
             before = len(self._stderr)
@@ -252,8 +275,8 @@ class ChildProcess:
     def _kill(self) -> None:
         """Kill the child serving requests (its process group); while none is forked, the server."""
         if self._pid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError, PermissionError, TypeError):
+                os.killpg(self._signal_pid, signal.SIGKILL)
             self._reap_child()
         elif self._proc is not None and self._ready is None:
             self._stop_server()
@@ -262,11 +285,12 @@ class ChildProcess:
         """The child's wait status, from the server (after it closed its pipe or was killed); a
         child that lives on past ``REAP_S`` is killed. None when the server cannot say."""
         pid, self._pid = self._pid, None
+        outer, self._signal_pid = self._signal_pid, None
         self._close_channel()
         status = self._control({"op": "wait", "pid": pid, "timeout_s": REAP_S})
         if status is not None and status.get("status") is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError, PermissionError, TypeError):
+                os.killpg(outer, signal.SIGKILL)
             status = self._control({"op": "wait", "pid": pid, "timeout_s": REAP_S})
         if status is None or status.get("status") is None:
             self._stop_server()  # a server that cannot reap its child is replaced, with all its children
@@ -323,6 +347,12 @@ class ChildProcess:
         if self._slot is not None:
             self._slot.close()
             self._slot = None
+
+
+def _die_with_caller() -> None:
+    """In the forked process before it executes the server (or unshare): SIGKILL when this
+    process dies."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 def _kill_quietly(proc: subprocess.Popen, ctrl: socket.socket) -> None:

@@ -12,7 +12,8 @@ Inside, before it runs COMMAND, this module (:func:`confine`):
   submounts: the state directory, the run directory and the evidence, the checkout and the rest
   of the machine's files cannot be written, whatever the file modes say;
 * binds each ``--rw`` directory (the worker's scratch directory: the files its executions write)
-  writable again, and mounts a private ``tmpfs`` on ``/tmp`` and ``/dev/shm``;
+  writable again, points ``TMPDIR`` at the first one (``/tmp`` is read-only like the rest: the
+  campaign's own files may live there) and mounts a private ``tmpfs`` on ``/dev/shm``;
 * enters a second user and mount namespace, in which all those mounts are *locked* (a mount
   inherited from a more privileged mount namespace cannot be unmounted or made writable again),
   so that a target, root in its own namespace, cannot undo them.
@@ -24,7 +25,7 @@ with ``unshare`` (``--kill-child``), which dies with the process that started it
 ``make bench``, containment); starting a sandbox costs one more ``exec`` of Python.
 
 What a target can still do: read whatever the campaign's user can read; write its scratch
-directory and its private ``/tmp``; use the network the user has (no network namespace: the
+directory (and ``TMPDIR``, in it) and a private ``/dev/shm``; use the network the user has (no network namespace: the
 targets of this project do not need one, and a loopback-only namespace would break targets that
 talk to local services); send signals to the processes of its own sandbox only; use CPU and memory
 up to the sandbox's limits. Where the kernel refuses user namespaces :func:`unavailable` says why,
@@ -100,9 +101,10 @@ def confine(writable: list[str]) -> None:
     for directory in writable:
         _mount(directory, directory, None, MS_BIND | MS_REC)
         _mount(None, directory, None, MS_REMOUNT | MS_BIND)
-    for directory in ("/tmp", "/dev/shm"):
-        if os.path.isdir(directory):
-            _mount("tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=512m")
+    if os.path.isdir("/dev/shm"):
+        _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=512m")
+    if writable:
+        os.environ["TMPDIR"] = writable[0]
     if _libc().unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0:
         err = ctypes.get_errno()
         raise IsolationError(err, f"the inner user namespace: {os.strerror(err)}")
@@ -120,6 +122,31 @@ def unavailable() -> str | None:
                           capture_output=True, text=True, timeout=30)
     if done.returncode != 0:
         return f"user, mount and PID namespaces are refused: {(done.stderr or done.stdout).strip()[-300:]}"
+    return None
+
+
+def outer_pid(root: int, inner: int) -> int | None:
+    """The pid, as this process sees it, of the descendant of ``root`` (the ``unshare`` that
+    :func:`wrap` starts) whose pid in its own namespace is ``inner``: a pid from inside the
+    namespace names another process outside it. None when there is none (it is gone)."""
+    todo, seen = [root], set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            children = [int(c) for task in os.listdir(f"/proc/{pid}/task")
+                        for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+        for line in status.splitlines():
+            if line.startswith("NSpid:"):
+                levels = line.split()[1:]
+                if pid != root and len(levels) > 1 and int(levels[-1]) == inner:
+                    return pid
+        todo.extend(children)
     return None
 
 

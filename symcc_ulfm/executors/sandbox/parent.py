@@ -23,6 +23,7 @@ shim's limit is not a bug of the target). A death inside :meth:`measure_many` or
 from __future__ import annotations
 
 import array
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -46,14 +47,19 @@ class Sandbox(ChildProcess, Executor):
     in_process_target = False
 
     def __init__(self, name: str, target: str | None, options: Mapping[str, Any] | None = None,
-                 startup_s: float = STARTUP_S, scratch: Path | None = None):
+                 startup_s: float = STARTUP_S, scratch: Path | None = None, isolated: bool = True):
         self.name = name
+        self._own_scratch = None
+        if isolated and scratch is None:  # isolated, nothing else is writable: a directory of its own
+            self._own_scratch = tempfile.TemporaryDirectory(prefix="symcc-ulfm-sandbox-")
+            scratch = Path(self._own_scratch.name)
         self.scratch_dir = scratch
         self._executing: bytes | None = None  # the input executing in the current request (see _exchange)
         self._offered: list[bytes] = []  # every input offered (a fuzzer's pool): offered again to a new child
         self._reoffer = False  # a child died since: the next run offers them all first
         super().__init__({"type": "init", "executor": name, "target": target, "options": dict(options or {}),
-                          "scratch": None if scratch is None else str(scratch)}, startup_s)
+                          "scratch": None if scratch is None else str(scratch)}, startup_s,
+                         writable=[scratch] if isolated else None)
 
     # -- the Executor interface -----------------------------------------------------------
 
@@ -113,9 +119,15 @@ class Sandbox(ChildProcess, Executor):
                     raise ChildDied(Outcome("crash", "sandbox: unexpected reply", f"unexpected {kind!r}"))
         except ChildDied:
             final = self._slot.read()  # the child is gone: what it last wrote stays
-            state = None if final is None else final.state
+            state = None if final is None else final.last  # executing, or executed last in this request
             self._executing = {S.OWN: own, S.COPIED: None if final is None else final.data, S.FRAMED: framed}.get(state)
             raise
+
+    def close(self) -> None:
+        super().close()
+        if self._own_scratch is not None:
+            self._own_scratch.cleanup()
+            self._own_scratch = None
 
     def offer(self, inputs: list[bytes]) -> None:
         """Hand the child's fuzzer inputs; kept, so that a child forked after a death gets them all."""
@@ -195,7 +207,11 @@ class Sandbox(ChildProcess, Executor):
                                         f"{died.outcome.signature})") from None
 
     def _result(self, message: dict, blobs: list[bytes]) -> RunResult:
-        count = message["candidates"]
+        count = message.get("candidates")
+        if type(count) is not int or not isinstance(message.get("findings"), list) or \
+                len(blobs) != count + len(message["findings"]):
+            self._kill()
+            raise ChildDied(Outcome("crash", "sandbox: garbled reply", "a result whose blobs do not match it"))
         findings = [Finding(Outcome.from_json(f["outcome"]), blobs[count + i]) for i, f in enumerate(message["findings"])]
         return RunResult(candidates=blobs[:count], hints=message["hints"], executions=message["executions"],
                          solver_queries=message["solver_queries"], solver_seconds=message["solver_seconds"],
@@ -232,7 +248,7 @@ class Sandbox(ChildProcess, Executor):
             while True:
                 message, blobs = self._next(time.monotonic() + exec_bound)
                 kind = message.get("type")
-                if kind == "measured" and message.get("index") == index:
+                if kind == "measured" and message.get("index") == index and len(blobs) == 1:
                     coverage = frozenset(array.array("Q", blobs[0]))
                     results[offset + index] = Measurement(coverage, Outcome.from_json(message["outcome"]),
                                                           message.get("returned"))

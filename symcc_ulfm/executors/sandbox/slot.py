@@ -8,8 +8,12 @@ each target execution, and the parent reads it only when it needs to: after the 
 slot is then final) and when it wakes to bound the current execution by its start time.
 
 Layout: a header (sequence number, state, start time, length) and room for :data:`CAPACITY`
-bytes of input. The sequence number is odd while the child writes (a seqlock): a reader that
-sees it odd, or changed across its read, reads again. ``started`` is ``time.monotonic()``,
+bytes of input. After an execution the child marks the slot idle *after* that input
+(:data:`AFTER`: the state of the execution plus ``AFTER``, the input left in place), so that a child
+that dies between executions (a target that closed the child's pipes, or broke its interpreter
+state) is still known to have died of the input it executed last. The sequence number is odd
+while the child writes (a seqlock): a reader that sees it odd, or changed across its read, reads
+again. ``started`` is ``time.monotonic()``,
 ``CLOCK_MONOTONIC``, which every process of the machine shares. An input longer than
 :data:`CAPACITY` is not copied: the child announces it with an ``exec`` frame on its reply pipe
 and marks the slot :data:`FRAMED`.
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 HEADER = struct.Struct("<QQdQ")  # sequence, state, started, length
 CAPACITY = 1 << 20
 IDLE, OWN, COPIED, FRAMED = 0, 1, 2, 3  # between executions; the request's own input; in the slot; in a frame
+AFTER = 4  # added to OWN, COPIED or FRAMED: idle, after an execution of that input
 _READ_TRIES = 1000
 
 
@@ -38,7 +43,12 @@ class Snapshot:
 
     @property
     def idle(self) -> bool:
-        return self.state == IDLE
+        return self.state == IDLE or self.state > AFTER
+
+    @property
+    def last(self) -> int:
+        """OWN, COPIED or FRAMED: the input executing, or executed last (IDLE: none)."""
+        return self.state - AFTER if self.state > AFTER else self.state
 
 
 class Slot:
@@ -71,6 +81,15 @@ class Slot:
         self._sequence = sequence + 1
         HEADER.pack_into(self._map, 0, self._sequence, state, started, len(data))
 
+    def ended(self) -> None:
+        """The execution announced last is over: idle after it, its input left in place."""
+        sequence, state, started, length = HEADER.unpack_from(self._map)
+        if state in (OWN, COPIED, FRAMED):
+            self._sequence = sequence + 1
+            HEADER.pack_into(self._map, 0, self._sequence, state, started, length)  # odd: being written
+            self._sequence += 1
+            HEADER.pack_into(self._map, 0, self._sequence, state + AFTER, started, length)
+
     # the parent's side
     def reset(self) -> None:
         """Idle again, before a new child gets the slot (its sequence continues from here)."""
@@ -83,7 +102,8 @@ class Slot:
             sequence, state, started, length = HEADER.unpack_from(self._map)
             if sequence % 2:
                 continue
-            data = bytes(self._map[HEADER.size:HEADER.size + length]) if state == COPIED and length <= CAPACITY else None
+            copied = state in (COPIED, COPIED + AFTER) and length <= CAPACITY
+            data = bytes(self._map[HEADER.size:HEADER.size + length]) if copied else None
             if HEADER.unpack_from(self._map)[0] == sequence:
                 return Snapshot(sequence, state, started, data)
         return None
@@ -94,4 +114,4 @@ class Slot:
             self._closer()
 
 
-__all__ = ["CAPACITY", "COPIED", "FRAMED", "IDLE", "OWN", "Slot", "Snapshot"]
+__all__ = ["AFTER", "CAPACITY", "COPIED", "FRAMED", "IDLE", "OWN", "Slot", "Snapshot"]

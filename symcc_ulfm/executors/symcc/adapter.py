@@ -57,6 +57,7 @@ from typing import Any, ClassVar
 from ...errors import PolicyError, ProvenanceChanged, TargetError
 from ..base import Executor, Finding, Measurement, RunResult
 from ..outcome import Outcome
+from ..sandbox.reaper import is_subreaper
 from .afl_coverage import AflTwin, check_instrumented, which_showmap
 from .options import parse_options
 from .runs import (
@@ -64,7 +65,6 @@ from .runs import (
     Scratch,
     classify_exit,
     clean_env,
-    is_subreaper,
     read_outputs,
     remove_tree,
     run_binary,
@@ -152,7 +152,6 @@ class SymccExecutor(Executor):
             "measure_timeout_s": self._measure_timeout_s,
             "max_output_bytes": self._max_output_bytes,
             "coverage": dict(self._coverage_identity),
-            "seeds_sha256": [hashlib.sha256(seed).hexdigest() for seed in self._seeds],
         }
 
     def seeds(self) -> list[bytes]:

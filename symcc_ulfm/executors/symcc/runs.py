@@ -9,14 +9,13 @@ still an unreaped zombie (the group id cannot have been reused). When this proce
 subreaper (the sandbox child makes itself one for this executor, see
 :attr:`~.base.Executor.adopts_orphans`), every process the run left behind outside that group
 (a daemon that called ``setsid()``, AFL's fork server, their children) has been re-parented here
-and :func:`sweep_children` kills and reaps it. Without the subreaper (the executor built
+and :func:`~..sandbox.reaper.sweep_children` kills and reaps it. Without the subreaper (the executor built
 in-process, as unit tests do) only the group is killed.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import fcntl
 import math
@@ -37,15 +36,14 @@ from typing import Any
 
 from ...errors import TargetError
 from ..outcome import OK, Outcome, death, sanitizer_summary, signal_name
+from ..sandbox.reaper import sweep_children
 
 STDERR_TAIL_BYTES = 2000
-PR_GET_CHILD_SUBREAPER = 37
 # QSYM names a test case NNNNNN, or NNNNNN-optimistic when it solved the negated branch alone
 # because the whole path constraint was unsatisfiable; the counter is shared by both kinds.
 TEST_CASE = re.compile(r"([0-9]{6,})(-optimistic)?")
 SCRATCH_PREFIX = "symcc-ulfm-exec-"
 CPU_LIMIT_FACTOR, CPU_LIMIT_EXTRA_S = 10, 10.0
-SWEEP_S = 5.0  # how long a sweep looks for a child it was told exists but cannot see
 
 
 def clean_env() -> dict[str, str]:
@@ -53,14 +51,6 @@ def clean_env() -> dict[str, str]:
     identity says (a stray ``SYMCC_INPUT_FILE`` makes stdin concrete, a stray
     ``AFL_CMIN_ALLOW_ANY`` changes what ``afl-showmap`` reports)."""
     return {key: val for key, val in os.environ.items() if not key.startswith(("SYMCC_", "AFL_"))}
-
-
-def is_subreaper() -> bool:
-    libc = ctypes.CDLL(None, use_errno=True)
-    flag = ctypes.c_int(0)
-    if libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) != 0:
-        return False
-    return bool(flag.value)
 
 
 def classify_exit(returncode: int, timed_out: bool, stderr: str) -> Outcome:
@@ -135,50 +125,6 @@ def _exited(pidfd: int, timeout_s: float) -> bool:
             return True
         if remaining <= 0:
             return False
-
-
-def sweep_children() -> int:
-    """Kill and reap every child of this process until none is left; how many were killed.
-
-    Only for a child subreaper whose children are all its targets' (the sandbox child): orphans of
-    a killed descendant are re-parented here while this runs, and are found on the next pass.
-    """
-    killed = 0
-    deadline = time.monotonic() + SWEEP_S
-    while True:
-        try:
-            pid, _status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return killed
-        if pid:
-            continue
-        found = children_of(os.getpid())
-        for child in found:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGKILL)
-        killed += len(found)
-        if found:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(-1, 0)  # one of them is dying
-        elif time.monotonic() > deadline:  # a child /proc does not show us (hidepid): leave it
-            return killed
-        else:
-            time.sleep(0.001)
-
-
-def children_of(parent: int) -> list[int]:
-    """Pids whose parent is ``parent`` (a scan of /proc; only called when something is left)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as handle:
-                    # The fields after the parenthesised command name: state, ppid, ...
-                    if int(handle.read().rsplit(b")", 1)[1].split()[1]) == parent:
-                        pids.append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-    return pids
 
 
 class Scratch:

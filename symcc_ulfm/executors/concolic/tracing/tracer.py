@@ -11,6 +11,7 @@ of failing is new coverage too.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -109,8 +110,11 @@ def execute(function, argument, tracer: Tracer, max_frames: int) -> Outcome:
         return Outcome("return", None, value)
     except ExecTimeout as exc:
         return Outcome("timeout", None, None, exc)
-    except KeyboardInterrupt:
-        raise
+    except KeyboardInterrupt as exc:
+        # the sandbox child ignores SIGINT (its parent handles interrupts): there, it is the target's
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            raise
+        return Outcome("exception", type(exc).__name__, None, exc)
     except BaseException as exc:  # a target may raise anything, SystemExit included
         return Outcome("exception", type(exc).__name__, None, exc)
     finally:
