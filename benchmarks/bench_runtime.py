@@ -65,6 +65,7 @@ TARGETS = {
     "recovery_median_64_s": 0.5,
     "efficiency": 0.85,
     "containment_ratio": 1.3,
+    "isolation_ratio": 1.1,
 }
 
 
@@ -163,36 +164,41 @@ def limits(b: Bench) -> None:
                                        "workloads": {**rows}, "workload_specs": [SIM.to_json(), CONCOLIC.to_json()]}
 
 
+MODES = {"in_process": (False, "none"), "contained": (True, "none"), "isolated": (True, "namespaces")}
+
+
 def containment(b: Bench) -> None:
     """What running the target in a sandbox child costs, against running it in the same process
-    (as before containment), on every built-in target: one process each, alternating order."""
+    (as before containment), and what isolating that child in namespaces adds, on every built-in
+    target: one process each, the three modes in rotating order."""
     from symcc_ulfm.targets import names, resolve_target
 
     seconds = 2.0 if b.quick else 4.0
     rows = {}
     for name in names():
-        workload = h.Workload(f"concolic-{name}", "concolic", name, {})
         seed = resolve_target(name).seeds[0]
-        rates: dict[str, list[float]] = {"in_process": [], "contained": []}
-        costs: dict[str, list[float]] = {"in_process": [], "contained": []}
-        mutant_costs: dict[str, list[float]] = {"in_process": [], "contained": []}
+        rates: dict[str, list[float]] = {mode: [] for mode in MODES}
+        costs: dict[str, list[float]] = {mode: [] for mode in MODES}
+        mutant_costs: dict[str, list[float]] = {mode: [] for mode in MODES}
         died: list[str] = []
-        for rnd in range(1 if b.quick else 2):
-            for contained in ((False, True) if rnd % 2 == 0 else (True, False)):
-                key = "contained" if contained else "in_process"
+        order = list(MODES)
+        for rnd in range(1 if b.quick else 3):
+            for mode in order[rnd % 3:] + order[:rnd % 3]:
+                contained, isolation = MODES[mode]
+                workload = h.Workload(f"concolic-{name}", "concolic", name, {}, isolation=isolation)
                 seq = h.sequential_rate_apart(workload, seconds, contained)
                 if "died" in seq:  # the target killed the process that ran it: only in-process can that happen
-                    died.append(f"{key}: {seq['died']} after {seq['analyzed']} inputs in {seq['seconds']:.1f} s")
+                    died.append(f"{mode}: {seq['died']} after {seq['analyzed']} inputs in {seq['seconds']:.1f} s")
                 if seq["rate"]:
-                    rates[key].append(seq["rate"])
-                costs[key].append(h.execution_cost(workload, seed, seconds / 2, contained)["us_per_execution"])
+                    rates[mode].append(seq["rate"])
+                costs[mode].append(h.execution_cost(workload, seed, seconds / 2, contained)["us_per_execution"])
                 mutants = h.mutation_cost(workload, seed, 3, contained)
                 if mutants is not None:
-                    mutant_costs[key].append(mutants["us_per_mutant"])
-        row = {key: {"inputs_per_s": statistics.mean(rates[key]) if rates[key] else None,
-                     "us_per_execution": statistics.mean(costs[key]),
-                     "us_per_mutant": statistics.mean(mutant_costs[key]) if mutant_costs[key] else None}
-               for key in rates}
+                    mutant_costs[mode].append(mutants["us_per_mutant"])
+        row = {mode: {"inputs_per_s": statistics.mean(rates[mode]) if rates[mode] else None,
+                      "us_per_execution": statistics.mean(costs[mode]),
+                      "us_per_mutant": statistics.mean(mutant_costs[mode]) if mutant_costs[mode] else None}
+               for mode in MODES}
         row["died"] = died
         inside, apart = row["in_process"]["inputs_per_s"], row["contained"]["inputs_per_s"]
         # a target that killed the in-process loop has no in-process rate to compare with
@@ -201,22 +207,31 @@ def containment(b: Bench) -> None:
         row["execution_ratio"] = row["contained"]["us_per_execution"] / row["in_process"]["us_per_execution"]
         mutant_in, mutant_apart = row["in_process"]["us_per_mutant"], row["contained"]["us_per_mutant"]
         row["mutant_ratio"] = mutant_apart / mutant_in if mutant_in and mutant_apart else None
+        isolated = row["isolated"]
+        row["isolation_execution_ratio"] = isolated["us_per_execution"] / row["contained"]["us_per_execution"]
+        row["isolation_us_per_execution"] = isolated["us_per_execution"] - row["contained"]["us_per_execution"]
+        row["isolation_rate_ratio"] = (apart / isolated["inputs_per_s"]
+                                       if apart and isolated["inputs_per_s"] else None)
         rows[name] = row
         b.say(f"  {_containment_line(name, row)}")
     b.results["sections"]["containment"] = {
         "definition": "one process, no MPI: sequential_rate (run + measure of every distinct child), the wall time "
                       "of one measure of the seed and of one mutant of the hybrid phase in runs of the seed, the "
-                      "target in this process vs in the sandbox child; rounds alternate",
+                      "target in this process vs in the sandbox child (isolation none) vs in the sandbox child in "
+                      "its namespaces (the default); rounds rotate the order",
         "targets": rows}
 
 
 def _containment_line(name: str, r: dict[str, Any]) -> str:
-    inside, apart = r["in_process"], r["contained"]
+    inside, apart, isolated = r["in_process"], r["contained"], r["isolated"]
     return (f"{name}: {_f(inside['inputs_per_s'])} -> {_f(apart['inputs_per_s'])} inputs/s "
             f"(x{_f(r['rate_ratio'], '.2f')} the time per input); one execution {inside['us_per_execution']:.0f} -> "
             f"{apart['us_per_execution']:.0f} us (x{r['execution_ratio']:.2f}); one mutant in a run "
             f"{_f(inside['us_per_mutant'], '.0f')} -> {_f(apart['us_per_mutant'], '.0f')} us "
-            f"(x{_f(r['mutant_ratio'], '.2f')})" + "".join(f"; {d}" for d in r.get("died", [])))
+            f"(x{_f(r['mutant_ratio'], '.2f')}); isolated: one execution {isolated['us_per_execution']:.0f} us "
+            f"(x{r['isolation_execution_ratio']:.2f} contained), {_f(isolated['inputs_per_s'])} inputs/s "
+            f"(x{_f(r['isolation_rate_ratio'], '.2f')} the time per input)"
+            + "".join(f"; {d}" for d in r.get("died", [])))
 
 
 def _limit(b: Bench, workload: h.Workload) -> float | None:
@@ -616,6 +631,11 @@ def table(results: dict[str, Any], command: str) -> str:
         lines += [f"    {_containment_line(name, r)}" for name, r in rows.items()]
         lines.append(f"    target <= 1.3x per input (targets the in-process loop survives): {_status(ok)}; the "
                      "efficiency figures (6) are contained campaigns against the in-process sequential limit")
+        isolation = [r["isolation_execution_ratio"] for r in rows.values()]
+        ok = statistics.median(isolation) <= TARGETS["isolation_ratio"]
+        verdicts["8b isolation in namespaces costs <= 1.1x per execution (median of the targets)"] = ok
+        lines.append(f"    isolation (namespaces vs none), one execution: x{min(isolation):.2f} to x{max(isolation):.2f}, "
+                     f"median x{statistics.median(isolation):.2f}, target <= 1.1x: {_status(ok)}")
     if "idle" in s:
         row = s["idle"]
         ok = row["ranks_total_cores"] <= IDLE_LIMIT_CORES

@@ -57,15 +57,19 @@ class Workload:
     executor: str
     target: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    isolation: str = "namespaces"  # contained, the sandbox's isolation (launch --isolation)
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "executor": self.executor, "target": self.target, "options": dict(self.options)}
+        return {"name": self.name, "executor": self.executor, "target": self.target, "options": dict(self.options),
+                "isolation": self.isolation}
 
     def create(self, contained: bool = True):
         """The executor as a campaign runs it (contained when it runs target code), or in-process."""
         from symcc_ulfm.executors import create, engine
 
-        return (create if contained else engine)(self.executor, self.target, self.options)
+        if not contained:
+            return engine(self.executor, self.target, self.options)
+        return create(self.executor, self.target, self.options, isolation=self.isolation)
 
     def launch_args(self) -> list[str]:
         args = ["--executor", self.executor]

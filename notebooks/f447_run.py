@@ -130,11 +130,12 @@ rows += [("engine " + str(e["rank"]), e["status"]) for e in engines.classificati
 rows += [("problem", p) for p in verdict["problems"]] + [("note", n) for n in verdict["notes"]]
 display(Markdown("| | |\n|---|---|\n" + "\n".join(f"| {k} | `{v}` |" for k, v in rows)))
 # what each worker kind found first (the oracle's own recount of the WAL)
-attribution = verdict["summary"].get("attribution", {})
-display(Markdown("| worker kind | corpus inputs found first | of them adding coverage | findings | leases |\n"
-                 "|---|---|---|---|---|\n" + "\n".join(
-                     f"| {kind} | {row['inputs']} | {row['novel']} | {row['findings']} | {row['works']} |"
-                     for kind, row in attribution.items())))
+attribution = (verdict.get("summary") or {}).get("attribution", {})  # a run that could not be judged has none
+if attribution:
+    display(Markdown("| worker kind | corpus inputs found first | of them adding coverage | findings | leases |\n"
+                     "|---|---|---|---|---|\n" + "\n".join(
+                         f"| {kind} | {row['inputs']} | {row['novel']} | {row['findings']} | {row['works']} |"
+                         for kind, row in attribution.items())))
 
 # %%
 failures = [f"oracle: {p}" for p in verdict["problems"]] + engines.problems()

@@ -163,7 +163,7 @@ def _refuse_running(state: Path) -> None:
 
     who = running(state)
     if who:
-        raise CampaignRunning(f"{who}; judge it once it has ended (symcc-ulfm status shows it meanwhile)")
+        raise CampaignRunning(f"{who}; judge it once it has ended")
 
 
 def cmd_findings(args: argparse.Namespace) -> int:

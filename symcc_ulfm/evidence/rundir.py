@@ -104,6 +104,16 @@ class RunDir:
         return self.root / SUMS_NAME
 
 
+def enclosing_run(state: Path) -> RunDir | None:
+    """The run directory whose ``state/`` is ``state`` (it has a provenance record or a seal),
+    or None for a state directory of its own."""
+    parent = Path(state).parent
+    if Path(state).name != "state":
+        return None
+    run = RunDir(parent)
+    return run if run.provenance.exists() or run.sums.exists() else None
+
+
 def new_run_dir(policy: Policy, base: str | Path | None = None) -> RunDir:
     """Create ``<base>/<run-id>/`` (default base: ``evidence/`` of the checkout); never reuse one."""
     base = Path(base) if base is not None else repo_root() / "evidence"

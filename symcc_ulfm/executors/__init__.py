@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import PolicyError
 from .base import Executor, RunResult
+from .sandbox import isolation as sandbox_isolation
 from .sandbox.parent import Sandbox
 
 _EXECUTORS: dict[str, str] = {  # a campaign's executor: one lease analyzes one input
@@ -101,10 +102,13 @@ def engine(name: str, target: str | None = None, options: Mapping[str, Any] | No
 def create(name: str, target: str | None = None, options: Mapping[str, Any] | None = None,
            scratch: Path | None = None, isolation: str = "namespaces") -> Executor:
     """The executor ``name`` for ``target`` as the runtime runs it: contained when it runs target
-    code, in namespaces unless ``isolation`` is ``none`` (``sandbox.isolation``); ``scratch`` is a
+    code, in namespaces unless ``isolation`` is ``none`` (``sandbox.isolation``; CapabilityError
+    where the kernel refuses them); ``scratch`` is a
     directory its executions may write into (default: the system's temp; isolated, a temporary
     directory of its own, the only one they can write)."""
     if executor_class(name).in_process_target:
+        if isolation == "namespaces":
+            sandbox_isolation.require()
         return Sandbox(name, target, options, scratch=scratch, isolated=isolation == "namespaces")
     executor = engine(name, target, options)
     executor.scratch_dir = scratch

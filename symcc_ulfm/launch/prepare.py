@@ -16,10 +16,9 @@ from ..core.canonical import digest
 from ..core.limits import MAX_SMALL_JSON_BYTES
 from ..core.modes import FileModes
 from ..core.policy import Policy
-from ..errors import CapabilityError, IntegrityError, PolicyError, WalCorruption
+from ..errors import IntegrityError, PolicyError, WalCorruption
 from ..executors import check_kinds, create, is_fuzzer
 from ..executors.sandbox.forkserver import grace_s
-from ..executors.sandbox.isolation import unavailable as isolation_unavailable
 from ..executors.sandbox.parent import Sandbox
 from ..store.corpus import Corpus
 from ..store.dirs import ensure_dir
@@ -55,10 +54,6 @@ def check_executor(policy: Policy, seeds: list[bytes] | None = None) -> Executor
     the policy names: a bad target fails here (exit 2), and the target's code never runs in this
     process. ``seeds`` (``--seeds DIR``) replace the executor's own."""
     check_kinds(policy.executor, policy.slots)
-    if policy.isolation == "namespaces" and (reason := isolation_unavailable()):
-        raise CapabilityError(f"target code cannot be isolated here ({reason}); run it without namespaces, "
-                              "where a target can write the campaign's files and leave processes behind, "
-                              "only on purpose: --isolation none")
     identity, seeds_of, execution, run = _probe(policy, policy.executor)
     kinds = {}
     for kind in policy.kinds[1:]:

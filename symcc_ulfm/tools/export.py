@@ -20,6 +20,7 @@ from pathlib import Path
 from ..core.finding import TERMINAL_KINDS
 from ..core.modes import FileModes
 from ..errors import ConfigError
+from ..evidence.rundir import enclosing_run
 from ..store.atomic import write_new
 from ..store.corpus import Corpus
 from ..store.dirs import ensure_dir
@@ -44,7 +45,8 @@ def export(path: str | Path, out: str | Path, modes: FileModes, layout: str = "a
         raise ConfigError("--layout", f"{layout!r}: expected one of {', '.join(LAYOUTS)}")
     state = state_of(path, modes)
     out = Path(out)
-    protected = state.root.parent if state.root.name == "state" else state.root  # a run directory, or the state
+    run = enclosing_run(state.root)
+    protected = run.root if run is not None else state.root
     target = Path(os.path.realpath(out.parent)) / out.name
     if target == Path(os.path.realpath(protected)) or Path(os.path.realpath(protected)) in target.parents:
         raise ConfigError("OUT", f"{out} is inside {protected}; export writes outside the campaign's own files "

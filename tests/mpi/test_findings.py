@@ -156,10 +156,12 @@ POISON = textwrap.dedent(f'''
 
 
 def test_a_poison_input_is_quarantined_after_it_killed_two_workers(tmp_path):
+    """Without isolation (``--isolation none``; isolated, the target sees no process outside its
+    sandbox: tests/mpi/test_hostile_campaign.py), or where the OOM killer takes the rank."""
     target = _target(tmp_path, "poison", POISON)
     seeds = json.dumps([POISON_INPUT.hex(), b"benign!!".hex()])
     run = launch(tmp_path / "state", "--ranks", "8", "--warm-spares", "2", "--workers-per-master", "2",
-                 "--failure-schedule", "", "--deadline", "14", "--target", target,
+                 "--failure-schedule", "", "--deadline", "14", "--target", target, "--isolation", "none",
                  "--executor-option", f"seeds={seeds}")
     v = run.verdict
     assert run.returncode == 0, run.stderr + json.dumps(v.get("problems"))

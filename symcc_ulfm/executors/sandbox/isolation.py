@@ -35,11 +35,14 @@ and a campaign refuses to start unless asked to run without isolation (``isolati
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from ...errors import CapabilityError
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -113,6 +116,7 @@ def confine(writable: list[str]) -> None:
     Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
 
 
+@functools.lru_cache(maxsize=1)
 def unavailable() -> str | None:
     """Why target code cannot be isolated here (None: it can): ``unshare`` missing, or user
     namespaces refused by the kernel (``user.max_user_namespaces``, a seccomp policy...)."""
@@ -148,6 +152,15 @@ def outer_pid(root: int, inner: int) -> int | None:
                     return pid
         todo.extend(children)
     return None
+
+
+def require() -> None:
+    """CapabilityError (exit 5) where target code cannot be isolated, saying why."""
+    reason = unavailable()
+    if reason is not None:
+        raise CapabilityError(f"target code cannot be isolated here ({reason}); run it without namespaces, "
+                              "where a target can write the campaign's files and leave processes behind, "
+                              "only on purpose: --isolation none")
 
 
 def wrap(command: list[str], writable: list[str | Path]) -> list[str]:

@@ -21,6 +21,7 @@ and marks the slot :data:`FRAMED`.
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
 import struct
@@ -32,6 +33,27 @@ CAPACITY = 1 << 20
 IDLE, OWN, COPIED, FRAMED = 0, 1, 2, 3  # between executions; the request's own input; in the slot; in a frame
 AFTER = 4  # added to OWN, COPIED or FRAMED: idle, after an execution of that input
 _READ_TRIES = 1000
+SIZE = HEADER.size + CAPACITY
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
+_libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+
+def _map(fd: int) -> tuple[int, memoryview]:
+    """``fd`` mapped shared, by libc's ``mmap``: Python's ``mmap`` keeps a duplicate of the
+    descriptor open, which a child's target could then write through."""
+    address = _libc.mmap(None, SIZE, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
+    if address in (None, _MAP_FAILED):
+        err = ctypes.get_errno()
+        raise OSError(err, f"mmap of the execution slot: {os.strerror(err)}")
+    return address, memoryview((ctypes.c_char * SIZE).from_address(address)).cast("B")
+
+
+def _unmap(address: int, view: memoryview) -> None:
+    view.release()
+    _libc.munmap(address, SIZE)
 
 
 @dataclass(frozen=True)
@@ -56,7 +78,7 @@ class Slot:
     descriptor to pass down); a child maps the descriptor it was given and closes it."""
 
     def __init__(self, fd: int, owned: bool = False):
-        self._map = mmap.mmap(fd, HEADER.size + CAPACITY, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        self._address, self._map = _map(fd)
         self._sequence = HEADER.unpack_from(self._map)[0]
         self.fd = fd if owned else -1
         self._closer = weakref.finalize(self, os.close, fd) if owned else None
@@ -66,7 +88,7 @@ class Slot:
         """A new, zeroed (idle) slot in a close-on-exec ``memfd``."""
         fd = os.memfd_create("symcc-ulfm-slot", os.MFD_CLOEXEC)
         try:
-            os.ftruncate(fd, HEADER.size + CAPACITY)
+            os.ftruncate(fd, SIZE)
             return cls(fd, owned=True)
         except OSError:
             os.close(fd)
@@ -109,7 +131,9 @@ class Slot:
         return None
 
     def close(self) -> None:
-        self._map.close()
+        if self._address is not None:
+            _unmap(self._address, self._map)
+            self._address = None
         if self._closer is not None:
             self._closer()
 
