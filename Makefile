@@ -113,3 +113,17 @@ ENGINE_JOBS ?= 2
 .PHONY: bench-engine
 bench-engine: setup $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.bench_engine --seconds $(ENGINE_SECONDS) --jobs $(ENGINE_JOBS) $(ENGINE_ARGS)
+
+# -- bench-hybrid: AFL++, SymCC, SymCC's fuzzing helpers and our hybrid campaigns on the C targets and two
+# Debian-source libraries, one measurer (benchmarks/bench_hybrid.py, benchmarks/README.md "Hybrid campaigns").
+# Full: 5 targets x 8 systems x 2 rounds x 600 s (~14 h on 2 cores); BENCH_QUICK=1: 2 targets, 4 systems, 45 s
+# (~10 min). SYMCC_CC, SYMCC_HELPER (the Rust helper) and MPI_HELPER (upstream's mpi_fuzzing_helper.py)
+# default to the builds of benchmarks/README.md in /work/scratch when they are there.
+SYMCC_CC ?= $(firstword $(wildcard /work/scratch/symcc-build/symcc))
+SYMCC_HELPER ?= $(firstword $(wildcard /work/scratch/symcc-helper/release/symcc_fuzzing_helper))
+MPI_HELPER ?= $(firstword $(wildcard /work/scratch/src/symcc-7dc2ee66/util/mpi_fuzzing_helper.py))
+HYBRID_ARGS ?=
+.PHONY: bench-hybrid
+bench-hybrid: setup $(BENCH_STAMP)
+	SYMCC_CC="$(SYMCC_CC)" SYMCC_HELPER="$(SYMCC_HELPER)" MPI_HELPER="$(MPI_HELPER)" \
+		$(BIN)/python -m benchmarks.bench_hybrid $(if $(filter 1,$(BENCH_QUICK)),--quick) $(HYBRID_ARGS)

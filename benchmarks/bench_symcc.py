@@ -22,23 +22,34 @@ CPU time (the runs' and, for the executor, the sandbox child's and this process'
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
-import resource
-import select
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = Path(__file__).resolve().parent / "c_targets"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.c_bench import (  # noqa: E402
+    RUN_TIMEOUT_S,
+    afl_edges,
+    behaviours,
+    build_single,
+    children_cpu,
+    corpus_inputs,
+    self_cpu,
+    sha256,
+    stop_group,
+    symcc_env,
+    symcc_run,
+    without_symcc_vars,
+)
+
 # One valid, unremarkable message per target, zero-padded: SymCC never changes an input's length.
 SEEDS = {
     "hdr_opcode": "53510101a501",  # version 1, body = ping
@@ -46,9 +57,6 @@ SEEDS = {
     "crash_dispatch": "43460002efbe0000",  # nop
 }
 SEED_LENGTH = 48
-RUN_TIMEOUT_S = 8.0  # per SymCC run, the symcc executor's default timeout_s
-REPLAY_TIMEOUT_S = 5.0
-UPSTREAM_GRACE_S = 5.0
 
 
 @dataclass
@@ -67,30 +75,9 @@ class Measurement:
     notes: dict = field(default_factory=dict)
 
 
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def self_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def build(symcc_cc: str, name: str, out: Path) -> dict[str, Path]:
     """The SymCC, plain gcc and afl-cc builds of one target."""
-    source = SOURCES / f"{name}.c"
-    binaries = {"symcc": out / f"{name}.symcc", "plain": out / f"{name}.plain", "afl": out / f"{name}.afl"}
-    compilers = {"symcc": symcc_cc, "plain": "gcc", "afl": "afl-cc"}
-    for kind, binary in binaries.items():
-        env = {**os.environ, "AFL_QUIET": "1"}
-        subprocess.run([compilers[kind], "-O2", "-o", str(binary), str(source)], check=True, env=env,
-                       stdout=subprocess.DEVNULL)
-    return binaries
+    return build_single(symcc_cc, name, out, ("symcc", "plain", "afl"))
 
 
 def write_seed(name: str, out: Path) -> Path:
@@ -99,47 +86,6 @@ def write_seed(name: str, out: Path) -> Path:
     seed = bytes.fromhex(SEEDS[name]).ljust(SEED_LENGTH, b"\0")
     (seed_dir / "seed0").write_bytes(seed)
     return seed_dir
-
-
-def without_symcc_vars() -> dict[str, str]:
-    return {key: val for key, val in os.environ.items() if not key.startswith("SYMCC_")}
-
-
-def symcc_env(output_dir: Path) -> dict[str, str]:
-    """What the symcc executor gives a run: no inherited SYMCC_*, an output dir, linearization."""
-    return {**without_symcc_vars(), "SYMCC_OUTPUT_DIR": str(output_dir), "SYMCC_ENABLE_LINEARIZATION": "1"}
-
-
-def exited(pid: int, timeout_s: float) -> bool:
-    """Whether the process exits within ``timeout_s``, told by its pidfd the moment it does.
-
-    ``Popen.wait(timeout=...)`` polls with sleeps that double up to 50 ms, 15-30 ms too late for
-    a 50-ms SymCC run (``docs/notes.md``)."""
-    fd = os.pidfd_open(pid)
-    try:
-        return bool(select.select([fd], [], [], timeout_s)[0])
-    finally:
-        os.close(fd)
-
-
-def symcc_run(binary: Path, data: bytes, scratch: Path, timeout_s: float, env: dict[str, str]) -> list[bytes] | None:
-    """Every file one SymCC run wrote (``NNNNNN`` and ``NNNNNN-optimistic`` alike); None on timeout."""
-    work = Path(tempfile.mkdtemp(dir=scratch))
-    try:
-        (work / "out").mkdir()
-        (work / "input").write_bytes(data)
-        with open(work / "input", "rb") as stdin:
-            proc = subprocess.Popen([str(binary)], stdin=stdin, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL, env={**env, "SYMCC_OUTPUT_DIR": str(work / "out")},
-                                    start_new_session=True)
-        if not exited(proc.pid, timeout_s):
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return None
-        proc.wait()
-        return [path.read_bytes() for path in sorted((work / "out").iterdir()) if path.is_file()]
-    finally:
-        shutil.rmtree(work)
 
 
 def run_loop(name: str, binary: Path, seed_dir: Path, seconds: float, run_dir: Path, rnd: int,
@@ -233,59 +179,6 @@ def run_upstream(name: str, binary: Path, seed_dir: Path, seconds: float, run_di
     analyzed = sum(1 for i in started if i + 1 < len(lines))
     notes = {"command": command, "generations": sum(line.startswith("Generation ") for line in lines)}
     return Measurement(name, "upstream", rnd, seconds, analyzed, None, children_cpu() - cpu0, notes=notes)
-
-
-def stop_group(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=UPSTREAM_GRACE_S)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
-def corpus_inputs(*dirs: Path) -> dict[str, bytes]:
-    inputs = {}
-    for directory in dirs:
-        if directory.is_dir():
-            for path in directory.iterdir():
-                if path.is_file():
-                    data = path.read_bytes()
-                    inputs[sha256(data)] = data
-    return inputs
-
-
-def behaviours(plain: Path, inputs: dict[str, bytes]) -> set[tuple[str, int | str]]:
-    """Distinct (stdout, exit status) pairs of the plain build; status "timeout" past the replay bound."""
-    seen = set()
-    for data in inputs.values():
-        try:
-            proc = subprocess.run([str(plain)], input=data, capture_output=True, timeout=REPLAY_TIMEOUT_S)
-            seen.add((proc.stdout.decode(errors="replace").strip(), proc.returncode))
-        except subprocess.TimeoutExpired:
-            seen.add(("", "timeout"))
-    return seen
-
-
-def afl_edges(afl: Path, inputs: dict[str, bytes], scratch: Path) -> int:
-    """Edges of the union of the corpus, from ``afl-showmap -C`` (its fork server, one process)."""
-    work = Path(tempfile.mkdtemp(dir=scratch))
-    try:
-        for digest, data in inputs.items():
-            (work / digest).write_bytes(data)
-        out = work.with_suffix(".edges")
-        subprocess.run(["afl-showmap", "-q", "-i", str(work), "-o", str(out), "-C", "-t",
-                        str(int(REPLAY_TIMEOUT_S * 1000)), "--", str(afl)],
-                       check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        edges = len(out.read_text().split()) if out.is_file() else 0
-        out.unlink(missing_ok=True)
-        return edges
-    finally:
-        shutil.rmtree(work)
 
 
 def score(m: Measurement, binaries: dict[str, Path], seed_dir: Path, run_dir: Path) -> None:
