@@ -55,9 +55,6 @@ SAMPLES = 10  # corpus listings per window
 AFL_TIMEOUT_MS = 1000  # afl-fuzz -t: the campaign's afl kind uses measure_timeout_s (1 s)
 START_WAIT_S = 30.0  # for an AFL instance's fuzzer_stats before a helper starts
 LAUNCH_EXTRA_S = 180.0  # beyond the window: a campaign's start, endpoint measurement and oracle
-# launch refuses the afl worker kind with the default lease (60 s): its run limit is afl-fuzz's start
-# (30 s) + 5 s + the slice, so with --slice 5 and the symcc executor's 8 s timeout it asks for 102 s.
-HYBRID_LEASE_S = 120.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # afl-fuzz's environment, for every system that runs it: the campaign's afl worker kind uses the
 # same variables (symcc_ulfm/executors/fuzzers/afl.py). AFL_SYNC_TIME=1 (minutes) lets a main
@@ -444,7 +441,7 @@ def campaign_args(ctx: Context, kinds: str | None, workers: int) -> list[str]:
             "--keep", "novel", "--failure-schedule", "", "--deadline", f"{ctx.seconds:g}", "--run-to-deadline",
             "--ranks", str(workers + 1), "--warm-spares", "0", "--workers-per-master", str(workers)]
     if kinds:
-        args += ["--worker-kinds", kinds, "--slice", f"{ctx.args.slice:g}", "--timeout", f"lease_s={HYBRID_LEASE_S:g}"]
+        args += ["--worker-kinds", kinds, "--slice", f"{ctx.args.slice:g}"]
     return args
 
 
