@@ -3,10 +3,13 @@ PYTHON ?= $(shell if [ -x /usr/bin/python3.11 ]; then echo /usr/bin/python3.11; 
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# The notebooks' kernelspec names this kernel: `make setup` installs it into .venv.
+KERNEL := symcc-ulfm
+KERNEL_SPEC := $(VENV)/share/jupyter/kernels/$(KERNEL)/kernel.json
 
 .PHONY: setup test test-all evidence lab
 
-setup: $(STAMP)
+setup: $(STAMP) $(KERNEL_SPEC)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,9 +29,6 @@ test-all: setup
 # Notebook parameters as NAME=VALUE words, e.g. make evidence EVIDENCE_PARAMS="ranks=6 executor=simulate".
 EVIDENCE_DIR ?= evidence
 EVIDENCE_PARAMS ?=
-KERNEL := symcc-ulfm
-KERNEL_SPEC := $(VENV)/share/jupyter/kernels/$(KERNEL)/kernel.json
-
 $(KERNEL_SPEC): $(STAMP)
 	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (symcc-ulfm .venv)"
 

@@ -9,6 +9,19 @@ from .. import executors
 from ..core.reference import REFERENCE, REFERENCE_SCHEDULE
 
 
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """End every option's help with its default unless the help already says it
+    (``argparse.ArgumentDefaultsHelpFormatter`` shows defaults only beside a help text)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _show_defaults(sub)
+            continue
+        shown = action.option_strings and action.default not in (None, False, "", argparse.SUPPRESS)
+        if shown and "default" not in (action.help or ""):
+            action.help = f"{action.help or ''} (default: %(default)s)".lstrip()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="symcc-ulfm",
@@ -122,4 +135,5 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--failures", type=int, required=True)
     m.add_argument("--trials", type=int, required=True)
     m.add_argument("--json", action="store_true")
+    _show_defaults(parser)
     return parser

@@ -25,7 +25,6 @@ import contextlib
 import ctypes
 import os
 import re
-import shlex
 import signal
 import subprocess
 import threading
@@ -40,7 +39,7 @@ from ..core.policy import Policy
 from ..errors import CheckFailed, ConfigError, Interrupted
 from ..store.joblock import RanksProbe, open_state_file, ranks_gone
 from ..store.paths import StateDir
-from .mpiexec import job_environment, mpiexec_command
+from .mpiexec import job_environment, mpiexec_command, shell_line
 from .prepare import hold
 
 TAIL_BYTES = 64 << 10
@@ -81,7 +80,7 @@ def run_job(
     rank of it is gone (see the module docstring)."""
     hold(state)
     command = [*(command_prefix or []), *mpiexec_command(policy, state.root, state.modes, extra=extra_args)]
-    echo("+ " + shlex.join(command))
+    echo("+ " + shell_line(command))
     env = {**job_environment(state.modes), **(env_overrides or {})}
     return supervise(policy, state, command, env)
 

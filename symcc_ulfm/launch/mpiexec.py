@@ -10,6 +10,7 @@ with the same flags.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -61,8 +62,17 @@ def host_flags(policy: Policy) -> list[str]:
 
 
 def forwarded_variables(modes: FileModes) -> list[str]:
-    names = [HOT_PATH_VAR, *modes.as_env()]
-    return [arg for name in names for arg in ("-x", name)]
+    """``-x NAME=VALUE`` for every variable the ranks need, values included so that the printed
+    command line can be pasted into a shell as it is."""
+    values = {HOT_PATH_VAR: "1", **modes.as_env()}
+    return [arg for name, value in values.items() for arg in ("-x", f"{name}={value}")]
+
+
+def shell_line(command: list[str]) -> str:
+    """``command`` as a line a user can paste: prefixed with the variables ``mpiexec`` itself
+    needs when run as root (``job_environment`` sets them for the job)."""
+    prefix = [f"{name}={value}" for name, value in ROOT_ENV.items()] if os.geteuid() == 0 else []
+    return " ".join([*prefix, shlex.join(command)])
 
 
 def mpiexec_command(

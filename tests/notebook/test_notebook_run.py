@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.notebook, pytest.mark.mpi]
 
 
 def papermill(output: Path, run_dir: Path, **params: str) -> subprocess.CompletedProcess:
-    command = [str(Path(sys.executable).parent / "papermill"), "-k", "python3", "--log-level", "WARNING",
+    command = [str(Path(sys.executable).parent / "papermill"), "--log-level", "WARNING",
                str(NOTEBOOK), str(output), "-p", "run_dir", str(run_dir)]
     for name, value in {**SMALL, **params}.items():
         command += ["-p", name, value]

@@ -36,7 +36,7 @@ def test_the_parameters_cell():
 
 
 def papermill(output: Path, **params: str) -> subprocess.CompletedProcess:
-    command = [str(Path(sys.executable).parent / "papermill"), "-k", "python3", "--log-level", "WARNING",
+    command = [str(Path(sys.executable).parent / "papermill"), "--log-level", "WARNING",
                str(NOTEBOOKS / "f447_scale.ipynb"), str(output)]
     for name, value in params.items():
         command += ["-p", name, value]
