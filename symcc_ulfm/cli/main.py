@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import CampaignRunning, CheckFailed, ConfigError, SymccUlfmError, TargetError
+from ..errors import CampaignRunning, CheckFailed, ConfigError, Interrupted, SymccUlfmError, TargetError
 from .args import build_parser
 
 
@@ -47,6 +48,25 @@ def _timeouts(pairs: list[str] | None) -> dict[str, float]:
         if not sep or not key:
             raise ConfigError("--timeout", f"{pair!r} is not NAME=SECONDS (e.g. lease_s=30, recovery_step_s=10)")
     return out
+
+
+_NOT_RESUMED = {"--state-dir": 1, "--resume": 0, "--seeds": 1}  # option -> values it takes
+
+
+def _resume_command(argv: list[str], state_root: Path) -> str:
+    """The command that resumes this launch: its own arguments (a resume checks them against the
+    stored policy) without the state directory, ``--resume`` and the seeds (already published)."""
+    kept, skip = [], 0
+    for word in argv:
+        if skip:
+            skip -= 1
+            continue
+        name = word.split("=", 1)[0]
+        if name in _NOT_RESUMED:
+            skip = 0 if "=" in word else _NOT_RESUMED[name]
+            continue
+        kept.append(word)
+    return shlex.join(["symcc-ulfm", *kept, "--state-dir", str(state_root), "--resume"])
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
@@ -91,7 +111,11 @@ def cmd_launch(args: argparse.Namespace) -> int:
             policy = fitted
     state_dir = Path(args.state_dir or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
     state = prepare_state_dir(policy, state_dir, modes, resume=args.resume, probe=probe, new_seeds=seeds is not None)
-    job = run_job(policy, state, echo=echo)
+    try:
+        job = run_job(policy, state, echo=echo)
+    except (KeyboardInterrupt, Interrupted):
+        print(f"symcc-ulfm: the campaign is resumable: {_resume_command(args.argv, state.root)}", file=sys.stderr)
+        raise
     verdict = conclude(state)
     verdict.pop("summary", None)
     verdict.update(job_returncode=job.returncode, job_seconds=round(job.seconds, 3), job_timed_out=job.timed_out,
@@ -322,7 +346,9 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv
     try:
         return COMMANDS[args.command](args)
     except TargetError as exc:

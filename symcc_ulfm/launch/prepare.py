@@ -25,7 +25,7 @@ from ..store.dirs import ensure_dir
 from ..store.heartbeat import last_heartbeat
 from ..store.identity import require_same, write_identity
 from ..store.joblock import OwnerLock
-from ..store.paths import StateDir
+from ..store.paths import StateDir, foreign_entries
 from ..store.policy_file import holds_policy, write_policy
 from ..store.reads import read_bytes
 from ..store.runlog import last_event_time
@@ -93,6 +93,7 @@ def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume:
     check_lease(policy, probe.run_limit_s, probe.execution_limit_s)
     state = StateDir(Path(state_dir).absolute(), modes)
     check_state_dir(state.root)
+    _refuse_foreign(state)
     ensure_dir(state.root, modes.snapshot_dir)
     check_state_dir(state.root)  # what was created, and what a racing creator may have put there
     hold(state)
@@ -102,6 +103,18 @@ def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume:
         release(state)
         raise
     return state
+
+
+def _refuse_foreign(state: StateDir) -> None:
+    """A directory with files no campaign writes is someone else's: refused before anything is
+    written into it (a state that died before its policy was written holds only its own names)."""
+    if not state.root.is_dir() or state.policy.exists():
+        return
+    foreign = foreign_entries(state.root)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise PolicyError("state_dir", f"{state.root} is not empty and holds no campaign ({shown}); "
+                                       "give a new or empty directory")
 
 
 def hold(state: StateDir) -> None:

@@ -17,10 +17,11 @@ from pathlib import Path
 
 from ..errors import StoreError
 from .durability import Barrier, settle
+from .paths import TEMP_PREFIX
 
 
 def _write_temp(directory: Path | str, name: str, data: bytes, mode: int, sync: bool = True) -> str:
-    temp = os.path.join(directory, f".tmp-{name}-{os.getpid()}-{secrets.token_hex(4)}")
+    temp = os.path.join(directory, f"{TEMP_PREFIX}{name}-{os.getpid()}-{secrets.token_hex(4)}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         os.fchmod(fd, mode)

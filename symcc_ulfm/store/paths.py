@@ -31,6 +31,7 @@ read themselves: they import nothing of the store, so that a bug here cannot hid
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +44,14 @@ LAYOUT_DIRS = ("membership", "wal", "wal/records", "wal/locks", "query-store", "
 LAYOUT_FILES = ("policy.json", "executor.json", "outcome.json", "endpoint.json", "oracle.json", "job-output.txt",
                 "launch.lock", "ranks.lock")
 PER_RANK_DIRS = ("staging", "scratch", "query-store")  # hold one directory per rank
+TEMP_PREFIX = ".tmp-"  # store.atomic's temporary files, left by a write that died
+
+
+def foreign_entries(root: Path) -> list[str]:
+    """The top-level names of ``root`` that no state directory holds, sorted (empty for a new,
+    empty or partly created state): a launch refuses a directory that has any."""
+    own = {name.split("/")[0] for name in LAYOUT_DIRS} | set(LAYOUT_FILES)
+    return sorted(name for name in os.listdir(root) if name not in own and not name.startswith(TEMP_PREFIX))
 
 
 @dataclass(frozen=True)

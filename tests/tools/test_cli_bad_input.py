@@ -90,6 +90,24 @@ def test_existing_state_dir_is_not_reused_without_resume(tmp_path):
     assert (tmp_path / "state" / "policy.json").read_text() == "{}"
 
 
+def test_a_non_empty_directory_that_is_not_a_state_is_refused_with_nothing_written(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "thesis.tex").write_text("mine")
+    done, _ = run_cli(tmp_path, "--executor", "simulate")
+    assert done.returncode == 2 and "not empty and holds no campaign (thesis.tex)" in done.stderr
+    assert sorted(p.name for p in state.iterdir()) == ["thesis.tex"]
+
+
+def test_an_empty_directory_and_a_state_that_died_before_its_policy_are_accepted(tmp_path):
+    state = tmp_path / "state"
+    (state / "wal" / "records").mkdir(parents=True)
+    (state / ".tmp-policy.json-1-ab").write_text("")
+    done, _ = run_cli(tmp_path, "--executor", "simulate", "--deadline", "1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (state / "policy.json").exists()
+
+
 @pytest.mark.parametrize(
     ("argv", "named"),
     [
