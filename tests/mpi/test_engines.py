@@ -38,7 +38,7 @@ def test_engine_flags_are_the_job_flags_with_forwarding():
     assert args[:2] == ["--with-ft", "ulfm"]
     for flag in ("--oversubscribe", "ob1", "tcp,self", "^han", "async_mpi_finalize"):
         assert flag in args
-    assert ["-x", "SYMCC_ULFM_HOT_PATH"] == args[args.index("SYMCC_ULFM_HOT_PATH") - 1:][:2]
+    assert ["-x", "SYMCC_ULFM_HOT_PATH=1"] == args[args.index("SYMCC_ULFM_HOT_PATH=1") - 1:][:2]
     assert "--with-ft" not in engine_mpi_args(policy, FileModes(), with_ft=False)
     assert engine_environment(FileModes())["SYMCC_ULFM_HOT_PATH"] == "1"
 
