@@ -1,6 +1,6 @@
 """The ``mpiexec`` command line of a campaign job: flags, hosts, forwarded variables, environment.
 
-The flags are the ones measured to matter (``notes/openmpi.md``): ``--with-ft ulfm``; ``pml
+The flags are the ones measured to matter (``docs/openmpi.md``): ``--with-ft ulfm``; ``pml
 ob1`` with ``btl tcp,self`` (UCX and shared memory are not fault tolerant); ``coll ^han`` (not
 fault tolerant across hosts); ``async_mpi_finalize 1`` (avoids hangs in MPI_Finalize after a
 failure); ``--oversubscribe`` on small machines. The ipyparallel engines (``engines.py``) run

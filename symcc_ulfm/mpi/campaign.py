@@ -34,7 +34,7 @@ from ..store.paths import StateDir
 from ..store.policy_file import read_policy
 from ..store.runlog import Event, last_event_time
 from ..store.trust import check_layout
-from .capability import compare, probe, require_ulfm
+from .capability import compare, ft_enabled, probe, require_ulfm
 from .channels import MpiTransport
 from .context import RankContext
 from .ft import ops_for
@@ -73,12 +73,14 @@ def _start(ctx: RankContext | None, world: MPI.Comm, stable: int, early: SymccUl
         ctx.world_group = world.Get_group()
     # Every rank learns every rank's start-up problem, so they all fail closed together
     # instead of waiting for a rank that already gave up.
-    with bounded("start-up problem exchange", DEFAULT_STARTUP_S, ctx.log if ctx else None):
-        mine = f"{type(early).__name__}: {early}"[:4000] if early else ""
-        reports = allgather_blobs(world, mine.encode(), _BLOB_WIDTH, "startup problems")
+    log = ctx.log if ctx else None
+    mine = f"{type(early).__name__}: {early}"[:4000] if early else ""
+    reports = _exchange(world, mine.encode(), "start-up problem exchange", DEFAULT_STARTUP_S, log)
+    others = [f"rank {r}: {b.decode()}" for r, b in enumerate(reports) if b]
+    if others:
+        _leave_together(world, DEFAULT_STARTUP_S, log)
     if early is not None:
         raise early
-    others = [f"rank {r}: {b.decode()}" for r, b in enumerate(reports) if b]
     if others:
         raise CapabilityError("another rank could not start: " + "; ".join(others))
     policy = ctx.policy
@@ -99,10 +101,10 @@ def _start(ctx: RankContext | None, world: MPI.Comm, stable: int, early: SymccUl
         {"facts": facts, "policy": policy_sha, "executor": executor_sha, "host": host, "pid": os.getpid(),
          "opened_at": ctx.opened_at, "problem": problem}
     )
-    with bounded("startup exchange", policy.timeouts.startup_s, ctx.log):
-        exchanged = [json.loads(b) for b in allgather_blobs(world, blob, _BLOB_WIDTH, "startup exchange")]
+    exchanged = [json.loads(b) for b in _exchange(world, blob, "startup exchange", policy.timeouts.startup_s, ctx.log)]
     problems = [f"rank {r}: {e['problem']}" for r, e in enumerate(exchanged) if e["problem"]]
     if problems:
+        _leave_together(world, policy.timeouts.startup_s, ctx.log)
         raise CapabilityError("; ".join(problems))
     compare([e["facts"] for e in exchanged], [e["policy"] for e in exchanged])
     if len({e["executor"] for e in exchanged}) != 1:
@@ -150,6 +152,31 @@ def _open(state_root: Path, world: MPI.Comm, stable: int) -> tuple[RankContext |
         if lock is not None:
             lock.release()
         return None, exc
+
+
+def _exchange(world: MPI.Comm, blob: bytes, where: str, seconds: float, log) -> list[bytes]:
+    """One start-up allgather under a watchdog; a rank that dies meanwhile fails the start-up."""
+    with bounded(where, seconds, log):
+        try:
+            return allgather_blobs(world, blob, _BLOB_WIDTH, where)
+        except FailureDetected as exc:
+            raise CapabilityError(f"a rank failed during the {where} ({exc}); nothing was started") from None
+
+
+def _leave_together(world: MPI.Comm, seconds: float, log) -> None:
+    """Synchronise before every rank leaves because an exchange showed the job cannot start.
+
+    A rank that left as soon as its own allgather completed could strand a peer still waiting
+    for that rank's last message: the peer then failed with a process-failure error instead of
+    the reason, or waited until its watchdog. A fault-tolerant agreement (a barrier without
+    ULFM, where the first exit ends the job anyway) returns only once every live rank has
+    finished the exchange; its own outcome does not matter, since all ranks leave.
+    """
+    with bounded("start-up failure agreement", seconds, log), contextlib.suppress(MPI.Exception):
+        if ft_enabled():
+            world.Agree(0)
+        else:
+            world.Barrier()
 
 
 def open_next_epoch(ctx: RankContext, hosts: tuple[str, ...], job_started: float) -> None:

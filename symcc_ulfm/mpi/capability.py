@@ -19,12 +19,17 @@ from ..core.env import FT_ENABLE_VAR, HOT_PATH_VAR
 from ..errors import CapabilityError
 
 
+def ft_enabled() -> bool:
+    """Whether the runtime enabled fault tolerance for this job (``mpiexec --with-ft ulfm``)."""
+    return os.environ.get(FT_ENABLE_VAR, "").lower() in ("1", "true", "yes", "enabled")
+
+
 def probe() -> dict[str, Any]:
     """This rank's capability facts (JSON-able)."""
     facts: dict[str, Any] = {
         "mpi_library": MPI.Get_library_version().split(",")[0].strip(),
         "mpi4py": __import__("mpi4py").__version__,
-        "ft_enabled": os.environ.get(FT_ENABLE_VAR, "").lower() in ("1", "true", "yes", "enabled"),
+        "ft_enabled": ft_enabled(),
         "revoke": False,
         "shrink": False,
         "agree": False,

@@ -5,7 +5,7 @@ plain variant exists only for the fault-free baseline: agreement becomes an allr
 flags, and a failure cannot be survived, so ``shrink`` stops the campaign (all durable state
 is already consistent at every step).
 
-Two rules learned the hard way with Open MPI 5.0.11 (see ``notes/openmpi.md``):
+Two rules learned the hard way with Open MPI 5.0.11 (see ``docs/openmpi.md``):
 
 * ``Ishrink`` fails with ``ERR_INTERN``: shrink is blocking, bounded by a watchdog.
 * An agreement left pending on a communicator that others then shrink is matched with the

@@ -241,7 +241,7 @@ def warm_up(comm: MPI.Comm, where: str, timeout_s: float, hot_rounds: int = HOT_
     """Exchange one message with every peer before any rank can die.
 
     A survivor that never talked to the rank that dies can hang in the next collective
-    (notes/openmpi.md); an all-pairs exchange made recovery reliable.
+    (docs/openmpi.md); an all-pairs exchange made recovery reliable.
     """
     rank, size = comm.Get_rank(), comm.Get_size()
     out = bytearray(rank.to_bytes(4, "big"))

@@ -97,6 +97,9 @@ def check_wrong_mode(job: Any, state: Path, verdict: dict, startup_s: float) -> 
         problems.append(f"wrong mode: the launch took {job.seconds:.1f} s (timed out: {job.timed_out}), not a quick failure")
     if not messages:
         problems.append(f"wrong mode: no message naming {SNAPSHOT_MODE_VAR} in the job output")
+    unexpected = [line.strip() for line in output.splitlines() if "rank error (exit 70)" in line]
+    if unexpected:  # a rank stranded in the start-up exchange by a peer that left too soon
+        problems.append(f"wrong mode: {len(unexpected)} rank(s) ended with an unexpected error: {unexpected[0]}")
     if accepted or verdict.get("passed"):
         problems.append(f"wrong mode: something was accepted ({accepted}, oracle passed {verdict.get('passed')})")
     return facts, problems
