@@ -14,6 +14,9 @@ machine (:mod:`.slurmd.cluster`), then submits the documented script ``docs/slur
    recover from a lost daemon: the job must stop by itself, saying so, with the oracle not
    passing and no outcome written; then the same script with ``RESUME=1`` in a new job must
    finish the campaign with the oracle passing on 2 nodes.
+3. ``notebook/`` (unless ``--no-notebook``): ``notebooks/f447_run.ipynb`` run by papermill on node a
+   with ``engine_launcher="slurm"``: ipyparallel submits the engines as an sbatch job with our
+   ULFM batch template; the notebook's own checks (oracle, seal, verify) must pass, on 2 nodes.
 
 Everything is torn down (daemons, namespaces, the runtime directory) and checked gone; the run
 directory is sealed and verified. Exit codes: 0 passed, 1 a check failed, 2 cannot run here (not
@@ -33,6 +36,7 @@ from ..core.reference import REFERENCE
 from ..errors import CheckFailed, ConfigError, SymccUlfmError
 from ..evidence import provenance
 from ..evidence.oracle.judge import judge
+from ..evidence.rundir import NOTEBOOK_NAME
 from ..launch.batch import LOST_DAEMON
 from ..store.allocations import read_allocations
 from ..store.paths import StateDir
@@ -215,7 +219,37 @@ def _daemon_scenario(cluster: SlurmCluster, out: Path, echo) -> tuple[dict, list
     return {"stopped": stopped, "resumed": {"job": again, "oracle": oracle_again, "allocations": allocations}}, problems
 
 
-def run_gate(out: Path, echo=print) -> dict:
+def _notebook_scenario(cluster: SlurmCluster, out: Path, echo) -> tuple[dict, list[str]]:
+    """``notebooks/f447_run.ipynb`` with ``engine_launcher="slurm"``: its kernel and controller on node
+    a, as on a login node, and its engines an sbatch job over both nodes running ``mpiexec --with-ft ulfm``."""
+    run = out / "notebook"
+    run.mkdir()
+    notebook = provenance.source_root() / "notebooks" / "f447_run.ipynb"
+    params = {"run_dir": str(run), "failure_schedule": SCHEDULE, "minimum_hosts": "2", "engine_launcher": "slurm",
+              "sbatch_options": f"--nodes={len(NODES)} --ntasks-per-node={TASKS_PER_NODE}",
+              "controller_ip": NODE_A.address}
+    command = [str(Path(sys.executable).parent / "papermill"), "--log-level", "WARNING", str(notebook),
+               str(run / NOTEBOOK_NAME), *(word for name, value in params.items() for word in ("-p", name, value))]
+    echo(f"notebook: papermill on {NODE_A.name}, engines submitted with sbatch ({params['sbatch_options']})")
+    started = time.monotonic()
+    done = cluster.client(command, check=False, timeout=JOB_TIMEOUT_S + 120)
+    seconds = time.monotonic() - started
+    oracle = _oracle_facts(run / "state") if (run / "state" / "policy.json").exists() else {"passed": False}
+    engines = json.loads((run / "engines.json").read_text()) if (run / "engines.json").exists() else {}
+    facts = {"returncode": done.returncode, "seconds": round(seconds, 3), "oracle": oracle,
+             "engines_as_scheduled": engines.get("as_scheduled"), "died": engines.get("died")}
+    problems = []
+    if done.returncode != 0:
+        problems.append(f"notebook: papermill exited {done.returncode}:\n{(done.stderr or done.stdout)[-3000:]}")
+    if not oracle.get("passed") or oracle.get("surviving_hosts") != 2:
+        problems.append(f"notebook: oracle {oracle.get('passed')}, surviving nodes {oracle.get('surviving_host_names')}")
+    echo(f"notebook: papermill exit {done.returncode} after {seconds:.1f} s; oracle "
+         f"{'PASS' if oracle.get('passed') else 'FAIL'}, surviving nodes {oracle.get('surviving_host_names')}, "
+         f"engines died {facts['died']}")
+    return facts, problems
+
+
+def run_gate(out: Path, echo=print, notebook: bool = True) -> dict:
     """Run the gate into the new run directory ``out``; returns gate.json's content (raises on failure)."""
     reason = unavailable()
     if reason is not None:
@@ -239,6 +273,9 @@ def run_gate(out: Path, echo=print) -> dict:
             problems += found
             gate["daemon_loss"], found = _daemon_scenario(cluster, out, echo)
             problems += found
+            if notebook:
+                gate["notebook"], found = _notebook_scenario(cluster, out, echo)
+                problems += found
         finally:
             gate["daemons_stopped"] = cluster.stop()
             gate["killed_leftovers"] = kill_leftovers(RUNTIME)
@@ -280,9 +317,10 @@ def _conclude_gate(out: Path, gate: dict, problems: list[str], echo) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m symcc_ulfm.gates.slurm", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="new (or empty) run directory")
+    parser.add_argument("--no-notebook", action="store_true", help="leave out the notebook on sbatch-started engines")
     args = parser.parse_args(argv)
     try:
-        run_gate(Path(args.out))
+        run_gate(Path(args.out), notebook=not args.no_notebook)
     except SymccUlfmError as exc:
         print(f"symcc-ulfm slurm: {exc}", file=sys.stderr)
         return exc.exit_code
