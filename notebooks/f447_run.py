@@ -45,6 +45,13 @@ run_dir = None  # default: evidence/<run-id>/ of the checkout
 # False drops `--with-ft ulfm` from mpiexec while the policy still demands ULFM: the ranks'
 # capability check then refuses plain MPI and this notebook fails (a demonstration, never a fallback).
 with_ft = True
+# On a Slurm cluster (docs/slurm.md): "mpi" runs mpiexec from this kernel; inside an allocation (salloc,
+# or Jupyter started by sbatch) the engines go to its nodes. "slurm" submits the engines as an sbatch job
+# from a kernel outside one, with mpiexec --with-ft ulfm in the job (never srun's direct launch, which has
+# no ULFM); sbatch_options are its #SBATCH options, controller_ip an address of this machine the nodes reach.
+engine_launcher = "mpi"
+sbatch_options = ""  # e.g. "--nodes=2 --ntasks-per-node=5 --partition=long --time=00:30:00"
+controller_ip = ""
 
 # %%
 import json
@@ -62,7 +69,7 @@ from symcc_ulfm.evidence import provenance, rundir, timeline
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.evidence.verify import verify
 from symcc_ulfm.launch.conclude import conclude
-from symcc_ulfm.launch.engines import engine_mpi_args, run_on_engines
+from symcc_ulfm.launch.engines import engine_mpi_args, run_on_engines, slurm_template
 from symcc_ulfm.launch.prepare import check_executor, prepare_state_dir
 from symcc_ulfm.tools import replay
 from symcc_ulfm.tools.seeds import read_seed_dir
@@ -84,7 +91,10 @@ record = provenance.capture_policy(policy, seeds_dir=seeds_dir)
 provenance.write(run.provenance, record)
 print(f"run {run.run_id}\n  dir {run.root}\n  policy {policy.sha256}\n"
       f"  source tree {record['source_tree']['sha256']}\n  seeds {record['seed_input']}")
-print("  engines: mpiexec " + " ".join(engine_mpi_args(policy, modes, with_ft)))
+if engine_launcher == "slurm":
+    print("  engines: an sbatch job running\n" + slurm_template(policy, modes, with_ft, sbatch_options))
+else:
+    print("  engines: mpiexec " + " ".join(engine_mpi_args(policy, modes, with_ft)))
 
 # %% [markdown]
 # ## The campaign on all engines
@@ -108,7 +118,8 @@ with tqdm(total=policy.deadline_s, unit="s", bar_format="{l_bar}{bar}| {n:.1f}/{
         bar.set_postfix(generation=tail.generation, commits=tail.commits, injected=",".join(tail.injected) or "-")
 
     engines = run_on_engines(policy, state.root, modes, cluster_id=run.run_id, before_campaign=live_check,
-                             progress=show_progress, with_ft=with_ft)
+                             progress=show_progress, with_ft=with_ft, launcher=engine_launcher,
+                             sbatch_options=sbatch_options, controller_ip=controller_ip)
     show_progress()
 run.engines.write_text(json.dumps(engines.to_json(), indent=1, sort_keys=True) + "\n")
 run.engines_output.write_text(engines.output)

@@ -71,10 +71,13 @@ def _resume_command(argv: list[str], state_root: Path) -> str:
 
 def cmd_launch(args: argparse.Namespace) -> int:
     from ..core.budget import fit_lease
+    from ..core.hosts import format_hosts
     from ..core.modes import modes_from_env
     from ..core.policy import build_policy
+    from ..launch import batch
     from ..launch.conclude import conclude
     from ..launch.job import run_job
+    from ..launch.mpiexec import placement_flags
     from ..launch.prepare import check_executor, prepare_state_dir
     from ..tools.seeds import read_seed_dir
 
@@ -100,6 +103,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
         slice_s=args.slice_s,
         isolation=args.isolation,
     )
+    allocation = batch.current_allocation()  # Slurm's, inside sbatch/salloc (docs/slurm.md)
+    hosts = batch.job_hosts(policy, allocation)
     seeds = read_seed_dir(args.seeds) if args.seeds else None
     probe = check_executor(policy, seeds)
     echo = (lambda line: print(line, file=sys.stderr)) if args.json else print
@@ -111,13 +116,18 @@ def cmd_launch(args: argparse.Namespace) -> int:
             policy = fitted
     state_dir = Path(args.state_dir or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
     state = prepare_state_dir(policy, state_dir, modes, resume=args.resume, probe=probe, new_seeds=seeds is not None)
+    if allocation is not None:
+        slurm_entry = batch.record(state, allocation, hosts, args.resume)
+        echo(f"slurm: job {allocation.job_id}, nodes {','.join(allocation.nodes)}; ranks on {format_hosts(hosts)}")
     try:
-        job = run_job(policy, state, echo=echo)
+        job = run_job(policy, state, echo=echo, extra_args=None if policy.hosts else placement_flags(hosts))
     except (KeyboardInterrupt, Interrupted):
         print(f"symcc-ulfm: the campaign is resumable: {_resume_command(args.argv, state.root)}", file=sys.stderr)
         raise
     verdict = conclude(state)
     verdict.pop("summary", None)
+    if allocation is not None:
+        verdict.update(slurm=slurm_entry, lost_daemon=batch.lost_daemon(job.output))
     verdict.update(job_returncode=job.returncode, job_seconds=round(job.seconds, 3), job_timed_out=job.timed_out,
                    state_dir=str(state.root), command=job.command,
                    rank_errors=[{"exit": code, "error": why} for code, why in job.errors])
@@ -141,6 +151,9 @@ def cmd_launch(args: argparse.Namespace) -> int:
                      + (f" (symcc-ulfm findings {state.root})" if verdict["findings_unique"] else ""))
     lines += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
     lines += [f"note: {note}" for note in ([job.output_error] if job.output_error else []) + job.notes]
+    if batch.lost_daemon(job.output) and not verdict["passed"]:
+        lines.append("note: the job lost a node's PRRTE daemon, which Open MPI 5.0 cannot recover from; the campaign "
+                     f"is resumable in a new job: {_resume_command(args.argv, state.root)}")
     if not verdict["passed"]:
         lines.append("last job output:\n" + job.tail())
     _emit(args, verdict, "\n".join(lines))

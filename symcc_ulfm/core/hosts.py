@@ -27,6 +27,11 @@ def parse_hosts(text: str) -> tuple[tuple[str, int], ...]:
     return tuple(hosts)
 
 
+def is_host_name(name: str) -> bool:
+    """Whether ``name`` is a host name a spec (and ``mpiexec -H``) can carry."""
+    return bool(_HOST.fullmatch(name))
+
+
 def format_hosts(hosts: tuple[tuple[str, int], ...]) -> str:
     return ",".join(f"{name}:{slots}" for name, slots in hosts)
 

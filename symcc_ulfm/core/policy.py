@@ -114,7 +114,9 @@ class Policy(Canonical):
         slots = sum(s for _, s in self.hosts)
         if self.hosts and slots != self.ranks:
             raise PolicyError("hosts", f"{format_hosts(self.hosts)} has {slots} slots for {self.ranks} ranks; they must be equal")
-        _int_in("minimum_hosts", self.minimum_hosts, 1, max(1, len(self.hosts)))
+        # Without a host spec the hosts are the job's: this machine, or a Slurm allocation that launch
+        # places the ranks in (core.allocation) and checks against minimum_hosts before the job starts.
+        _int_in("minimum_hosts", self.minimum_hosts, 1, len(self.hosts) if self.hosts else self.ranks)
         _int_in("seed", self.seed, 0, 2**63 - 1)
         if type(self.ulfm) is not bool:
             raise PolicyError("ulfm", f"{self.ulfm!r}: expected true or false")

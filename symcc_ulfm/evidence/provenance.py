@@ -4,7 +4,8 @@
 sha256)`` list of ``symcc_ulfm/**/*.py``, ``notebooks/*.py`` and ``pyproject.toml``), the
 seed-input digest (the executor's ``seeds()`` for this policy), the executor identity, and
 tool identities: Python, Open MPI (``ompi_info``: version and ``FT MPI support``), and the
-installed versions of mpi4py, z3 and the other packages a run depends on.
+installed versions of mpi4py, z3 and the other packages a run depends on; inside a Slurm
+allocation also the allocation (job id, cluster, nodes, task slots; ``core.allocation``).
 
 ``verify_live(recorded)`` recomputes all of it before a new scheduling unit (a campaign
 cell, a matrix cell) and raises :class:`ProvenanceChanged` naming what differs: a run must
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -24,7 +26,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..errors import ProvenanceChanged
+from ..core.allocation import from_environment
+from ..errors import ConfigError, ProvenanceChanged
 from ..tools.seeds import read_seed_dir
 
 PROVENANCE_FORMAT = "symcc-ulfm-provenance/1"
@@ -99,6 +102,15 @@ def tools() -> dict[str, Any]:
     }
 
 
+def allocation() -> dict[str, Any] | None:
+    """The Slurm allocation this process runs in (None outside one; its error when malformed)."""
+    try:
+        found = from_environment(os.environ)
+    except ConfigError as exc:
+        return {"error": str(exc)}
+    return None if found is None else found.to_json()
+
+
 def capture(executor: str, target: str | None = None, options: dict[str, Any] | None = None,
             policy_sha256: str | None = None, root: Path | None = None, seeds_dir: str | None = None) -> dict[str, Any]:
     """A provenance record for a run of this executor configuration (JSON-able); ``seeds_dir``:
@@ -119,6 +131,7 @@ def capture(executor: str, target: str | None = None, options: dict[str, Any] | 
         "executor": {"name": executor, "target": target, "options": dict(options or {}), "sha256": executor_sha},
         "seed_input": seeds,
         "tools": tools(),
+        "allocation": allocation(),
         "live_checks": [],
     }
 

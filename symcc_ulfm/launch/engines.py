@@ -3,7 +3,17 @@
 The engines are one ``mpiexec`` job with the flags of ``mpiexec.py``; the campaign function
 runs on all of them at once (``mpi.engine``), so the notebook's kernel never initialises MPI.
 An engine that dies is an expected injected failure only if the failure schedule names it
-(:func:`classify_engines`). Profiles live outside any run directory (:func:`ipp_root`), and a
+(:func:`classify_engines`).
+
+On a Slurm cluster (``docs/slurm.md``) the engines are started one of two ways. ``engines="mpi"``
+in a kernel that runs inside an allocation (``salloc``, or a Jupyter server started by
+``sbatch``): ``mpiexec`` as in ``launch``, with the ranks placed on the allocation's nodes
+(``launch.batch``). ``engines="slurm"`` in a kernel outside one (a login node): ipyparallel's
+Slurm engine launcher submits the engine job, with a batch template of our own
+(:func:`slurm_template`): its default runs ``srun ipengine``, a direct launch that has no ULFM in
+Open MPI 5, so ours runs ``mpiexec --with-ft ulfm`` inside the job instead, and PRRTE starts its
+daemons on the job's other nodes with ``srun``. The controller then must listen on an address
+the nodes reach (``controller_ip``). Profiles live outside any run directory (:func:`ipp_root`), and a
 cluster left behind by a launcher that died is stopped by :func:`ensure_stopped`.
 """
 
@@ -12,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -26,11 +37,13 @@ from typing import Any
 from ..core.budget import job_timeout
 from ..core.modes import FileModes
 from ..core.policy import Policy
-from ..errors import CheckFailed
+from ..errors import CheckFailed, ConfigError
 from ..mpi import engine
-from .mpiexec import FT_FLAGS, find_mpiexec, forwarded_variables, host_flags, job_environment, mpi_flags
+from .batch import current_allocation, job_hosts
+from .mpiexec import FT_FLAGS, find_mpiexec, forwarded_variables, job_environment, mpi_flags, placement_flags
 
 IPP_ROOT_VAR = "SYMCC_ULFM_IPP_ROOT"
+ENGINE_LAUNCHERS = ("mpi", "slurm")  # mpiexec here (inside an allocation: on its nodes), or an sbatch job
 
 
 def ipp_root() -> Path:
@@ -43,16 +56,34 @@ def engine_environment(modes: FileModes) -> dict[str, str]:
     return job_environment(modes, base={})
 
 
-def engine_mpi_args(policy: Policy, modes: FileModes, with_ft: bool = True) -> list[str]:
+def engine_mpi_args(policy: Policy, modes: FileModes, with_ft: bool = True,
+                    hosts: tuple[tuple[str, int], ...] | None = None) -> list[str]:
     """mpiexec arguments of the engine set: the job's flags, hosts and ``-x`` forwarding.
 
-    ``with_ft=False`` drops ``--with-ft ulfm`` while the policy still demands ULFM; it exists
-    to show that the ranks' capability check then refuses to run (fail closed).
+    ``hosts`` defaults to the job's (``launch.batch.job_hosts``: the policy's, else the Slurm
+    allocation's this kernel runs in). ``with_ft=False`` drops ``--with-ft ulfm`` while the policy
+    still demands ULFM; it exists to show that the ranks' capability check then refuses to run
+    (fail closed).
     """
     flags = mpi_flags(policy.ulfm)
     if not with_ft:
         flags = [f for f in flags if f not in FT_FLAGS]
-    return [*flags, *host_flags(policy), *forwarded_variables(modes)]
+    if hosts is None:
+        hosts = job_hosts(policy, current_allocation())
+    return [*flags, *placement_flags(hosts), *forwarded_variables(modes)]
+
+
+def slurm_template(policy: Policy, modes: FileModes, with_ft: bool = True, sbatch_options: str = "") -> str:
+    """The batch script of ``engines="slurm"`` (ipyparallel fills in ``{n}``, ``{cluster_id}`` and
+    ``{program_and_args}``): ``mpiexec --with-ft ulfm`` over the job's task slots in node order, never
+    ``srun`` direct launch. ``sbatch_options`` (e.g. ``--nodes=2 --partition=long``) become
+    ``#SBATCH`` lines; ``--no-kill`` keeps the allocation when a node fails."""
+    args = engine_mpi_args(policy, modes, with_ft, hosts=())  # the job's nodes are known only inside it
+    command = shlex.join([find_mpiexec(), *args, "--map-by", "slot"]).replace("{", "{{").replace("}", "}}")
+    options = [f"#SBATCH {option}" for option in shlex.split(sbatch_options)]
+    return "\n".join(["#!/bin/sh", "#SBATCH --export=ALL", "#SBATCH --job-name=ipengine-{cluster_id}",
+                      "#SBATCH --ntasks={n}", "#SBATCH --no-kill", *options,
+                      f"exec {command} -n {{n}} {{program_and_args}} --mpi", ""])
 
 
 def _is_engine_death(value: Any) -> bool:
@@ -180,25 +211,38 @@ def run_on_engines(
     progress: Callable[[], Any] | None = None,
     with_ft: bool = True,
     poll_s: float = 0.5,
+    launcher: str = "mpi",
+    sbatch_options: str = "",
+    controller_ip: str = "",
 ) -> EngineRun:
     """Start ``policy.ranks`` MPI engines, run ``run_campaign`` on all of them at once, always stop them.
 
     ``before_campaign`` runs once the engines are up, right before the campaign is submitted
     (the live provenance check); ``progress`` is called every ``poll_s`` while it runs. The
-    campaign gets only plain data (the state directory path) and returns plain dicts.
+    campaign gets only plain data (the state directory path) and returns plain dicts. ``launcher``
+    is ``mpi`` or ``slurm`` (the module docstring; ``sbatch_options`` and ``controller_ip`` are for
+    ``slurm``).
     """
     import ipyparallel as ipp
 
+    if launcher not in ENGINE_LAUNCHERS:
+        raise ConfigError("engines", f"{launcher!r}: expected one of {', '.join(ENGINE_LAUNCHERS)}")
+    mpi_args = engine_mpi_args(policy, modes, with_ft) if launcher == "mpi" else None  # bad hosts fail here
     profile_dir = ipp_root() / cluster_id
     if profile_dir.exists():
         raise FileExistsError(f"{profile_dir} exists: cluster {cluster_id} is running or was not cleaned up")
     profile_dir.mkdir(parents=True, mode=0o700)
-    cluster = ipp.Cluster(engines="mpi", n=policy.ranks, profile_dir=str(profile_dir), cluster_id=cluster_id,
-                          log_level=logging.ERROR, engine_timeout=int(policy.timeouts.startup_s))
-    launcher = cluster.config.MPIEngineSetLauncher
-    launcher.mpi_cmd = [find_mpiexec()]
-    launcher.mpi_args = engine_mpi_args(policy, modes, with_ft)
-    launcher.environment = engine_environment(modes)
+    cluster = ipp.Cluster(engines=launcher, n=policy.ranks, profile_dir=str(profile_dir), cluster_id=cluster_id,
+                          log_level=logging.ERROR, engine_timeout=int(policy.timeouts.startup_s),
+                          **({"controller_ip": controller_ip} if controller_ip else {}))
+    if launcher == "mpi":
+        engine_launcher = cluster.config.MPIEngineSetLauncher
+        engine_launcher.mpi_cmd = [find_mpiexec()]
+        engine_launcher.mpi_args = mpi_args
+    else:
+        engine_launcher = cluster.config.SlurmEngineSetLauncher
+        engine_launcher.batch_template = slurm_template(policy, modes, with_ft, sbatch_options)
+    engine_launcher.environment = engine_environment(modes)
     started = time.monotonic()
     client = None
     try:

@@ -58,7 +58,12 @@ def job_environment(modes: FileModes, base: dict[str, str] | None = None) -> dic
 
 def host_flags(policy: Policy) -> list[str]:
     """The policy's hosts, one rank per slot in order (none on a single machine)."""
-    return ["-H", format_hosts(policy.hosts), "--map-by", "slot"] if policy.hosts else []
+    return placement_flags(policy.hosts)
+
+
+def placement_flags(hosts: tuple[tuple[str, int], ...]) -> list[str]:
+    """``-H`` with these hosts and slots, filled in order (``core.hosts.host_of_rank``); none for ()."""
+    return ["-H", format_hosts(hosts), "--map-by", "slot"] if hosts else []
 
 
 def forwarded_variables(modes: FileModes) -> list[str]:

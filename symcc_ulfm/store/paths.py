@@ -21,6 +21,7 @@
     seeds/seeds-<n>.json                          the seeds each launch added, recorded before they were published
     endpoint.json                                 endpoint coverage re-measured over the final corpus
     outcome.json, oracle.json, job-output.txt     how the last job ended, the verdict, the job's output
+    slurm.json                                    the Slurm allocation of each job that ran it (store.allocations)
     launch.lock, ranks.lock                       who runs the campaign (store.joblock)
 
 Every name here is opened without following a symbolic link, and ``store.trust`` refuses a
@@ -42,7 +43,7 @@ from .dirs import ensure_dir
 LAYOUT_DIRS = ("membership", "wal", "wal/records", "wal/locks", "query-store", "corpus", "corpus/objects",
                "corpus/claims", "staging", "scratch", "logs", "seeds")
 LAYOUT_FILES = ("policy.json", "executor.json", "outcome.json", "endpoint.json", "oracle.json", "job-output.txt",
-                "launch.lock", "ranks.lock")
+                "launch.lock", "ranks.lock", "slurm.json")
 PER_RANK_DIRS = ("staging", "scratch", "query-store")  # hold one directory per rank
 TEMP_PREFIX = ".tmp-"  # store.atomic's temporary files, left by a write that died
 
@@ -133,6 +134,11 @@ class StateDir:
     @property
     def job_output(self) -> Path:
         return self.root / "job-output.txt"
+
+    @property
+    def allocations(self) -> Path:
+        """``slurm.json``: the Slurm allocations the campaign's jobs ran in (``store.allocations``)."""
+        return self.root / "slurm.json"
 
     @property
     def launch_lock(self) -> Path:

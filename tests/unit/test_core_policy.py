@@ -180,7 +180,7 @@ def test_policy_from_json_rejects_unknown_timeout_field_and_format():
         ({"hosts": (("node-a", 9),)}, "hosts"),
         ({"hosts": (("node-a", 9), ("node-b", 1)), "minimum_hosts": 3}, "minimum_hosts"),
         ({"minimum_hosts": 0}, "minimum_hosts"),
-        ({"minimum_hosts": 2}, "minimum_hosts"),
+        ({"minimum_hosts": 11}, "minimum_hosts"),  # more hosts than ranks; without a spec launch checks the job's
         ({"seed": -1}, "seed"),
         ({"seed": 2**63}, "seed"),
         ({"seed": "0"}, "seed"),

@@ -35,12 +35,13 @@ def _on_signal(signum, _frame):
 
 class Session:
     def __init__(self, hosts: tuple[Host, Host], echo: Callable[[str], None] = print, runtime: Path = RUNTIME,
-                 lock: Path = LOCK, lock_wait_s: float = 900.0):
+                 lock: Path = LOCK, lock_wait_s: float = 900.0, with_agent: bool = True):
         self.hosts = hosts
         self.echo = echo
         self.runtime = Path(runtime)
         self.lock_path = Path(lock)
         self.lock_wait_s = lock_wait_s
+        self.with_agent = with_agent  # the Slurm gate starts its daemons itself and needs no ssh agent
         self.grants = SearchGrants(self.runtime / "grants.json", echo)
         self.granted: list[dict] = []  # search-permission grants made for host B's user
         self.report: dict | None = None
@@ -63,7 +64,8 @@ class Session:
                 if host.home is not None:
                     host.home.mkdir(mode=0o700)
                     os.chown(host.home, host.uid, host.gid)
-            write_agent(self.agent, self.hosts)
+            if self.with_agent:
+                write_agent(self.agent, self.hosts)
             topology.up(self.hosts, self.echo)
         except BaseException:
             self.close()

@@ -1,0 +1,334 @@
+"""``make slurm``: campaigns submitted with ``sbatch`` to a real two-node Slurm (``docs/slurm.md``).
+
+``python -m symcc_ulfm.gates.slurm --out DIR``
+
+Starts munge, a ``slurmctld`` and one ``slurmd`` per node on two network-namespace nodes of this
+machine (:mod:`.slurmd.cluster`), then submits the documented script ``docs/slurm/campaign.sbatch``
+(2 nodes x 5 tasks; the reference campaign with the failure schedule ``0:2``):
+
+1. ``state/``: the schedule kills rank 2 (node a); once generation 1 is committed the gate kills
+   rank 7 (node b) from outside with SIGKILL. The oracle must pass with 2 surviving nodes,
+   receipts ``[2]`` then ``[7]``, ranks 0-4 on node a and 5-9 on node b.
+2. ``daemon-loss/state``: once generation 1 is committed the gate kills the job's ``prted`` step
+   (``scancel --signal=KILL JOB.0``, node b's PRRTE daemon and its ranks). Open MPI 5.0 cannot
+   recover from a lost daemon: the job must stop by itself, saying so, with the oracle not
+   passing and no outcome written; then the same script with ``RESUME=1`` in a new job must
+   finish the campaign with the oracle passing on 2 nodes.
+3. ``notebook/`` (unless ``--no-notebook``): ``notebooks/f447_run.ipynb`` run by papermill on node a
+   with ``engine_launcher="slurm"``: ipyparallel submits the engines as an sbatch job with our
+   ULFM batch template; the notebook's own checks (oracle, seal, verify) must pass, on 2 nodes.
+
+Everything is torn down (daemons, namespaces, the runtime directory) and checked gone; the run
+directory is sealed and verified. Exit codes: 0 passed, 1 a check failed, 2 cannot run here (not
+root, no ``ip netns``, Slurm or munge not installed: ``apt-get install slurm-wlm munge``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from ..core.hosts import host_of_rank, parse_hosts
+from ..core.reference import REFERENCE
+from ..errors import CheckFailed, ConfigError, SymccUlfmError
+from ..evidence import provenance
+from ..evidence.oracle.judge import judge
+from ..evidence.rundir import NOTEBOOK_NAME
+from ..launch.batch import LOST_DAEMON
+from ..store.allocations import read_allocations
+from ..store.paths import StateDir
+from ..store.policy_file import read_policy
+from ..store.snapshots import SnapshotStore
+from .netns.checks import rank_hosts
+from .netns.session import Session
+from .netns.topology import SUBNET, Host, unavailable_reason
+from .slurmd.cluster import PACKAGES, SlurmCluster, kill_leftovers, leftover_processes, missing_tools
+from .slurmd.kills import kill_rank, mtime, wait_for
+
+GATE_FORMAT = "symcc-ulfm-slurm-gate/1"
+RUNTIME = Path("/run/symcc-ulfm-slurm")  # config, munge key and socket, spool, state, logs, the jobs' TMPDIR
+LOCK = Path("/run/symcc-ulfm-slurm.lock")
+NODE_A = Host("symcc-slurm-a", "symcc-slurm-a", "sslurm-a", "198.51.100.11")
+NODE_B = Host("symcc-slurm-b", "symcc-slurm-b", "sslurm-b", "198.51.100.12")
+NODES = (NODE_A, NODE_B)
+TASKS_PER_NODE = 5
+SCRIPT = provenance.source_root() / "docs" / "slurm" / "campaign.sbatch"
+SCHEDULE = "0:2"
+OUTSIDE_VICTIM = 7  # a worker of master 5 on node b in generation 1 (active 0,1,3,4,5,6,7,8 after 0:2)
+PLACEMENT = f"{NODE_A.name}:{TASKS_PER_NODE},{NODE_B.name}:{TASKS_PER_NODE}"
+EXPECTED = {"final_generation": 2, "receipts": [{"generation": 1, "missing": [2]}, {"generation": 2,
+            "missing": [OUTSIDE_VICTIM]}], "promoted": [8, 9], "surviving_hosts": 2}
+JOB_TIMEOUT_S = 300.0
+RESUME_HINT = "the campaign is resumable in a new job"  # launch's note after a lost daemon (cli.main)
+
+
+def unavailable() -> str | None:
+    """Why the gate cannot run here (None when it can)."""
+    reason = unavailable_reason()
+    if reason is not None:
+        return reason
+    missing = missing_tools()
+    if missing:
+        return f"needs {', '.join(missing)} (Debian: apt-get install {PACKAGES})"
+    if not SCRIPT.is_file():
+        return f"needs the batch script {SCRIPT} (a checkout of the repository)"
+    return None
+
+
+def _run_dir(out: Path) -> Path:
+    out = Path(out).absolute()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError("--out", f"{out} exists and is not an empty directory; use a new one")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+class Campaign:
+    """One ``sbatch`` of the documented script for the state directory ``work/state``."""
+
+    def __init__(self, cluster: SlurmCluster, work: Path, resume: bool = False):
+        self.cluster, self.work, self.resume = cluster, work, resume
+        self.state = StateDir(work / "state")
+        work.mkdir(parents=True, exist_ok=True)
+        self.output = work / ("job-resumed.out" if resume else "job.out")
+        variables = {"STATE_DIR": str(self.state.root), "PYTHON": sys.executable,
+                     "LAUNCH_ARGS": f"--failure-schedule {SCHEDULE}", "RESUME": "1" if resume else "0"}
+        self.submitted = time.time()
+        self.job_id = cluster.submit(SCRIPT, [f"--nodes={len(NODES)}", f"--ntasks-per-node={TASKS_PER_NODE}",
+                                              f"--output={self.output}", f"--chdir={work}"], variables)
+        self.fields: dict[str, str] = {}
+
+    def running(self) -> bool:
+        return self.cluster.job(self.job_id).get("JobState") in ("PENDING", "CONFIGURING", "RUNNING")
+
+    def wait_generation(self, generation: int) -> float:
+        """Wait until the campaign has committed ``generation`` (its receipt exists) while the job runs."""
+        receipt = SnapshotStore(self.state.membership, self.state.modes.snapshot).receipt_path(generation)
+        when = wait_for(lambda: receipt.exists() or not self.running(), JOB_TIMEOUT_S, f"generation {generation}")
+        if not receipt.exists():
+            raise CheckFailed(f"job {self.job_id} ended before generation {generation}:\n{self.tail()}")
+        return when
+
+    def finish(self) -> dict:
+        self.fields = self.cluster.wait_job(self.job_id, JOB_TIMEOUT_S)
+        return {"job_id": self.job_id, "state": self.fields.get("JobState"), "exit_code": self.fields.get("ExitCode"),
+                "nodes": self.fields.get("NodeList"), "seconds": round(time.time() - self.submitted, 3),
+                "output": self.output.name}
+
+    def tail(self, lines: int = 30) -> str:
+        text = self.output.read_text(errors="replace") if self.output.exists() else "(no job output)"
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def _oracle_facts(state: Path) -> dict:
+    verdict = judge(state)
+    keys = ("passed", "result_sha256", "final_generation", "receipts", "promoted", "final_active", "masters",
+            "workers", "surviving_hosts", "surviving_host_names", "problems", "notes")
+    return {k: verdict.get(k) for k in keys}
+
+
+def _check_campaign(name: str, job: dict, oracle: dict, allocations: list[dict], resumes: list[bool]) -> list[str]:
+    problems = []
+    if job["exit_code"] != "0:0":
+        problems.append(f"{name}: job {job['job_id']} ended {job['state']} with exit code {job['exit_code']}")
+    if not oracle["passed"]:
+        problems += [f"{name}: oracle: {p}" for p in oracle["problems"] or ["failed"]]
+    if oracle["surviving_hosts"] != 2:
+        problems.append(f"{name}: {oracle['surviving_hosts']} surviving nodes, not 2")
+    if [a.get("resume") for a in allocations] != resumes or any(a.get("placement") != PLACEMENT for a in allocations):
+        problems.append(f"{name}: slurm.json records {allocations}; expected {len(resumes)} job(s) placed {PLACEMENT}")
+    return problems
+
+
+def _rank_scenario(cluster: SlurmCluster, out: Path, echo) -> tuple[dict, list[str]]:
+    """The reference run under Slurm: a scheduled death, then a SIGKILL from outside."""
+    campaign = Campaign(cluster, out)
+    echo(f"campaign: sbatch job {campaign.job_id} ({SCRIPT.name}, schedule {SCHEDULE}); kill -9 of rank "
+         f"{OUTSIDE_VICTIM} on {NODE_B.name} once generation 1 is committed")
+    campaign.wait_generation(1)
+    pid = kill_rank(NODE_B.namespace, OUTSIDE_VICTIM)
+    killed_at = time.time()
+    echo(f"campaign: killed rank {OUTSIDE_VICTIM} (pid {pid}) on {NODE_B.name} with SIGKILL")
+    receipt = SnapshotStore(campaign.state.membership, campaign.state.modes.snapshot).receipt_path(2)
+    job = campaign.finish()
+    oracle = _oracle_facts(campaign.state.root)
+    committed = mtime(receipt)
+    facts = {"job": job, "oracle": oracle, "killed": {"rank": OUTSIDE_VICTIM, "node": NODE_B.name, "pid": pid},
+             "kill_to_receipt_s": round(committed - killed_at, 3) if committed else None,
+             "allocations": read_allocations(campaign.state)}
+    problems = _check_campaign("campaign", job, oracle, facts["allocations"], [False])
+    for key, want in EXPECTED.items():
+        if oracle.get(key) != want:
+            problems.append(f"campaign: {key} is {oracle.get(key)!r}, expected {want!r}")
+    hosts = rank_hosts(campaign.state.root)
+    spec = parse_hosts(PLACEMENT)
+    if hosts != [host_of_rank(spec, rank) for rank in range(len(hosts))] or len(hosts) != len(NODES) * TASKS_PER_NODE:
+        problems.append(f"campaign: the ranks ran on {hosts}, not as {PLACEMENT} places them")
+    facts["rank_hosts"] = hosts
+    if problems:
+        problems.append(f"campaign: job output:\n{campaign.tail()}")
+    echo(f"campaign: job {job['job_id']} {job['state']} {job['exit_code']} after {job['seconds']:.1f} s; oracle "
+         f"{'PASS' if oracle['passed'] else 'FAIL'}, receipts {oracle['receipts']}, surviving nodes "
+         f"{oracle['surviving_host_names']}; kill to receipt {facts['kill_to_receipt_s']} s")
+    return facts, problems
+
+
+def _daemon_scenario(cluster: SlurmCluster, out: Path, echo) -> tuple[dict, list[str]]:
+    """A node's PRRTE daemon lost: a clean stop, then a resume in a new job."""
+    work = out / "daemon-loss"
+    campaign = Campaign(cluster, work)
+    echo(f"daemon loss: sbatch job {campaign.job_id}; scancel --signal=KILL {campaign.job_id}.0 (node b's prted) "
+         "once generation 1 is committed")
+    campaign.wait_generation(1)
+    killed_at = time.time()
+    cluster.client(["scancel", "--signal=KILL", f"{campaign.job_id}.0"], check=False)
+    job = campaign.finish()
+    output = campaign.output.read_text(errors="replace") if campaign.output.exists() else ""
+    oracle = _oracle_facts(campaign.state.root)
+    stopped = {"job": job, "oracle": oracle, "stop_s": round(time.time() - killed_at, 3),
+               "lost_daemon_reported": LOST_DAEMON in output,
+               "resume_hint": RESUME_HINT in output,
+               "outcome_written": campaign.state.outcome.exists()}
+    problems = []
+    if job["exit_code"] == "0:0" or oracle["passed"]:
+        problems.append(f"daemon loss: the job passed ({job['exit_code']}, oracle {oracle['passed']}) although its "
+                        "daemon was killed")
+    if not stopped["lost_daemon_reported"]:
+        problems.append(f"daemon loss: the job output does not say {LOST_DAEMON!r}")
+    if not stopped["resume_hint"]:
+        problems.append(f"daemon loss: launch did not say {RESUME_HINT!r}")
+    if stopped["outcome_written"]:
+        problems.append("daemon loss: an outcome was written for a job that lost a daemon")
+    echo(f"daemon loss: job {job['job_id']} {job['state']} {job['exit_code']} {stopped['stop_s']:.1f} s after the "
+         f"kill; oracle {'PASS' if oracle['passed'] else 'FAIL'} (expected FAIL); now RESUME=1 in a new job")
+    resumed = Campaign(cluster, work, resume=True)
+    again = resumed.finish()
+    oracle_again = _oracle_facts(resumed.state.root)
+    allocations = read_allocations(resumed.state)
+    problems += _check_campaign("daemon loss, resumed", again, oracle_again, allocations, [False, True])
+    if not any("resumed the campaign" in note for note in oracle_again["notes"] or []):
+        problems.append(f"daemon loss, resumed: the oracle saw no resume ({oracle_again['notes']})")
+    if problems:
+        problems.append(f"daemon loss: job outputs:\n{campaign.tail()}\n--- resumed:\n{resumed.tail()}")
+    echo(f"daemon loss, resumed: job {again['job_id']} {again['state']} {again['exit_code']} after "
+         f"{again['seconds']:.1f} s; oracle {'PASS' if oracle_again['passed'] else 'FAIL'}, receipts "
+         f"{oracle_again['receipts']}, surviving nodes {oracle_again['surviving_host_names']}")
+    return {"stopped": stopped, "resumed": {"job": again, "oracle": oracle_again, "allocations": allocations}}, problems
+
+
+def _notebook_scenario(cluster: SlurmCluster, out: Path, echo) -> tuple[dict, list[str]]:
+    """``notebooks/f447_run.ipynb`` with ``engine_launcher="slurm"``: its kernel and controller on node
+    a, as on a login node, and its engines an sbatch job over both nodes running ``mpiexec --with-ft ulfm``."""
+    run = out / "notebook"
+    run.mkdir()
+    notebook = provenance.source_root() / "notebooks" / "f447_run.ipynb"
+    params = {"run_dir": str(run), "failure_schedule": SCHEDULE, "minimum_hosts": "2", "engine_launcher": "slurm",
+              "sbatch_options": f"--nodes={len(NODES)} --ntasks-per-node={TASKS_PER_NODE}",
+              "controller_ip": NODE_A.address}
+    command = [str(Path(sys.executable).parent / "papermill"), "--log-level", "WARNING", str(notebook),
+               str(run / NOTEBOOK_NAME), *(word for name, value in params.items() for word in ("-p", name, value))]
+    echo(f"notebook: papermill on {NODE_A.name}, engines submitted with sbatch ({params['sbatch_options']})")
+    started = time.monotonic()
+    done = cluster.client(command, check=False, timeout=JOB_TIMEOUT_S + 120)
+    seconds = time.monotonic() - started
+    oracle = _oracle_facts(run / "state") if (run / "state" / "policy.json").exists() else {"passed": False}
+    engines = json.loads((run / "engines.json").read_text()) if (run / "engines.json").exists() else {}
+    facts = {"returncode": done.returncode, "seconds": round(seconds, 3), "oracle": oracle,
+             "engines_as_scheduled": engines.get("as_scheduled"), "died": engines.get("died")}
+    problems = []
+    if done.returncode != 0:
+        problems.append(f"notebook: papermill exited {done.returncode}:\n{(done.stderr or done.stdout)[-3000:]}")
+    if not oracle.get("passed") or oracle.get("surviving_hosts") != 2:
+        problems.append(f"notebook: oracle {oracle.get('passed')}, surviving nodes {oracle.get('surviving_host_names')}")
+    echo(f"notebook: papermill exit {done.returncode} after {seconds:.1f} s; oracle "
+         f"{'PASS' if oracle.get('passed') else 'FAIL'}, surviving nodes {oracle.get('surviving_host_names')}, "
+         f"engines died {facts['died']}")
+    return facts, problems
+
+
+def run_gate(out: Path, echo=print, notebook: bool = True) -> dict:
+    """Run the gate into the new run directory ``out``; returns gate.json's content (raises on failure)."""
+    reason = unavailable()
+    if reason is not None:
+        raise ConfigError("slurm gate", reason)
+    started = time.monotonic()
+    out = _run_dir(out)
+    record = provenance.capture(REFERENCE["executor"], REFERENCE["target"])
+    gate: dict = {"format": GATE_FORMAT, "script": str(SCRIPT), "subnet": SUBNET, "placement": PLACEMENT,
+                  "schedule": SCHEDULE, "expected": EXPECTED,
+                  "nodes": [{"name": h.name, "namespace": h.namespace, "address": h.address} for h in NODES]}
+    problems: list[str] = []
+    earlier = kill_leftovers(RUNTIME)
+    for line in earlier:
+        echo(f"earlier run: killed {line}")
+    with Session(NODES, echo, runtime=RUNTIME, lock=LOCK, with_agent=False) as session:
+        cluster = SlurmCluster(RUNTIME, NODES, TASKS_PER_NODE, echo)
+        try:
+            gate["cluster_start_s"] = round(cluster.start(), 3)
+            provenance.verify_live(record, "slurm campaigns")
+            gate["campaign"], found = _rank_scenario(cluster, out, echo)
+            problems += found
+            gate["daemon_loss"], found = _daemon_scenario(cluster, out, echo)
+            problems += found
+            if notebook:
+                gate["notebook"], found = _notebook_scenario(cluster, out, echo)
+                problems += found
+        finally:
+            gate["daemons_stopped"] = cluster.stop()
+            gate["killed_leftovers"] = kill_leftovers(RUNTIME)
+    gate["teardown"] = session.report
+    left = session.report["left"] + [f"process {pid}: {command}" for pid, command in leftover_processes(RUNTIME)]
+    problems += [f"teardown left {line}" for line in left]
+    if StateDir(out / "state").policy.exists():  # the policy launch wrote inside the job (its lease fitted there)
+        record["policy_sha256"] = read_policy(StateDir(out / "state"))[1]
+    provenance.write(out / "provenance.json", record)
+    if StateDir(out / "state").verdict.exists():
+        (out / "oracle.json").write_bytes(StateDir(out / "state").verdict.read_bytes())
+    gate["seconds"] = round(time.monotonic() - started, 3)
+    return _conclude_gate(out, gate, problems, echo)
+
+
+def _conclude_gate(out: Path, gate: dict, problems: list[str], echo) -> dict:
+    from ..evidence.seal import seal
+    from ..evidence.verify import verify
+
+    def write() -> None:
+        gate.update(passed=not problems, problems=problems)
+        (out / "gate.json").write_text(json.dumps(gate, indent=1, sort_keys=True) + "\n")
+
+    write()
+    if not problems:
+        seal(out)
+        result = verify(out)
+        gate["verify"] = {k: result[k] for k in ("passed", "result_sha256", "files_checked")}
+        problems += [f"verify: {p}" for p in result["problems"]]
+        if problems:
+            write()
+    if problems:
+        raise CheckFailed("slurm gate failed:\n  " + "\n  ".join(problems) + f"\n(run directory {out})")
+    echo(f"slurm gate: PASS  campaign and resumed campaign on {len(NODES)} Slurm nodes, oracle passing; "
+         f"{gate['verify']['files_checked']} files sealed, {gate['seconds']:.1f} s -> {out}")
+    return gate
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m symcc_ulfm.gates.slurm", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="new (or empty) run directory")
+    parser.add_argument("--no-notebook", action="store_true", help="leave out the notebook on sbatch-started engines")
+    args = parser.parse_args(argv)
+    try:
+        run_gate(Path(args.out), notebook=not args.no_notebook)
+    except SymccUlfmError as exc:
+        print(f"symcc-ulfm slurm: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("symcc-ulfm slurm: interrupted (daemons and namespaces torn down)", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
