@@ -62,6 +62,13 @@ MULTINODE_OUT ?= runs/multinode-$(shell date -u +%Y%m%dT%H%M%SZ)
 multinode: setup
 	$(BIN)/python -m symcc_ulfm.gates.multinode --out "$(MULTINODE_OUT)" --wrong-mode-check
 
+# -- slurm: sbatch campaigns on a real two-node Slurm (root, ip netns, slurm-wlm, munge; docs/slurm.md) --
+# Exit 2 with the reason when it cannot run here.
+.PHONY: slurm
+SLURM_OUT ?= runs/slurm-$(shell date -u +%Y%m%dT%H%M%SZ)
+slurm: setup $(KERNEL_SPEC)
+	$(BIN)/python -m symcc_ulfm.gates.slurm --out "$(SLURM_OUT)"
+
 # -- faults: the fault matrix, every scenario several times, the oracle deciding (symcc_ulfm/gates/faults.py) --
 FAULT_REPEATS ?= 3
 .PHONY: faults

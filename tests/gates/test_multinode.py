@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from helpers.gates import run_gate
 from helpers.store import reachable_by
 
 from symcc_ulfm.evidence.verify import verify
@@ -39,11 +40,7 @@ def test_two_host_gate_matches_the_single_host_reference():
     base = Path(tempfile.mkdtemp(prefix="symcc-multinode-"))
     try:
         out = base / "run"
-        done = subprocess.run([sys.executable, "-m", "symcc_ulfm.gates.multinode", "--out", str(out), "--wrong-mode-check"],
-                              capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-5000:]
-        gate = json.loads((out / "gate.json").read_text())
-        assert gate["passed"] and gate["problems"] == []
+        gate = run_gate("multinode", out, "--wrong-mode-check")
 
         oracle = gate["oracle"]
         assert oracle["passed"] and oracle["surviving_hosts"] == 2
