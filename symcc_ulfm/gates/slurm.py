@@ -261,10 +261,11 @@ def run_gate(out: Path, echo=print, notebook: bool = True) -> dict:
                   "schedule": SCHEDULE, "expected": EXPECTED,
                   "nodes": [{"name": h.name, "namespace": h.namespace, "address": h.address} for h in NODES]}
     problems: list[str] = []
-    earlier = kill_leftovers(RUNTIME)
-    for line in earlier:
-        echo(f"earlier run: killed {line}")
-    with Session(NODES, echo, runtime=RUNTIME, lock=LOCK, with_agent=False) as session:
+    def clear_earlier() -> None:
+        for line in kill_leftovers(RUNTIME):
+            echo(f"earlier run: killed {line}")
+
+    with Session(NODES, echo, runtime=RUNTIME, lock=LOCK, with_agent=False, clear_earlier=clear_earlier) as session:
         cluster = SlurmCluster(RUNTIME, NODES, TASKS_PER_NODE, echo)
         try:
             gate["cluster_start_s"] = round(cluster.start(), 3)

@@ -35,13 +35,17 @@ def _on_signal(signum, _frame):
 
 class Session:
     def __init__(self, hosts: tuple[Host, Host], echo: Callable[[str], None] = print, runtime: Path = RUNTIME,
-                 lock: Path = LOCK, lock_wait_s: float = 900.0, with_agent: bool = True):
+                 lock: Path = LOCK, lock_wait_s: float = 900.0, with_agent: bool = True,
+                 clear_earlier: Callable[[], None] | None = None):
         self.hosts = hosts
         self.echo = echo
         self.runtime = Path(runtime)
         self.lock_path = Path(lock)
         self.lock_wait_s = lock_wait_s
         self.with_agent = with_agent  # the Slurm gate starts its daemons itself and needs no ssh agent
+        # what an earlier run of the same gate left (its daemons): cleared only once the lock is
+        # held, so that a second gate never stops the daemons of one that is running
+        self.clear_earlier = clear_earlier
         self.grants = SearchGrants(self.runtime / "grants.json", echo)
         self.granted: list[dict] = []  # search-permission grants made for host B's user
         self.report: dict | None = None
@@ -55,6 +59,8 @@ class Session:
     def __enter__(self) -> Session:
         self._acquire()
         try:
+            if self.clear_earlier is not None:
+                self.clear_earlier()
             self._handlers = {sig: signal.signal(sig, _on_signal) for sig in SIGNALS}
             atexit.register(self.close)
             self._teardown("earlier run")
