@@ -69,7 +69,7 @@ from symcc_ulfm.evidence import provenance, rundir, timeline
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.evidence.verify import verify
 from symcc_ulfm.launch.conclude import conclude
-from symcc_ulfm.launch.engines import engine_mpi_args, ipp_root, run_on_engines, slurm_template
+from symcc_ulfm.launch.engines import engine_mpi_args, run_on_engines, slurm_template
 from symcc_ulfm.launch.prepare import check_executor, prepare_state_dir
 from symcc_ulfm.tools import replay
 from symcc_ulfm.tools.seeds import read_seed_dir
@@ -92,7 +92,7 @@ provenance.write(run.provenance, record)
 print(f"run {run.run_id}\n  dir {run.root}\n  policy {policy.sha256}\n"
       f"  source tree {record['source_tree']['sha256']}\n  seeds {record['seed_input']}")
 if engine_launcher == "slurm":
-    print("  engines: an sbatch job running\n" + slurm_template(policy, modes, ipp_root() / run.run_id, with_ft, sbatch_options))
+    print("  engines: an sbatch job running\n" + slurm_template(policy, modes, with_ft, sbatch_options))
 else:
     print("  engines: mpiexec " + " ".join(engine_mpi_args(policy, modes, with_ft)))
 

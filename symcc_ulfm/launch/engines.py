@@ -73,20 +73,19 @@ def engine_mpi_args(policy: Policy, modes: FileModes, with_ft: bool = True,
     return [*flags, *placement_flags(hosts), *forwarded_variables(modes)]
 
 
-def slurm_template(policy: Policy, modes: FileModes, work_dir: Path, with_ft: bool = True,
-                   sbatch_options: str = "") -> str:
-    """The batch script of ``engines="slurm"`` (ipyparallel fills in ``{n}``, ``{cluster_id}`` and
-    ``{program_and_args}``): ``mpiexec --with-ft ulfm`` over the job's task slots in node order, never
-    ``srun`` direct launch. ``sbatch_options`` (e.g. ``--nodes=2 --partition=long``) become
-    ``#SBATCH`` lines; ``--no-kill`` keeps the allocation when a node fails. The job runs in and
-    writes its output to ``work_dir`` (the cluster's profile), never the submitter's directory."""
+def slurm_template(policy: Policy, modes: FileModes, with_ft: bool = True, sbatch_options: str = "") -> str:
+    """The batch script of ``engines="slurm"`` (ipyparallel fills in ``{n}``, ``{cluster_id}``,
+    ``{profile_dir}``, ``{output_file}`` and ``{program_and_args}``): ``mpiexec --with-ft ulfm`` over
+    the job's task slots in node order, never ``srun`` direct launch. ``sbatch_options`` (e.g.
+    ``--nodes=2 --partition=long``) become ``#SBATCH`` lines; ``--no-kill`` keeps the allocation when
+    a node fails. The job runs in the cluster's profile and writes to ipyparallel's engine log
+    there (which it reads back), never into the directory it was submitted from."""
     args = engine_mpi_args(policy, modes, with_ft, hosts=())  # the job's nodes are known only inside it
     command = shlex.join([find_mpiexec(), *args, "--map-by", "slot"]).replace("{", "{{").replace("}", "}}")
     options = [f"#SBATCH {option}" for option in shlex.split(sbatch_options)]
-    work = str(work_dir).replace("{", "{{").replace("}", "}}")
     return "\n".join(["#!/bin/sh", "#SBATCH --export=ALL", "#SBATCH --job-name=ipengine-{cluster_id}",
-                      "#SBATCH --ntasks={n}", "#SBATCH --no-kill", f"#SBATCH --chdir={work}",
-                      f"#SBATCH --output={work}/slurm-%j.out", *options,
+                      "#SBATCH --ntasks={n}", "#SBATCH --no-kill", "#SBATCH --chdir={profile_dir}",
+                      "#SBATCH --output={output_file}", *options,
                       f"exec {command} -n {{n}} {{program_and_args}} --mpi", ""])
 
 
@@ -245,7 +244,7 @@ def run_on_engines(
         engine_launcher.mpi_args = mpi_args
     else:
         engine_launcher = cluster.config.SlurmEngineSetLauncher
-        engine_launcher.batch_template = slurm_template(policy, modes, profile_dir, with_ft, sbatch_options)
+        engine_launcher.batch_template = slurm_template(policy, modes, with_ft, sbatch_options)
         engine_launcher.batch_file_name = str(profile_dir / "engines.sbatch")  # absolute: not in the cwd
     engine_launcher.environment = engine_environment(modes)
     started = time.monotonic()
