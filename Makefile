@@ -66,7 +66,7 @@ multinode: setup
 # Exit 2 with the reason when it cannot run here.
 .PHONY: slurm
 SLURM_OUT ?= runs/slurm-$(shell date -u +%Y%m%dT%H%M%SZ)
-slurm: setup $(KERNEL_SPEC)
+slurm: setup
 	$(BIN)/python -m symcc_ulfm.gates.slurm --out "$(SLURM_OUT)"
 
 # -- faults: the fault matrix, every scenario several times, the oracle deciding (symcc_ulfm/gates/faults.py) --
