@@ -75,6 +75,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from ..core.policy import build_policy
     from ..launch.conclude import conclude
     from ..launch.job import run_job
+    from ..launch.progress import LaunchProgress
     from ..launch.prepare import check_executor, prepare_state_dir
     from ..tools.seeds import read_seed_dir
 
@@ -111,11 +112,16 @@ def cmd_launch(args: argparse.Namespace) -> int:
             policy = fitted
     state_dir = Path(args.state_dir or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
     state = prepare_state_dir(policy, state_dir, modes, resume=args.resume, probe=probe, new_seeds=seeds is not None)
+    # the live status line on a terminal (never with --json); stats/ is written in every case
+    progress = LaunchProgress(state, shlex.join(["symcc-ulfm", *args.argv]),
+                              line=not args.json and sys.stderr.isatty())
     try:
-        job = run_job(policy, state, echo=echo)
+        job = run_job(policy, state, echo=echo, progress=progress)
     except (KeyboardInterrupt, Interrupted):
+        progress.finish()
         print(f"symcc-ulfm: the campaign is resumable: {_resume_command(args.argv, state.root)}", file=sys.stderr)
         raise
+    progress.finish()
     verdict = conclude(state)
     verdict.pop("summary", None)
     verdict.update(job_returncode=job.returncode, job_seconds=round(job.seconds, 3), job_timed_out=job.timed_out,
@@ -141,6 +147,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
                      + (f" (symcc-ulfm findings {state.root})" if verdict["findings_unique"] else ""))
     lines += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
     lines += [f"note: {note}" for note in ([job.output_error] if job.output_error else []) + job.notes]
+    lines += [f"note: {progress.error}"] if progress.error else []
     if not verdict["passed"]:
         lines.append("last job output:\n" + job.tail())
     _emit(args, verdict, "\n".join(lines))
@@ -187,7 +194,7 @@ def _refuse_running(state: Path) -> None:
 
     who = running(state)
     if who:
-        raise CampaignRunning(f"{who}; judge it once it has ended")
+        raise CampaignRunning(f"{who}; judge it once it has ended (symcc-ulfm status {state} shows its progress)")
 
 
 def cmd_findings(args: argparse.Namespace) -> int:
@@ -203,6 +210,34 @@ def cmd_findings(args: argparse.Namespace) -> int:
     text += [f"damaged WAL record (its findings are not listed): {line}" for line in result["damaged"]]
     _emit(args, result, "\n".join(text))
     return 4 if result["damaged"] else 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """The campaign's status once, or redrawn every ``--watch`` seconds until it has ended
+    (Ctrl-C ends the watch with exit 0: nothing is left half done)."""
+    from ..core.modes import modes_from_env
+    from ..tools.status import Tracker, render_block
+
+    try:
+        tracker = Tracker(args.dir, modes_from_env(os.environ))
+    except FileNotFoundError as exc:
+        raise ConfigError("STATE_DIR", f"{args.dir} {exc.strerror}; give a state directory "
+                                       "(launch --state-dir) or a run directory holding one") from None
+    redraw = args.watch is not None and not args.json and sys.stdout.isatty()
+    try:
+        while True:
+            snapshot = tracker.poll()
+            if args.json:
+                print(json.dumps(snapshot, sort_keys=True), flush=True)
+            else:
+                print(("\x1b[H\x1b[J" if redraw else "") + render_block(snapshot), flush=True)
+            if args.watch is None or not snapshot["running"]:
+                return 0
+            time.sleep(args.watch)
+            if not redraw and not args.json:
+                print()
+    except KeyboardInterrupt:
+        return 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -333,6 +368,7 @@ COMMANDS = {
     "launch": cmd_launch,
     "oracle": cmd_oracle,
     "findings": cmd_findings,
+    "status": cmd_status,
     "replay": cmd_replay,
     "export": cmd_export,
     "seal": cmd_seal,

@@ -112,7 +112,11 @@ def _generation_starts(events: list[dict], generations: list[dict], t0: float) -
 
 
 def _throughput(commits: list[dict], t0: float, end: float, bin_s: float) -> list[dict[str, Any]]:
-    """Per time bin: inputs analyzed and candidates generated per second, cumulative novel and unique."""
+    """Per time bin: inputs analyzed and candidates generated per second, cumulative novel and unique.
+
+    A rate is given only for a complete bin (``complete``); the last bin, cut short by the end of
+    the run, gets the cumulative counts and no rate (``None``): the commits of the final drain
+    divided by a sliver of a bin would be drawn as a spike that no worker ever ran at."""
     bins = max(1, int(end // bin_s) + 1)
     analyzed, generated, novel, unique = [0] * bins, [0] * bins, [0] * bins, [0] * bins
     for event in commits:
@@ -126,10 +130,11 @@ def _throughput(commits: list[dict], t0: float, end: float, bin_s: float) -> lis
         total_novel += novel[i]
         total_unique += unique[i]
         stop = min((i + 1) * bin_s, max(end, i * bin_s + 1e-3))  # the last bin is usually partial
-        width = stop - i * bin_s
-        rows.append({"t": round(stop, 4), "analyzed_per_s": analyzed[i] / width,
-                     "generated_per_s": generated[i] / width, "novel_total": total_novel,
-                     "unique_total": total_unique})
+        complete = stop >= (i + 1) * bin_s - 1e-9
+        rows.append({"t": round(stop, 4), "complete": complete,
+                     "analyzed_per_s": analyzed[i] / bin_s if complete else None,
+                     "generated_per_s": generated[i] / bin_s if complete else None,
+                     "novel_total": total_novel, "unique_total": total_unique})
     return rows
 
 
