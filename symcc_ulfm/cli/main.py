@@ -75,8 +75,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from ..core.policy import build_policy
     from ..launch.conclude import conclude
     from ..launch.job import run_job
-    from ..launch.progress import LaunchProgress
     from ..launch.prepare import check_executor, prepare_state_dir
+    from ..launch.progress import LaunchProgress
     from ..tools.seeds import read_seed_dir
 
     modes = modes_from_env(os.environ)

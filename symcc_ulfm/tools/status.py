@@ -29,7 +29,6 @@ from typing import Any
 
 from .. import __version__
 from ..core.budget import epoch_deadline
-from ..core.finding import TERMINAL_KINDS
 from ..core.modes import FileModes
 from ..errors import SymccUlfmError
 from ..store.atomic import write_replace
@@ -100,7 +99,8 @@ class Tracker:
         return snapshot
 
     def _read_wal(self) -> tuple[int, int]:
-        """Fold in the records that became done; (records leased or committing now, unreadable)."""
+        """Fold in the records that became done; (records leased or committing now, unreadable). Once
+        the campaign is over, those leased are the leases it returned or abandoned at its end."""
         leased = unreadable = 0
         try:
             entries = list(os.scandir(self.state.wal / "records"))
@@ -234,11 +234,13 @@ class Tracker:
             "target": policy.get("target"),
             "totals": {"analyzed": totals.analyzed, "slices": totals.slices, "executions": totals.executions,
                        "generated": totals.generated, "unique": totals.unique, "novel": totals.novel,
-                       "coverage_ids": len(totals.coverage), "corpus": self._corpus_size(), "in_flight": leased},
+                       "coverage_ids": len(totals.coverage), "corpus": self._corpus_size(), "leased": leased},
             "findings": {"unique": len(totals.findings), "hits": sum(len(r["inputs"]) for r in totals.findings.values()),
                          "by_kind": dict(sorted(by_kind.items()))},
             "saved_crashes": sum(n for k, n in by_kind.items() if k in CRASH_KINDS),
             "saved_hangs": by_kind.get("hang", 0),
+            "last_crash": max((r["first"] for (k, _), r in totals.findings.items() if k in CRASH_KINDS), default=None),
+            "last_hang": max((r["first"] for (k, _), r in totals.findings.items() if k == "hang"), default=None),
             "last_novel_s": None if totals.last_novel is None or started is None
             else round(totals.last_novel - started, 3),
             "endpoint_edges": (self._json(self.state.endpoint) or {}).get("edges") if finished else None,
@@ -324,7 +326,8 @@ def render_block(snapshot: dict) -> str:
             lines.append(f"  alive       {len(snapshot['ranks_alive'])} of {snapshot['ranks']} ranks beat")
     now = "" if "analyzed_per_s_now" not in r else f", {r['analyzed_per_s_now']:.1f}/s now"
     lines += [f"  analyzed    {t['analyzed']} inputs ({r['analyzed_per_s']:.1f}/s overall{now}); "
-              f"{t['executions']} executions; {t['in_flight']} leases in flight"
+              f"{t['executions']} executions; {t['leased']} leases "
+              + ("in flight" if snapshot["running"] else "open (a resume reclaims them)")
               + (f"; {t['slices']} fuzzer slices" if t["slices"] else ""),
               f"  corpus      {t['corpus']} inputs; {t['unique']} new, {t['novel']} novel; "
               f"{t['coverage_ids']} coverage ids" + (f"; endpoint edges {snapshot['endpoint_edges']}"
@@ -366,7 +369,8 @@ def render_html(snapshot: dict | None, waiting: str | None = None) -> str:
 
 def fuzzer_stats_text(snapshot: dict, pid: int, command_line: str) -> str:
     """``stats/fuzzer_stats``: ``key : value`` lines with AFL++'s names where the meaning matches
-    (an "exec" is one target execution; a crash is a finding of kind crash, exception or oom),
+    (an "exec" is one target execution; a crash is a unique finding of kind crash, exception or
+    oom; ``last_crash`` the time the latest of them was first seen),
     then this campaign's own keys; see docs/status.md."""
     t, started = snapshot["totals"], snapshot["started_at"] or snapshot["now"]
     rows = [
@@ -376,6 +380,9 @@ def fuzzer_stats_text(snapshot: dict, pid: int, command_line: str) -> str:
         ("corpus_found", t["unique"]), ("saved_crashes", snapshot["saved_crashes"]),
         ("saved_hangs", snapshot["saved_hangs"]),
         ("last_find", int(started + snapshot["last_novel_s"]) if snapshot["last_novel_s"] is not None else 0),
+        ("last_crash", int(snapshot["last_crash"] or 0)), ("last_hang", int(snapshot["last_hang"] or 0)),
+        # AFL++'s queue cycle and favourites have no counterpart in a campaign: 0, as in a fresh AFL++ run
+        ("cycles_done", 0), ("cur_item", 0), ("pending_favs", 0), ("pending_total", 0), ("bitmap_cvg", "0.00%"),
         ("edges_found", t["coverage_ids"]), ("afl_banner", Path(snapshot["state_dir"]).name),
         ("afl_version", f"symcc-ulfm {__version__}"), ("target_mode", f"mpi campaign ({snapshot['executor']})"),
         ("campaign_phase", snapshot["phase"]), ("campaign_outcome", snapshot["outcome"] or "-"),
@@ -384,7 +391,14 @@ def fuzzer_stats_text(snapshot: dict, pid: int, command_line: str) -> str:
         ("deadline_left", int(snapshot["deadline_left_s"]) if snapshot["deadline_left_s"] is not None else 0),
         ("command_line", command_line),
     ]
-    return "".join(f"{key:<18}: {value}\n" for key, value in rows)
+    return "".join(f"{key:<18}: {_plain(value)}\n" for key, value in rows)
+
+
+def _plain(value: object) -> str:
+    """A value as one line of harmless characters: ``afl-whatsup`` sources these lines as shell
+    assignments (in double quotes), so a state directory named with ``$`` or a backquote would
+    run code there."""
+    return "".join(c if c.isalnum() or c in " ._/+-,=%()@" else "_" for c in str(value))
 
 
 def plot_data_row(sample: dict, previous: dict | None) -> str:
