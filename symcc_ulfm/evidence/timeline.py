@@ -2,8 +2,8 @@
 
 Everything here is computed from the files a run leaves (membership snapshots and layouts,
 ``logs/rank-*.jsonl``); :mod:`symcc_ulfm.plots` only draws the rows. Times are seconds since
-the campaign start (``started_at`` of generation 0). :class:`LogTail` reads the logs
-incrementally while a campaign runs, for a progress bar.
+the campaign start (``started_at`` of generation 0). A campaign that still runs is followed
+by ``tools.status`` instead.
 """
 
 from __future__ import annotations
@@ -13,38 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..store.corpus import Corpus
-from ..store.runlog import Event, LogFollower, read_events
+from ..store.runlog import Event, read_events
 from ..store.wal import WorkWAL
-
-
-class LogTail:
-    """A campaign's progress while it runs (commits, generation, injected failures), from its rank logs."""
-
-    def __init__(self, state_dir: str | Path):
-        self._follower = LogFollower(Path(state_dir) / "logs")
-        self.commits = 0
-        self.generation = 0
-        self.injected: list[str] = []
-        self.started: float | None = None  # wall time when generation 0 started
-
-    def elapsed(self, now: float) -> float:
-        """Campaign seconds so far (0 before generation 0 started)."""
-        return 0.0 if self.started is None else max(0.0, now - self.started)
-
-    def poll(self) -> list[dict[str, Any]]:
-        """New events since the last call (a half-written last line waits for the next call)."""
-        events = self._follower.poll()
-        for event in events:
-            kind = event.get("event")
-            if kind == Event.COMMIT:
-                self.commits += 1
-            elif kind == Event.INJECT:
-                self.injected.append(str(event.get("spec")))
-            elif kind == Event.GENERATION_START and event.get("generation") == 0:
-                t = float(event["t"])
-                self.started = t if self.started is None else min(self.started, t)
-            self.generation = max(self.generation, int(event.get("generation", 0)))
-        return events
 
 
 def _membership(state_dir: Path) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ import html
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -444,3 +445,50 @@ class StatsWriter:
         write_replace(state.fuzzer_stats, fuzzer_stats_text(snapshot, self.pid, self.command_line).encode(),
                       state.modes.snapshot)
         write_replace(state.plot_data, (PLOT_HEADER + "\n" + "".join(self._rows)).encode(), state.modes.snapshot)
+
+
+class LiveView:
+    """A notebook's live view of a campaign run on engines: ``show`` gets the HTML of what start-up
+    waits for (:meth:`waiting`, ``launch.engines``' ``startup``), then of the status, redrawn at
+    most every ``every_s`` (:meth:`__call__`, its ``progress``); ``draw`` gets a small chart of
+    corpus and coverage over time (``plots.status_chart``) at most every ``chart_every_s``. The
+    stats files are written as ``launch`` writes them. :meth:`finish` draws the final state, once
+    the engines have returned: only then does the view say the campaign finished."""
+
+    def __init__(self, tracker: Tracker, writer: StatsWriter, show: Callable[[str], Any],
+                 draw: Callable[[Any], Any] | None = None, every_s: float = 1.0, chart_every_s: float = 3.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.tracker, self.writer, self.show, self.draw = tracker, writer, show, draw
+        self.every_s, self.chart_every_s, self.clock = every_s, chart_every_s, clock
+        self._shown: float | None = None
+        self._drawn: float | None = None
+        self.snapshot: dict | None = None
+
+    def waiting(self, words: str) -> None:
+        self.show(render_html(None, words))
+
+    def __call__(self) -> None:
+        now = self.clock()
+        if self._shown is None or now - self._shown >= self.every_s:
+            self._shown = now
+            self._update(final=False)
+
+    def finish(self) -> dict:
+        """The final status (also returned)."""
+        self._update(final=True)
+        return self.snapshot
+
+    def _update(self, final: bool) -> None:
+        self.snapshot = self.tracker.poll(job_running=not final)
+        self.writer.write(self.snapshot, final=final)
+        if self.snapshot["phase"] == "starting":
+            self.show(render_html(None, f"campaign starting: {self.snapshot['ranks_started']} of "
+                                        f"{self.snapshot['ranks']} ranks up, waiting for generation 0"))
+        else:
+            self.show(render_html(self.snapshot))
+        now = self.clock()
+        if self.draw is not None and (final or self._drawn is None or now - self._drawn >= self.chart_every_s):
+            from .. import plots
+
+            self._drawn = now
+            self.draw(plots.status_chart(self.tracker.history))
