@@ -13,6 +13,7 @@ import os
 import pty
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -45,7 +46,7 @@ def watched(tmp_path_factory):
     """A campaign started in the background, its status polled while it runs; then what it left."""
     state = tmp_path_factory.mktemp("status") / "state"
     process = launch_process.start(state, [*CAMPAIGN, "--deadline", "8"])
-    seen, watch = [], None
+    seen, watch, interrupted = [], None, None
     try:
         limit = time.monotonic() + 120
         while process.poll() is None and time.monotonic() < limit:
@@ -56,14 +57,23 @@ def watched(tmp_path_factory):
                     # --watch on the running campaign: it must end by itself once the campaign has
                     watch = subprocess.Popen([sys.executable, "-m", "symcc_ulfm", "status", str(state), "--watch",
                                               "0.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                    interrupted = subprocess.Popen([sys.executable, "-m", "symcc_ulfm", "status", str(state),
+                                                    "--watch", "0.5", "--json"], stdout=subprocess.PIPE,
+                                                   stderr=subprocess.PIPE, text=True)
+                elif interrupted is not None and interrupted.returncode is None and len(seen) % 4 == 0:
+                    interrupted.send_signal(signal.SIGINT)  # Ctrl-C while the campaign still runs
+                    interrupted.wait(timeout=30)
             time.sleep(0.5)
         done = launch_process.finish(process, timeout=120)
         watched_out = watch.communicate(timeout=30) if watch is not None else None
+        interrupted_out = interrupted.communicate(timeout=30) if interrupted is not None else None
     finally:
         launch_process.kill(process)
-        if watch is not None and watch.poll() is None:
-            watch.kill()
-    return {"state": state, "seen": seen, "launch": done, "watch": (watch, watched_out)}
+        for child in (watch, interrupted):
+            if child is not None and child.poll() is None:
+                child.kill()
+    return {"state": state, "seen": seen, "launch": done, "watch": (watch, watched_out),
+            "interrupted": (interrupted, interrupted_out)}
 
 
 def test_status_follows_a_running_campaign(watched):
@@ -108,6 +118,14 @@ def test_watch_ends_when_the_campaign_does(watched):
     blocks = [b for b in out.split("\n\n") if b.strip()]
     assert len(blocks) >= 2 and "finished: deadline-reached" in blocks[-1]
     assert "\x1b[" not in out  # not a terminal: blocks one after the other, no redraw
+
+
+def test_ctrl_c_ends_a_watch_with_exit_0(watched):
+    child, (out, err) = watched["interrupted"]
+    assert child.returncode == 0, err
+    snapshots = [json.loads(line) for line in out.splitlines()]  # one JSON object per redraw
+    assert snapshots and snapshots[-1]["running"]  # stopped by Ctrl-C, not by the campaign's end
+    assert "Traceback" not in err
 
 
 def test_no_status_line_without_a_terminal(watched):
