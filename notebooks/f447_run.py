@@ -56,11 +56,9 @@ controller_ip = ""
 # %%
 import json
 import os
-import time
 
 import altair as alt
-from IPython.display import Markdown, display
-from tqdm import tqdm
+from IPython.display import HTML, Markdown, display
 
 from symcc_ulfm import plots
 from symcc_ulfm.core.budget import fit_lease
@@ -71,7 +69,7 @@ from symcc_ulfm.evidence.verify import verify
 from symcc_ulfm.launch.conclude import conclude
 from symcc_ulfm.launch.engines import engine_mpi_args, run_on_engines, slurm_template
 from symcc_ulfm.launch.prepare import check_executor, prepare_state_dir
-from symcc_ulfm.tools import replay
+from symcc_ulfm.tools import replay, status
 from symcc_ulfm.tools.seeds import read_seed_dir
 
 alt.renderers.enable("svg")
@@ -99,11 +97,17 @@ else:
 # %% [markdown]
 # ## The campaign on all engines
 #
-# Provenance is re-verified live right before the campaign starts; the progress bar follows
-# the ranks' logs (campaign seconds, commits). The cluster is stopped in every case.
+# Provenance is re-verified live right before the campaign starts. The live view below says
+# what start-up waits for (the controller, the MPI engines coming up, the ranks starting), then
+# follows the campaign from its durable files (`symcc-ulfm status` reads the same), with a small
+# chart of corpus and coverage; it says "finished" only once the engines have returned. The
+# cluster is stopped in every case.
 
 # %%
-tail = timeline.LogTail(state.root)
+tracker = status.Tracker(state.root, modes)
+table, figure = display(HTML(""), display_id=True), display(HTML(""), display_id=True)
+live = status.LiveView(tracker, status.StatsWriter(tracker, f"notebook f447_run {run.run_id}"),
+                       show=lambda page: table.update(HTML(page)), draw=figure.update)
 
 
 def live_check():
@@ -111,16 +115,10 @@ def live_check():
     provenance.write(run.provenance, record)
 
 
-with tqdm(total=policy.deadline_s, unit="s", bar_format="{l_bar}{bar}| {n:.1f}/{total:.0f} s {postfix}") as bar:
-    def show_progress():
-        tail.poll()
-        bar.n = min(tail.elapsed(time.time()), policy.deadline_s)
-        bar.set_postfix(generation=tail.generation, commits=tail.commits, injected=",".join(tail.injected) or "-")
-
-    engines = run_on_engines(policy, state.root, modes, cluster_id=run.run_id, before_campaign=live_check,
-                             progress=show_progress, with_ft=with_ft, launcher=engine_launcher,
-                             sbatch_options=sbatch_options, controller_ip=controller_ip)
-    show_progress()
+engines = run_on_engines(policy, state.root, modes, cluster_id=run.run_id, before_campaign=live_check,
+                         progress=live, startup=live.waiting, with_ft=with_ft, launcher=engine_launcher,
+                         sbatch_options=sbatch_options, controller_ip=controller_ip)
+live.finish()
 run.engines.write_text(json.dumps(engines.to_json(), indent=1, sort_keys=True) + "\n")
 run.engines_output.write_text(engines.output)
 print(f"engines up in {engines.startup_seconds:.1f} s; campaign {engines.seconds:.1f} s; "

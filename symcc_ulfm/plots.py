@@ -60,6 +60,16 @@ def master_work_chart(data: dict[str, list[dict[str, Any]]]) -> alt.Chart:
     ).properties(width=320, title="work per master")
 
 
+def status_chart(history: list[dict[str, Any]]) -> alt.Chart:
+    """Corpus size and coverage ids over campaign seconds, from ``tools.status.Tracker.history``
+    (the notebook's live view redraws it while the campaign runs)."""
+    rows = [{"t": h["elapsed_s"], "corpus": h["corpus"], "coverage ids": h["coverage_ids"]}
+            for h in history if h["elapsed_s"] > 0]
+    return alt.Chart(alt.Data(values=rows)).transform_fold(["corpus", "coverage ids"], as_=["series", "count"]).mark_line(
+        point=True).encode(x=alt.X("t:Q", title="seconds since generation 0"), y=alt.Y("count:Q", title="count"),
+                           color="series:N").properties(width=WIDTH // 2, height=120, title="campaign so far")
+
+
 def all_charts(data: dict[str, list[dict[str, Any]]]) -> dict[str, alt.TopLevelMixin]:
     return {"membership": membership_chart(data), "throughput": throughput_chart(data),
             "masters": master_work_chart(data)}

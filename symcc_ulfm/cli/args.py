@@ -22,6 +22,17 @@ def _show_defaults(parser: argparse.ArgumentParser) -> None:
             action.help = f"{action.help or ''} (default: %(default)s)".lstrip()
 
 
+def _watch_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.1 <= value <= 3600:
+        hint = " (give the directory before --watch)" if not text.replace(".", "", 1).isdigit() else ""
+        raise argparse.ArgumentTypeError(f"{text!r}: expected seconds between 0.1 and 3600{hint}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="symcc-ulfm",
@@ -81,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("findings", help="list the unique findings of a state or run directory")
     p.add_argument("dir")
     p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("status", help="a running or finished campaign's progress, from its files (read-only)")
+    p.add_argument("dir", help="a state directory, or a run directory holding one")
+    p.add_argument("--json", action="store_true", help="the status as JSON (one object per line with --watch)")
+    p.add_argument("--watch", type=_watch_seconds, nargs="?", const=2.0, default=None, metavar="SECONDS",
+                   help="redraw every SECONDS (default 2) until the campaign has ended or Ctrl-C")
 
     p = sub.add_parser("replay", help="re-run a finding's input, contained; exit 0 when it reproduces")
     p.add_argument("dir")

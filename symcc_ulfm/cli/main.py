@@ -79,6 +79,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from ..launch.job import run_job
     from ..launch.mpiexec import placement_flags
     from ..launch.prepare import check_executor, prepare_state_dir
+    from ..launch.progress import LaunchProgress
     from ..tools.seeds import read_seed_dir
 
     modes = modes_from_env(os.environ)
@@ -119,11 +120,17 @@ def cmd_launch(args: argparse.Namespace) -> int:
     if allocation is not None:
         slurm_entry = batch.record(state, allocation, hosts, args.resume)
         echo(f"slurm: job {allocation.job_id}, nodes {','.join(allocation.nodes)}; ranks on {format_hosts(hosts)}")
+    # the live status line on a terminal (never with --json); stats/ is written in every case
+    progress = LaunchProgress(state, shlex.join(["symcc-ulfm", *args.argv]),
+                              line=not args.json and sys.stderr.isatty())
     try:
-        job = run_job(policy, state, echo=echo, extra_args=None if policy.hosts else placement_flags(hosts))
+        job = run_job(policy, state, echo=echo, extra_args=None if policy.hosts else placement_flags(hosts),
+                      progress=progress)
     except (KeyboardInterrupt, Interrupted):
+        progress.finish()
         print(f"symcc-ulfm: the campaign is resumable: {_resume_command(args.argv, state.root)}", file=sys.stderr)
         raise
+    progress.finish()
     verdict = conclude(state)
     verdict.pop("summary", None)
     if allocation is not None:
@@ -154,6 +161,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
     if batch.lost_daemon(job.output) and not verdict["passed"]:
         lines.append("note: the job lost a node's PRRTE daemon, which Open MPI 5.0 cannot recover from; the campaign "
                      f"is resumable in a new job: {_resume_command(args.argv, state.root)}")
+    lines += [f"note: {progress.error}"] if progress.error else []
     if not verdict["passed"]:
         lines.append("last job output:\n" + job.tail())
     _emit(args, verdict, "\n".join(lines))
@@ -200,7 +208,7 @@ def _refuse_running(state: Path) -> None:
 
     who = running(state)
     if who:
-        raise CampaignRunning(f"{who}; judge it once it has ended")
+        raise CampaignRunning(f"{who}; judge it once it has ended (symcc-ulfm status {state} shows its progress)")
 
 
 def cmd_findings(args: argparse.Namespace) -> int:
@@ -216,6 +224,36 @@ def cmd_findings(args: argparse.Namespace) -> int:
     text += [f"damaged WAL record (its findings are not listed): {line}" for line in result["damaged"]]
     _emit(args, result, "\n".join(text))
     return 4 if result["damaged"] else 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """The campaign's status once, or redrawn every ``--watch`` seconds until it has ended
+    (Ctrl-C ends the watch with exit 0: nothing is left half done)."""
+    from ..core.modes import modes_from_env
+    from ..tools.status import Tracker, render_block
+
+    try:
+        tracker = Tracker(args.dir, modes_from_env(os.environ))
+    except FileNotFoundError as exc:
+        raise ConfigError("STATE_DIR", f"{args.dir} {exc.strerror}; give a state directory "
+                                       "(launch --state-dir) or a run directory holding one") from None
+    except ValueError as exc:  # policy.json that is not JSON
+        raise ConfigError("STATE_DIR", f"{args.dir}: its policy.json cannot be read ({exc})") from None
+    redraw = args.watch is not None and not args.json and sys.stdout.isatty()
+    try:
+        while True:
+            snapshot = tracker.poll()
+            if args.json:
+                print(json.dumps(snapshot, sort_keys=True), flush=True)
+            else:
+                print(("\x1b[H\x1b[J" if redraw else "") + render_block(snapshot), flush=True)
+            if args.watch is None or not snapshot["running"]:
+                return 0
+            time.sleep(args.watch)
+            if not redraw and not args.json:
+                print()
+    except KeyboardInterrupt:
+        return 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -346,6 +384,7 @@ COMMANDS = {
     "launch": cmd_launch,
     "oracle": cmd_oracle,
     "findings": cmd_findings,
+    "status": cmd_status,
     "replay": cmd_replay,
     "export": cmd_export,
     "seal": cmd_seal,

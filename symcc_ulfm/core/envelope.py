@@ -85,6 +85,10 @@ def _stats(v: Any) -> bool:
     return isinstance(v, dict) and all(_str(k) and _float(x) for k, x in v.items())
 
 
+def _tokens(v: Any) -> bool:
+    return isinstance(v, list) and len(v) <= 64 and all(map(_token, v))
+
+
 def _items(v: Any) -> bool:
     return isinstance(v, list) and all(
         isinstance(i, dict)
@@ -103,6 +107,8 @@ SCHEMAS: dict[str, dict[str, Callable[[Any], bool]]] = {
     "WORK": {**_FENCE, "worker": _int, "hint": _hint},
     "RESULT": {**_FENCE, "worker": _int, "candidates": _candidates, "findings": _findings, "stats": _stats,
                "error": _opt_str},
+    # a worker past the deadline hands back the leases it has not started (core.master.machine)
+    "RETURN": {"generation": _int, "worker": _int, "leases": _tokens},
     "FRONTIER": {"generation": _int, "master": _int, "items": _items, "coverage": _coverage},
     "STOP": {"generation": _int, "reason": _str},
     "PROBE": {"generation": _int, "master": _int, "wave": _int},

@@ -2,8 +2,8 @@
 
 Everything here is computed from the files a run leaves (membership snapshots and layouts,
 ``logs/rank-*.jsonl``); :mod:`symcc_ulfm.plots` only draws the rows. Times are seconds since
-the campaign start (``started_at`` of generation 0). :class:`LogTail` reads the logs
-incrementally while a campaign runs, for a progress bar.
+the campaign start (``started_at`` of generation 0). A campaign that still runs is followed
+by ``tools.status`` instead.
 """
 
 from __future__ import annotations
@@ -13,38 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..store.corpus import Corpus
-from ..store.runlog import Event, LogFollower, read_events
+from ..store.runlog import Event, read_events
 from ..store.wal import WorkWAL
-
-
-class LogTail:
-    """A campaign's progress while it runs (commits, generation, injected failures), from its rank logs."""
-
-    def __init__(self, state_dir: str | Path):
-        self._follower = LogFollower(Path(state_dir) / "logs")
-        self.commits = 0
-        self.generation = 0
-        self.injected: list[str] = []
-        self.started: float | None = None  # wall time when generation 0 started
-
-    def elapsed(self, now: float) -> float:
-        """Campaign seconds so far (0 before generation 0 started)."""
-        return 0.0 if self.started is None else max(0.0, now - self.started)
-
-    def poll(self) -> list[dict[str, Any]]:
-        """New events since the last call (a half-written last line waits for the next call)."""
-        events = self._follower.poll()
-        for event in events:
-            kind = event.get("event")
-            if kind == Event.COMMIT:
-                self.commits += 1
-            elif kind == Event.INJECT:
-                self.injected.append(str(event.get("spec")))
-            elif kind == Event.GENERATION_START and event.get("generation") == 0:
-                t = float(event["t"])
-                self.started = t if self.started is None else min(self.started, t)
-            self.generation = max(self.generation, int(event.get("generation", 0)))
-        return events
 
 
 def _membership(state_dir: Path) -> list[dict[str, Any]]:
@@ -112,7 +82,11 @@ def _generation_starts(events: list[dict], generations: list[dict], t0: float) -
 
 
 def _throughput(commits: list[dict], t0: float, end: float, bin_s: float) -> list[dict[str, Any]]:
-    """Per time bin: inputs analyzed and candidates generated per second, cumulative novel and unique."""
+    """Per time bin: inputs analyzed and candidates generated per second, cumulative novel and unique.
+
+    A rate is given only for a complete bin (``complete``); the last bin, cut short by the end of
+    the run, gets the cumulative counts and no rate (``None``): the commits of the final drain
+    divided by a sliver of a bin would be drawn as a spike that no worker ever ran at."""
     bins = max(1, int(end // bin_s) + 1)
     analyzed, generated, novel, unique = [0] * bins, [0] * bins, [0] * bins, [0] * bins
     for event in commits:
@@ -126,10 +100,11 @@ def _throughput(commits: list[dict], t0: float, end: float, bin_s: float) -> lis
         total_novel += novel[i]
         total_unique += unique[i]
         stop = min((i + 1) * bin_s, max(end, i * bin_s + 1e-3))  # the last bin is usually partial
-        width = stop - i * bin_s
-        rows.append({"t": round(stop, 4), "analyzed_per_s": analyzed[i] / width,
-                     "generated_per_s": generated[i] / width, "novel_total": total_novel,
-                     "unique_total": total_unique})
+        complete = stop >= (i + 1) * bin_s - 1e-9
+        rows.append({"t": round(stop, 4), "complete": complete,
+                     "analyzed_per_s": analyzed[i] / bin_s if complete else None,
+                     "generated_per_s": generated[i] / bin_s if complete else None,
+                     "novel_total": total_novel, "unique_total": total_unique})
     return rows
 
 

@@ -217,15 +217,18 @@ def run_on_engines(
     launcher: str = "mpi",
     sbatch_options: str = "",
     controller_ip: str = "",
+    startup: Callable[[str], Any] | None = None,
 ) -> EngineRun:
     """Start ``policy.ranks`` MPI engines, run ``run_campaign`` on all of them at once, always stop them.
 
     ``before_campaign`` runs once the engines are up, right before the campaign is submitted
-    (the live provenance check); ``progress`` is called every ``poll_s`` while it runs. The
-    campaign gets only plain data (the state directory path) and returns plain dicts. ``launcher``
-    is ``mpi`` or ``slurm`` (the module docstring; ``sbatch_options`` and ``controller_ip`` are for
-    ``slurm``).
+    (the live provenance check); ``startup`` is told in words what start-up waits for (the
+    controller, then "N of M engines up" about every second), ``progress`` is called every
+    ``poll_s`` while the campaign runs. The campaign gets only plain data (the state directory
+    path) and returns plain dicts. ``launcher`` is ``mpi`` or ``slurm`` (the module docstring;
+    ``sbatch_options`` and ``controller_ip`` are for ``slurm``).
     """
+    say = startup or (lambda _words: None)
     import ipyparallel as ipp
 
     if launcher not in ENGINE_LAUNCHERS:
@@ -250,16 +253,20 @@ def run_on_engines(
     started = time.monotonic()
     client = None
     try:
+        say(f"starting the ipyparallel controller and the MPI job of {policy.ranks} engines "
+            + ("(an sbatch job)" if launcher == "slurm" else "(mpiexec)"))
         cluster.start_cluster_sync()
         engine_sets = list(cluster.engines.values())
         client = cluster.connect_client_sync()
-        _wait_for_engines(client, policy.ranks, engine_sets, policy.timeouts.startup_s)
-        startup = time.monotonic() - started
+        _wait_for_engines(client, policy.ranks, engine_sets, policy.timeouts.startup_s, say)
+        startup_s = time.monotonic() - started
         view = client[:]
         targets = list(view.targets)
         ranks = dict(zip(targets, view.apply_sync(engine.world_rank), strict=True))
+        say(f"{policy.ranks} engines up after {startup_s:.1f} s" + ("; checking provenance" if before_campaign else ""))
         if before_campaign is not None:
             before_campaign()
+        say(f"campaign submitted to {policy.ranks} engines; ranks starting")
         mark = time.monotonic()
         result = view.apply_async(engine.campaign, str(Path(state_dir).absolute()))
         limit = mark + job_timeout(policy)
@@ -278,7 +285,7 @@ def run_on_engines(
         _stop(cluster, client, profile_dir, cluster_id)
     by_rank = {ranks[t]: v for t, v in zip(targets, values, strict=True)}
     scheduled = {event.rank for event in policy.failure_schedule}
-    return EngineRun(classify_engines(by_rank, scheduled), seconds, startup, timed_out, output)
+    return EngineRun(classify_engines(by_rank, scheduled), seconds, startup_s, timed_out, output)
 
 
 def _stop(cluster: Any, client: Any, profile_dir: Path, cluster_id: str) -> None:
@@ -296,10 +303,12 @@ def _stop(cluster: Any, client: Any, profile_dir: Path, cluster_id: str) -> None
         ensure_stopped(cluster_id)
 
 
-def _wait_for_engines(client: Any, n: int, engine_sets: list[Any], timeout_s: float) -> None:
+def _wait_for_engines(client: Any, n: int, engine_sets: list[Any], timeout_s: float,
+                      say: Callable[[str], Any]) -> None:
     """Wait for ``n`` engines, failing early (with mpiexec's output) when the engine job has exited."""
     limit = time.monotonic() + timeout_s
     while True:
+        say(f"MPI engines starting: {len(client.ids)} of {n} up")
         try:
             client.wait_for_engines(n, interactive=False, timeout=1)
             return

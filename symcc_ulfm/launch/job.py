@@ -74,20 +74,23 @@ def run_job(
     extra_args: list[str] | None = None,
     env_overrides: dict[str, str] | None = None,
     command_prefix: list[str] | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> JobResult:
     """Run the campaign job for ``state`` (``mpiexec_command``, after ``command_prefix``; the exact
     command is echoed first); kill it when it overruns or ``launch`` is stopped; return once every
-    rank of it is gone (see the module docstring)."""
+    rank of it is gone (see the module docstring). ``progress`` is called between looks at the job."""
     hold(state)
     command = [*(command_prefix or []), *mpiexec_command(policy, state.root, state.modes, extra=extra_args)]
     echo("+ " + shell_line(command))
     env = {**job_environment(state.modes), **(env_overrides or {})}
-    return supervise(policy, state, command, env)
+    return supervise(policy, state, command, env, progress)
 
 
-def supervise(policy: Policy, state: StateDir, command: list[str], env: dict[str, str]) -> JobResult:
+def supervise(policy: Policy, state: StateDir, command: list[str], env: dict[str, str],
+              progress: Callable[[], None] | None = None) -> JobResult:
     """Run ``command`` as the campaign job of ``state`` (what :func:`run_job` runs, and a test its
-    stand-in for ``mpiexec``): bounded, supervised, over once every rank of it is gone."""
+    stand-in for ``mpiexec``): bounded, supervised, over once every rank of it is gone; ``progress``
+    (``launch.progress``) is called every ``_POLL_S`` while it runs, in this thread."""
     left = ranks_gone(state.root, state.modes.snapshot, EARLIER_RANKS_S)
     if left:
         raise ConfigError("state_dir", f"ranks of an earlier job (pids {left}) still run on {state.root}; "
@@ -102,7 +105,7 @@ def supervise(policy: Policy, state: StateDir, command: list[str], env: dict[str
                                        stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
             tee = _Tee(process.stdout, output)
             try:
-                returncode, timed_out = _wait(process, policy, state, notes)
+                returncode, timed_out = _wait(process, policy, state, notes, progress)
             except BaseException:  # interrupted: never leave the job behind
                 _kill_job(process)
                 _reap(process.pid, state, ranks_over_s(policy))
@@ -142,7 +145,8 @@ def _last_line(output: bytes) -> str:
     return lines[-1][:200] if lines else "no output"
 
 
-def _wait(process: subprocess.Popen, policy: Policy, state: StateDir, notes: list[str]) -> tuple[int, bool]:
+def _wait(process: subprocess.Popen, policy: Policy, state: StateDir, notes: list[str],
+          progress: Callable[[], None] | None = None) -> tuple[int, bool]:
     """``mpiexec``'s exit status and whether it overran the job's timeout (then it is killed).
 
     Once ranks have held ``ranks.lock`` and none holds it any more for ``ranks_over_s``, the
@@ -156,6 +160,8 @@ def _wait(process: subprocess.Popen, policy: Policy, state: StateDir, notes: lis
                 return process.wait(timeout=_POLL_S), False
             except subprocess.TimeoutExpired:
                 pass
+            if progress is not None:
+                progress()
             now = time.monotonic()
             if now >= deadline:
                 return _kill_job(process), True

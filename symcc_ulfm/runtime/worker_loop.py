@@ -14,6 +14,7 @@ every execution whose outcome was not ``ok`` (``executors.outcome``), with the S
 input that produced it (the lease's input, or a candidate staged with this result). Target
 code runs in the executor's sandbox, never in this process; the lease being executed is noted
 in the staging directory first (``running-<g>``), for ``core.master.poison`` should this rank die.
+Past the deadline no lease is started: the queued ones go back to the master in a ``RETURN``.
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ class WorkerLoop:
                 return True
             self.queue.append(message)
         transport.progress()
+        if self.queue and self.clock() >= ctx.deadline:
+            self._return_unstarted()
+            return True
         if self.queue:
             work = self.queue.popleft()
             ctx.injector.maybe(Phase.WORK, self.gen)
@@ -98,6 +102,16 @@ class WorkerLoop:
             self.stopped = True
             return True
         return heard
+
+    def _return_unstarted(self) -> None:
+        """Past the deadline, hand every lease not started back to the master (``RETURN``): it
+        releases them instead of waiting for them, so the campaign ends about one execution after
+        its deadline rather than a whole pipeline of them."""
+        tokens = [work["lease"] for work in self.queue]
+        self.queue.clear()
+        message = envelope.encode("RETURN", self.limit, generation=self.gen, worker=self.ctx.stable, leases=tokens)
+        self.transport.send(self.master, DATA, message, "RETURN")
+        self.ctx.log.event("leases-returned", count=len(tokens))
 
     def finish(self) -> str:
         """Let the last sends complete (within the give-up bound), close; why the worker stopped."""
@@ -226,8 +240,9 @@ class WorkerLoop:
             sha256, _ = self.staging.stage(lease, child)
             staged.setdefault(sha256, (child, hint))
             solved.setdefault(sha256, set()).update(reached)
-        # coverage runs stop well before the master's lease timeout would fence this worker
-        budget = self.ctx.policy.timeouts.lease_s / 2 - result.seconds
+        # coverage runs stop well before the master's lease timeout would fence this worker, and at
+        # the deadline (a child not measured by then is kept with the directions it was solved for)
+        budget = min(self.ctx.policy.timeouts.lease_s / 2 - result.seconds, self.ctx.deadline - self.clock())
         measured = self.executor.measure_many([child for child, _ in staged.values()], budget_s=max(0.0, budget))
         candidates = []
         reports = {}

@@ -22,6 +22,7 @@
     endpoint.json                                 endpoint coverage re-measured over the final corpus
     outcome.json, oracle.json, job-output.txt     how the last job ended, the verdict, the job's output
     slurm.json                                    the Slurm allocation of each job that ran it (store.allocations)
+    stats/fuzzer_stats, stats/plot_data           AFL++-style status, written by the host side (tools.status)
     launch.lock, ranks.lock                       who runs the campaign (store.joblock)
 
 Every name here is opened without following a symbolic link, and ``store.trust`` refuses a
@@ -41,9 +42,9 @@ from .dirs import ensure_dir
 
 # top-level entries of a state directory and the type each must have (``store.trust`` checks them)
 LAYOUT_DIRS = ("membership", "wal", "wal/records", "wal/locks", "query-store", "corpus", "corpus/objects",
-               "corpus/claims", "staging", "scratch", "logs", "seeds")
+               "corpus/claims", "staging", "scratch", "logs", "seeds", "stats")
 LAYOUT_FILES = ("policy.json", "executor.json", "outcome.json", "endpoint.json", "oracle.json", "job-output.txt",
-                "launch.lock", "ranks.lock", "slurm.json")
+                "launch.lock", "ranks.lock", "slurm.json", "stats/fuzzer_stats", "stats/plot_data")
 PER_RANK_DIRS = ("staging", "scratch", "query-store")  # hold one directory per rank
 TEMP_PREFIX = ".tmp-"  # store.atomic's temporary files, left by a write that died
 
@@ -139,6 +140,18 @@ class StateDir:
     def allocations(self) -> Path:
         """``slurm.json``: the Slurm allocations the campaign's jobs ran in (``store.allocations``)."""
         return self.root / "slurm.json"
+
+    @property
+    def stats(self) -> Path:
+        return self.root / "stats"
+
+    @property
+    def fuzzer_stats(self) -> Path:
+        return self.stats / "fuzzer_stats"
+
+    @property
+    def plot_data(self) -> Path:
+        return self.stats / "plot_data"
 
     @property
     def launch_lock(self) -> Path:

@@ -1,4 +1,4 @@
-"""Plot data from a real run's logs, the incremental log reader, and the figures drawn from them."""
+"""Plot data from a real run's logs (rates over complete bins), and the figures drawn from them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from helpers.evidence import sealed_run
 
 from symcc_ulfm import plots
-from symcc_ulfm.evidence.timeline import LogTail, timeline
+from symcc_ulfm.evidence.timeline import timeline
 
 
 @pytest.mark.mpi
@@ -35,23 +35,32 @@ def test_figures_are_saved_as_svg_and_png(tmp_path):
         assert svg.read_text().lstrip().startswith("<svg") and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_log_tail_reads_complete_lines_once(tmp_path):
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    log = logs / "rank-0.jsonl"
-    log.write_text('{"event":"generation-start","generation":0,"t":100.0,"rank":0}\n{"event":"comm')
-    tail = LogTail(tmp_path)
-    assert [e["event"] for e in tail.poll()] == ["generation-start"]
-    assert tail.poll() == [] and tail.commits == 0 and tail.elapsed(103.0) == 3.0
-    with open(log, "a") as handle:
-        handle.write('it","generation":1,"t":101.0,"rank":0}\n')
-    assert [e["event"] for e in tail.poll()] == ["commit"]
-    assert tail.commits == 1 and tail.generation == 1
+def test_rates_are_drawn_over_complete_bins_only(tmp_path):
+    """The commits of the final drain, 0.2 s into the last bin, are counted in the totals but never
+    divided by that sliver of a bin (a spike no worker ran at)."""
+    (tmp_path / "membership").mkdir()
+    (tmp_path / "logs").mkdir()
+    snapshot = {"started_at": 100.0, "spares": []}
+    (tmp_path / "membership" / "generation-0-snapshot.json").write_text(json.dumps(snapshot))
+    layout = {"groups": [{"master": 0, "workers": [1]}]}
+    (tmp_path / "membership" / "generation-0-layout.json").write_text(json.dumps(layout))
+    commits = [100.5, 101.5, 101.6] + [102.1] * 40  # two quiet seconds, then a drain of 40 commits
+    lines = [{"event": "commit", "t": t, "rank": 0, "generation": 0, "generated": 2, "novel": 1, "unique": 1}
+             for t in commits]
+    (tmp_path / "logs" / "rank-0.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    rows = timeline(tmp_path)["throughput"]
+    assert [r["complete"] for r in rows] == [True, True, False]
+    assert [r["analyzed_per_s"] for r in rows] == [1.0, 2.0, None]
+    assert rows[-1]["novel_total"] == len(commits) and rows[-1]["t"] == 2.1
+    chart = plots.throughput_chart(timeline(tmp_path))
+    svg, _ = plots.save_chart(chart, tmp_path / "figures", "throughput")
+    assert svg.read_text().lstrip().startswith("<svg")
 
 
-def test_log_tail_before_the_campaign_starts(tmp_path):
-    tail = LogTail(tmp_path)
-    assert tail.poll() == [] and tail.elapsed(5.0) == 0.0
+def test_the_live_chart_draws_a_trackers_history(tmp_path):
+    history = [{"elapsed_s": t, "corpus": 4 + 3 * t, "coverage_ids": 10 + t} for t in (0.0, 1.0, 2.5)]
+    svg, png = plots.save_chart(plots.status_chart(history), tmp_path, "live")
+    assert svg.read_text().lstrip().startswith("<svg") and png.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_timeline_of_an_empty_state_is_empty(tmp_path):

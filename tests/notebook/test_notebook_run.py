@@ -53,6 +53,17 @@ def outputs_text(notebook: Path) -> str:
     return "\n".join(parts)
 
 
+def outputs_of(notebook: Path, mime: str) -> list[str]:
+    cells = json.loads(notebook.read_text())["cells"]
+    return ["".join(out.get("data", {}).get(mime, "")) for cell in cells for out in cell.get("outputs", [])
+            if mime in out.get("data", {})]
+
+
+def stream_names(notebook: Path) -> set[str]:
+    cells = json.loads(notebook.read_text())["cells"]
+    return {out["name"] for cell in cells for out in cell.get("outputs", []) if out.get("output_type") == "stream"}
+
+
 def test_the_notebook_runs_seals_and_verifies(tmp_path):
     run = new_run_dir(tmp_path)
     done = papermill(run / "run.ipynb", run)
@@ -71,6 +82,13 @@ def test_the_notebook_runs_seals_and_verifies(tmp_path):
     assert result["passed"], result["problems"]
     assert result["result_sha256"] == judge(run)["result_sha256"]
     assert "sealed" in outputs_text(run / "run.ipynb")
+    # the live view is HTML in the output (nothing on stderr), in its final state once the engines returned
+    pages = outputs_of(run / "run.ipynb", "text/html")
+    assert any("finished: deadline-reached" in page for page in pages), pages
+    assert not any("starting" in page for page in pages)  # start-up messages were redrawn over
+    assert "stderr" not in stream_names(run / "run.ipynb")
+    assert any("campaign so far" in svg for svg in outputs_of(run / "run.ipynb", "image/svg+xml"))
+    assert (run / "state" / "stats" / "fuzzer_stats").read_text().count("campaign_phase    : finished") == 1
 
 
 def test_engines_without_ft_fail_closed_and_papermill_exits_non_zero(tmp_path):

@@ -217,6 +217,7 @@ class LoopbackBench:
         self.root = root
         self.scenario = scenario
         self.now = time.time()
+        self.deadline = self.now + scenario.deadline_s
         prepare(root, scenario, self.now)
 
     def stage(self, stage: Stage) -> dict[int, dict]:
@@ -316,6 +317,7 @@ class MpiBench:
     def __init__(self, root: Path, transport, deadline: float):
         self.root = root
         self._transport = transport
+        self.deadline = deadline
         self.end = deadline + GRACE_S + 1.0  # every real role has stopped by then
 
     def transport(self, rank: int):
@@ -523,6 +525,41 @@ def check_pipeline(root: Path, observed: dict[int, dict]) -> None:
     lease_of = {r["work_hash"]: r["lease"]["token"] for r in records(root).values()}
     tokens = [int(lease_of[e["work_hash"]].split(".")[-1]) for e in events(root, MASTER, "commit")]
     assert tokens == sorted(tokens)  # committed in the order they were leased
+    check_counted_once(root)
+
+
+def play_return_after_deadline(bench) -> dict:
+    """Hold a full pipeline until just past the deadline, then do what a worker does there: the
+    RESULT of the lease it ran and a RETURN of the others (and of one lease it never held)."""
+    ready(bench)
+    held = [bench.expect(W1, MASTER, DATA), *bench.collect(W1, MASTER, DATA, 0.3)]
+    bench.idle(max(0.0, bench.deadline - _now(bench)) + 0.05)
+    send(bench, W1, MASTER, DATA, result(bench, held[0]))
+    tokens = [w["lease"] for w in held[1:]]
+    send(bench, W1, MASTER, DATA, envelope.encode("RETURN", LIMIT, generation=0, worker=W1,
+                                                  leases=[*tokens, "0.0.999"]))
+    returned_at = _now(bench)
+    rest = serve(bench, empty_results(bench))
+    return {"held": [w["input_hash"] for w in held], "returned": tokens, "returned_at": returned_at, **rest}
+
+
+def _now(bench) -> float:
+    return bench.now if isinstance(bench, LoopbackBench) else time.time()
+
+
+def check_return_after_deadline(root: Path, observed: dict[int, dict]) -> None:
+    seen = observed[W1]
+    assert 2 <= len(seen["held"]) <= PIPELINE and len(seen["returned"]) == len(seen["held"]) - 1
+    assert seen["works"] == [] and seen["stop"] == "deadline"  # nothing leased after the deadline
+    (returned,) = events(root, MASTER, "leases-returned")
+    assert returned["worker"] == W1 and returned["count"] == len(seen["returned"])
+    assert any("does not hold" in r for r in rejections(root))  # the lease it never held
+    states = {sha(d): (wal_state(root, d) or {}).get("state") for d in PIPELINE_SEEDS}
+    assert states[seen["held"][0]] == "done"
+    assert all(states[h] == "leased" for h in seen["held"][1:])  # released, reclaimed by a later generation
+    (stop,) = events(root, MASTER, "master-stop")
+    assert stop["abandoned"] == 0 and stop["totals"]["analyzed"] == 1
+    assert stop["t"] - seen["returned_at"] < GRACE_S  # it stopped at the RETURN, not after its grace
     check_counted_once(root)
 
 
@@ -971,6 +1008,8 @@ SCENARIOS = (
     # scripted workers and peers against the real master
     Scenario("commit", (Stage({MASTER: MASTER_ROLE, W1: play_commit, PEER: collect_frontier}),), check_commit),
     Scenario("pipeline", (Stage({MASTER: MASTER_ROLE, W1: play_pipeline}),), check_pipeline, seeds=PIPELINE_SEEDS),
+    Scenario("return-after-deadline", (Stage({MASTER: MASTER_ROLE, W1: play_return_after_deadline}),),
+             check_return_after_deadline, seeds=PIPELINE_SEEDS, deadline_s=1.0),
     Scenario("out-of-order-result", (Stage({MASTER: MASTER_ROLE, W1: play_out_of_order}),), check_out_of_order,
              seeds=tuple(owned_by(MASTER, "ooo", 3))),
     Scenario("hostile-messages", (Stage({MASTER: MASTER_ROLE, W1: play_hostile}),), check_hostile),

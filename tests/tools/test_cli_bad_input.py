@@ -120,3 +120,20 @@ def test_bad_model_input(argv, named):
     done = subprocess.run([sys.executable, "-m", "symcc_ulfm", *argv], capture_output=True, text=True)
     assert done.returncode == 2, done.stdout + done.stderr
     assert named in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["status", "{tmp}"], "holds no policy.json"),
+        (["status", "{tmp}/missing"], "STATE_DIR"),
+        (["status", "{tmp}", "--watch", "0"], "expected seconds between 0.1 and 3600"),
+        (["status", "--watch", "{tmp}"], "give the directory before --watch"),
+    ],
+)
+def test_bad_status_input(tmp_path, argv, named):
+    done = subprocess.run([sys.executable, "-m", "symcc_ulfm", *[a.format(tmp=tmp_path) for a in argv]],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert named in done.stderr and "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written

@@ -20,7 +20,8 @@ Work moves through the WAL states ``leased -> committing -> done``:
 - *committing -> done*: the next round publishes its objects before its barrier and marks it
   done after it; done records are counted (and their new inputs forwarded to their owners)
   after the barrier that follows;
-- *leased -> queued*: a rejected result puts its input back (``MAX_REJECTIONS`` at most).
+- *leased -> queued*: a rejected result puts its input back (``MAX_REJECTIONS`` at most); so do
+  the leases a worker past the deadline returns unstarted (``RETURN``).
 
 Durability is a group commit per round (:mod:`.rounds`). A round is not run for every
 RESULT: results wait up to half the time a task takes (at most ``MAX_COMMIT_DELAY``) for others
@@ -195,6 +196,11 @@ class MasterState(StartPhase, CommitRounds):
                     raise FenceError(f"READY for generation {message['generation']} from {message['worker']}")
                 self.ready.add(worker)
                 return
+            if kind == "RETURN":
+                if message["generation"] != self.gen or message["worker"] != worker:
+                    raise FenceError(f"RETURN for generation {message['generation']} from {message['worker']}")
+                self._returned(worker, message["leases"])
+                return
             if kind != "RESULT":
                 raise ProtocolError(f"{kind} is not a worker message")
             queue = self.outstanding.get(worker)
@@ -208,6 +214,25 @@ class MasterState(StartPhase, CommitRounds):
         if not self.waiting and not self.pending:
             self.oldest = event.now
         self.waiting.append((worker, message, queue.popleft()))
+
+    def _returned(self, worker: int, tokens: list[str]) -> None:
+        """``leased -> queued`` for the leases a worker past the deadline hands back unstarted:
+        released and put back (a slice is not), so a stopping master waits only for the lease
+        each worker is running, not for its whole pipeline (``PIPELINE``)."""
+        queue = self.outstanding.get(worker, deque())
+        returned = [held for held in queue if held.fence.lease in set(tokens)]
+        unknown = sorted(set(tokens) - {held.fence.lease for held in returned})
+        if unknown:
+            self._log_limited("message-rejected", worker, source=worker,
+                              reason=f"RETURN of leases {unknown} this worker does not hold")
+        for held in returned:
+            queue.remove(held)
+            self._emit(ev.Release, held.fence.lease)
+            if held.slice is None:
+                self.queue.requeue(held.fence.input_hash, held.priority)
+        if returned:
+            self.progress_at[worker] = self._now
+            self._log("leases-returned", worker=worker, count=len(returned))
 
     def _on_master(self, event: ev.FromMaster) -> None:
         source = event.master
