@@ -3,8 +3,8 @@ symcc executor's ``seeds`` option): the one reader of them.
 
 Three layouts are recognised, in this order:
 
-* an **AFL++ instance** (``OUT/default``: it holds ``fuzzer_stats`` or a ``queue/`` directory):
-  the files of its ``queue/``;
+* an **AFL++ instance** (``OUT/default``: a ``queue/`` directory beside ``fuzzer_stats``,
+  ``cmdline`` or ``fuzzer_setup``, or beside no file at all): the files of its ``queue/``;
 * an **AFL++ output directory** (``OUT``: subdirectories that are instances, ``default``, ``main``,
   ``secondary*``, any ``-M``/``-S`` name): the ``queue/`` of each instance, instances by name;
 * otherwise a **plain directory** of files, one input each: a SymCC or atheris seed directory, or a
@@ -151,9 +151,10 @@ def _kind(mode: int) -> str:
 
 
 def _is_instance(dir_fd: int, entries: list[tuple[str, str]]) -> bool:
-    if any(_exists(dir_fd, mark) for mark in _INSTANCE_MARKS):
-        return True
-    return ("queue", "dir") in entries and not any(kind == "file" for _, kind in entries)
+    """A ``queue/`` beside AFL++'s own files, or beside no file at all."""
+    if ("queue", "dir") not in entries:
+        return False
+    return any(_exists(dir_fd, mark) for mark in _INSTANCE_MARKS) or not any(kind == "file" for _, kind in entries)
 
 
 def _is_instance_at(dir_fd: int, name: str) -> bool:
@@ -162,7 +163,7 @@ def _is_instance_at(dir_fd: int, name: str) -> bool:
     except OSError:
         return False
     try:
-        return _exists(sub, "fuzzer_stats") or stat.S_ISDIR(_mode(sub, "queue"))
+        return stat.S_ISDIR(_mode(sub, "queue"))
     finally:
         os.close(sub)
 

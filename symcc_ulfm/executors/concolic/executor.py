@@ -42,11 +42,11 @@ from ...core.coverage import branch_coverage, edge_of
 from ...errors import PolicyError
 from ...targets import DEFAULT_TARGET, TargetInfo, resolve_target
 from ..base import Executor, Finding, Measurement, RunResult
+from ..dictionary import tokens_of
 from .expressions import path as P
 from .expressions.expr import MAX_LENGTH as E_MAX_LENGTH
 from .expressions.z3conv import SAT, Converter, solve
 from .hybrid import havoc, input_to_state
-from ..dictionary import tokens_of
 from .hybrid.module_words import module_words
 from .search import Child, GenerationalSearch, QueryCache, child_from_hint, hint_of, repair_query, signature
 from .tracing.run_outcome import Expected, classify, parse_expected
