@@ -7,7 +7,9 @@ order (seeds in the order recorded, then each committed input in the order its r
 committed, ``commit`` events of the rank logs); never the empty input or one larger than AFL's
 ``MAX_FILE`` (AFL++ refuses both), and never an input of a finding. Findings go where the tools
 put theirs. A corpus of ``--keep all`` holds every distinct candidate; those that added nothing
-stay out of the queue (AFL++ calls each of them "useless" at its dry run).
+stay out of the queue (AFL++ calls each of them "useless" at its dry run), and so does a found
+input whose coverage the inputs found after it hold between them (``subsumed``: AFL++ runs an
+``-i`` directory newest first, :func:`_useful`).
 
 ``--layout afl`` writes one AFL++ instance, ``OUT/default/``:
 
@@ -75,6 +77,7 @@ class Entry:
     parent: str | None  # SHA-256 of the input it was derived from
     op: str | None
     time_ms: int | None
+    coverage: frozenset[int] = frozenset()  # as measured when it was committed (found inputs only)
 
 
 def export(path: str | Path, out: str | Path, modes: FileModes, layout: str = "afl") -> dict:
@@ -149,8 +152,26 @@ def _queue(state: StateDir, corpus: Corpus, findings: set[str]) -> tuple[list[En
                 skipped["no_new_coverage"] += 1
             elif admit(obj["sha256"], obj["length"]):
                 entries.append(Entry(obj["sha256"], None, manifest["input_hash"], _op(manifest["kind"], obj["hint"]),
-                                     time_ms))
-    return entries, skipped
+                                     time_ms, frozenset(obj["coverage"])))
+    return _useful(entries, skipped), skipped
+
+
+def _useful(entries: list[Entry], skipped: dict[str, int]) -> list[Entry]:
+    """The found inputs that still add coverage in the order AFL++ runs an ``-i`` directory.
+
+    AFL++ (4.04c) reads ``-i`` in reverse name order, so its dry run meets the newest input first
+    and calls every older one whose coverage the newer ones hold "useless". Going from the newest
+    found input to the oldest, one is kept only when it covers something those kept before it do
+    not; the seeds are kept as they are (the manifests hold no coverage of theirs)."""
+    covered: set[int] = set()
+    kept: list[Entry] = []
+    for entry in reversed(entries):
+        if entry.seed_name is None and entry.coverage and entry.coverage <= covered:
+            skipped["subsumed"] = skipped.get("subsumed", 0) + 1
+            continue
+        covered |= entry.coverage
+        kept.append(entry)
+    return kept[::-1]
 
 
 def _op(kind: str, hint) -> str:
