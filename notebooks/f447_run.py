@@ -66,11 +66,11 @@ from symcc_ulfm.core.modes import modes_from_env
 from symcc_ulfm.evidence import provenance, rundir, timeline
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.evidence.verify import verify
+from symcc_ulfm.executors.seed_dirs import read_seeds
 from symcc_ulfm.launch.conclude import conclude
 from symcc_ulfm.launch.engines import engine_mpi_args, run_on_engines, slurm_template
 from symcc_ulfm.launch.prepare import check_executor, prepare_state_dir
 from symcc_ulfm.tools import replay, status
-from symcc_ulfm.tools.seeds import read_seed_dir
 
 alt.renderers.enable("svg")
 policy = rundir.policy_from_parameters(
@@ -80,7 +80,8 @@ policy = rundir.policy_from_parameters(
     worker_kinds=worker_kinds, keep=keep, slice_s=slice_s, isolation=isolation,
 )
 # the target's code runs in a sandbox child, never in this kernel
-probe = check_executor(policy, read_seed_dir(seeds_dir) if seeds_dir else None)
+seeds = read_seeds(seeds_dir) if seeds_dir else None  # a plain, AFL++ or libFuzzer directory
+probe = check_executor(policy, seeds.seeds if seeds else None, seeds.names if seeds else None)
 policy = fit_lease(policy, probe.run_limit_s, probe.execution_limit_s)  # a lease that holds one run of the executor
 run = rundir.open_run_dir(run_dir) if run_dir else rundir.new_run_dir(policy)
 modes = modes_from_env(os.environ)

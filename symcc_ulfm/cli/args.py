@@ -52,10 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
                         f"uses {REFERENCE_SCHEDULE})")
     p.add_argument("--deadline", type=float, default=REFERENCE["deadline_s"], help="campaign seconds from generation 0")
     p.add_argument("--state-dir", help="state directory (default runs/launch-<time>)")
-    p.add_argument("--seeds", help="directory of seed inputs (or an AFL output dir: its queue/) instead of the "
-                                   "executor's own; with --resume, more seeds for the campaign")
+    p.add_argument("--seeds", help="directory of seed inputs, an AFL++ output directory (each instance's queue/, "
+                                   "not crashes/) or a libFuzzer corpus, instead of the executor's own; with "
+                                   "--resume, more seeds for the campaign")
     p.add_argument("--executor", default=REFERENCE["executor"],
                    help=f"{', '.join(executors.names())} (default {REFERENCE['executor']})")
+    p.add_argument("--dictionary", metavar="FILE|DIR",
+                   help="tokens in AFL's -x format (name=\"value\" or \"value\" lines, \\xNN escapes; or a "
+                        "directory of token files) for the concolic engine's and the havoc kind's mutations and "
+                        "afl-fuzz -x; recorded in the policy with its SHA-256")
     p.add_argument("--target", help="built-in target name, module:function, file.py:function, or a SymCC binary")
     p.add_argument("--executor-option", action="append", metavar="KEY=VALUE",
                    help="executor option (repeatable); KIND={...} holds a worker kind's own options")
@@ -104,10 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("finding", help="finding id (or 4+ of its first characters) or the SHA-256 of its input")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("export", help="write a campaign's corpus in another tool's layout (AFL++: queue/, crashes/, hangs/)")
+    p = sub.add_parser("export", help="write a campaign's seeds, coverage-adding inputs and findings as AFL++ "
+                                      "(OUT/default/queue/, crashes/, hangs/, exceptions/) or libFuzzer "
+                                      "(OUT/corpus/, OUT/artifacts/) lay them out")
     p.add_argument("dir")
-    p.add_argument("out", help="a new directory")
-    p.add_argument("--layout", default="afl", help="afl (the default and only layout)")
+    p.add_argument("out", help="a new directory, outside the campaign's state and run directory")
+    p.add_argument("--layout", default="afl", choices=("afl", "libfuzzer"))
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("seal", help="write SHA256SUMS.txt over every file of a run directory")
@@ -121,7 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", required=True)
     p.add_argument("--executor", default=REFERENCE["executor"])
     p.add_argument("--executor-option", action="append", metavar="KEY=VALUE")
-    p.add_argument("--seeds", help="directory of seed inputs (default: the target's shipped seeds)")
+    p.add_argument("--seeds", help="directory of seed inputs, an AFL++ output directory (each instance's queue/) "
+                                   "or a libFuzzer corpus (default: the target's shipped seeds)")
+    p.add_argument("--dictionary", metavar="FILE|DIR", help="tokens in AFL's -x format for the mutations")
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument("--out", required=True)
     p.add_argument("--isolation", choices=("namespaces", "none"), default=REFERENCE["isolation"],

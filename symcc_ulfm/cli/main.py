@@ -69,6 +69,38 @@ def _resume_command(argv: list[str], state_root: Path) -> str:
     return shlex.join(["symcc-ulfm", *kept, "--state-dir", str(state_root), "--resume"])
 
 
+def _read_seeds(path: str | None):
+    """``--seeds DIR`` (``executors.seed_dirs``: plain, AFL++ or libFuzzer), what it was said on stderr."""
+    from ..executors.seed_dirs import read_seeds
+
+    if not path:
+        return None
+    seeds = read_seeds(path)
+    print(f"seeds: {len(seeds.seeds)} distinct inputs from {path} ({seeds.layout})", file=sys.stderr)
+    for note in seeds.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return seeds
+
+
+def _with_dictionary(options: dict[str, Any], path: str | None) -> dict[str, Any]:
+    """``--dictionary FILE`` as the shared executor option (``executors.dictionary``)."""
+    from ..executors.dictionary import OPTION, read_dictionary
+
+    if path is None:
+        return options
+    if OPTION in options:
+        raise ConfigError("--dictionary", f"given twice (also as --executor-option {OPTION}=...)")
+    return {**options, OPTION: read_dictionary(path).option()}
+
+
+def _dictionary_used(path: str | None, kinds: tuple[str, ...]) -> None:
+    from ..executors import takes_dictionary
+
+    if path is not None and not takes_dictionary(kinds):
+        raise ConfigError("--dictionary", f"no worker kind of this campaign ({', '.join(kinds)}) uses a dictionary; "
+                                          "the concolic executor and the havoc and afl worker kinds do")
+
+
 def cmd_launch(args: argparse.Namespace) -> int:
     from ..core.budget import fit_lease
     from ..core.hosts import format_hosts
@@ -80,7 +112,6 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from ..launch.mpiexec import placement_flags
     from ..launch.prepare import check_executor, prepare_state_dir
     from ..launch.progress import LaunchProgress
-    from ..tools.seeds import read_seed_dir
 
     modes = modes_from_env(os.environ)
     timeouts = _timeouts(args.timeout)
@@ -92,7 +123,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
         failure_schedule=args.failure_schedule,
         executor=args.executor,
         target=args.target,
-        executor_options=_executor_options(args.executor_option),
+        executor_options=_with_dictionary(_executor_options(args.executor_option), args.dictionary),
         hosts=args.hosts,
         minimum_hosts=args.minimum_hosts,
         seed=args.seed,
@@ -106,8 +137,9 @@ def cmd_launch(args: argparse.Namespace) -> int:
     )
     allocation = batch.current_allocation()  # Slurm's, inside sbatch/salloc (docs/slurm.md)
     hosts = batch.job_hosts(policy, allocation)
-    seeds = read_seed_dir(args.seeds) if args.seeds else None
-    probe = check_executor(policy, seeds)
+    _dictionary_used(args.dictionary, policy.kinds)
+    seeds = _read_seeds(args.seeds)
+    probe = check_executor(policy, seeds.seeds if seeds else None, seeds.names if seeds else None)
     echo = (lambda line: print(line, file=sys.stderr)) if args.json else print
     if "lease_s" not in timeouts:
         fitted = fit_lease(policy, probe.run_limit_s, probe.execution_limit_s)
@@ -277,8 +309,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     from ..tools.export import export
 
     result = export(args.dir, args.out, modes_from_env(os.environ), layout=args.layout)
-    _emit(args, result, f"exported to {result['out']} ({result['layout']} layout): queue {result['queue']}, "
-                        f"crashes {result['crashes']}, hangs {result['hangs']}")
+    counts = ", ".join(f"{key} {result[key]}" for key in ("queue", "crashes", "hangs", "exceptions", "corpus",
+                                                          "artifacts") if key in result)
+    left = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in result["skipped"].items() if n)
+    _emit(args, result, f"exported to {result['out']} ({result['layout']} layout): {counts}"
+                        + (f" (left out: {left})" if left else ""))
     return 0
 
 
@@ -308,15 +343,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_explore(args: argparse.Namespace) -> int:
     from ..executors import create
     from ..tools.explore import explore
-    from ..tools.seeds import read_seed_dir
 
-    seeds = read_seed_dir(args.seeds) if args.seeds else None
+    seeds = _read_seeds(args.seeds)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ConfigError("--out", f"{out} exists and is not a directory; name a directory (it is created)")
-    executor = create(args.executor, args.target, _executor_options(args.executor_option), isolation=args.isolation)
+    _dictionary_used(args.dictionary, (args.executor,))
+    options = _with_dictionary(_executor_options(args.executor_option), args.dictionary)
+    executor = create(args.executor, args.target, options, isolation=args.isolation)
     try:
-        result = explore(executor, seconds=args.seconds, out_dir=Path(args.out), seeds=seeds)
+        result = explore(executor, seconds=args.seconds, out_dir=Path(args.out), seeds=seeds.seeds if seeds else None)
     finally:
         executor.close()
     text = (

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..core.allocation import from_environment
 from ..errors import ConfigError, ProvenanceChanged
-from ..tools.seeds import read_seed_dir
+from ..executors.seed_dirs import read_seeds
 
 PROVENANCE_FORMAT = "symcc-ulfm-provenance/1"
 SOURCE_PATTERNS = ("symcc_ulfm/**/*.py", "notebooks/*.py", "pyproject.toml")
@@ -119,7 +119,7 @@ def capture(executor: str, target: str | None = None, options: dict[str, Any] | 
     files = source_files(root)
     seeds, executor_sha = seed_inputs(executor, target, dict(options or {}))
     if seeds_dir is not None:
-        items = [[hashlib.sha256(s).hexdigest(), str(len(s))] for s in read_seed_dir(seeds_dir)]
+        items = [[hashlib.sha256(s).hexdigest(), str(len(s))] for s in read_seeds(seeds_dir).seeds]
         seeds = {"sha256": list_digest(items), "count": len(items), "dir": str(Path(seeds_dir).absolute())}
     return {
         "format": PROVENANCE_FORMAT,

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import PolicyError
 from .base import Executor, RunResult
+from .dictionary import OPTION as DICTIONARY
 from .sandbox import isolation as sandbox_isolation
 from .sandbox.parent import Sandbox
 
@@ -63,6 +64,11 @@ def is_fuzzer(name: str) -> bool:
     return name in _FUZZERS
 
 
+def takes_dictionary(kinds: tuple[str, ...]) -> bool:
+    """Whether any of ``kinds`` uses a ``--dictionary``."""
+    return any(executor_class(kind).takes_dictionary for kind in kinds if kind in _REGISTRY)
+
+
 def check_kinds(executor: str, slots: tuple[str, ...]) -> None:
     """Refuse (PolicyError naming ``worker_kinds``) worker kinds a campaign of ``executor`` cannot
     run: unknown names, a second analysis kind, a fuzzer for another kind of target."""
@@ -83,10 +89,13 @@ def check_kinds(executor: str, slots: tuple[str, ...]) -> None:
 def options_for(name: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
     """What executor ``name`` is given of a campaign's ``executor_options``: the shared ones (those
     of the target: a binary's arguments, a Python target's modules) and its own, which a key named
-    after it holds (``{"afl": {"dictionary": ...}}``); the other kinds' own options are not its."""
+    after it holds (``{"afl": {"dictionary": ...}}``); the other kinds' own options are not its.
+    The shared ``dictionary`` (``launch --dictionary``) goes only to the kinds that take one."""
     options = dict(options or {})
     own = options.get(name)
     shared = {k: v for k, v in options.items() if k not in _REGISTRY}
+    if name in _REGISTRY and not executor_class(name).takes_dictionary:
+        shared.pop(DICTIONARY, None)
     if own is None:
         return shared
     if not isinstance(own, dict):

@@ -84,6 +84,7 @@ class Executor(abc.ABC):
     # those in other sessions, become its children. True: the executor kills them after each binary it
     # ran (its targets are processes); False: the child kills them after each target execution.
     adopts_orphans: ClassVar[bool] = False
+    takes_dictionary: ClassVar[bool] = False  # uses the shared option ``dictionary`` (executors.dictionary)
     on_execution = staticmethod(_ignore)  # called with the input before each target execution, None after
     scratch_dir: Path | None = None  # where executions may write files (the runtime's, under the state dir)
     # A hybrid executor (``concolic``) executes mutants of its input inside ``run``; False asks it not to

@@ -47,12 +47,15 @@ class ExecutorProbe:
     execution_limit_s: float  # with the sandbox's grace when the executor is contained
     run_limit_s: float
     kinds: dict[str, dict] = field(default_factory=dict)  # identities of the other worker kinds (core.kinds)
+    seed_names: dict[str, list[str]] = field(default_factory=dict)  # SHA-256 -> file names (--seeds DIR)
 
 
-def check_executor(policy: Policy, seeds: list[bytes] | None = None) -> ExecutorProbe:
+def check_executor(policy: Policy, seeds: list[bytes] | None = None,
+                   seed_names: dict[str, list[str]] | None = None) -> ExecutorProbe:
     """Build the executor once, contained, before anything is written, and each other worker kind
     the policy names: a bad target fails here (exit 2), and the target's code never runs in this
-    process. ``seeds`` (``--seeds DIR``) replace the executor's own."""
+    process. ``seeds`` (``--seeds DIR``) replace the executor's own; ``seed_names`` are the file
+    names they were read under (``executors.seed_dirs``), kept in the seed record."""
     check_kinds(policy.executor, policy.slots)
     identity, seeds_of, execution, run = _probe(policy, policy.executor)
     kinds = {}
@@ -62,7 +65,7 @@ def check_executor(policy: Policy, seeds: list[bytes] | None = None) -> Executor
             kind_run += policy.slice_s  # a lease holds a whole slice, then what ends it
         execution, run = max(execution, kind_execution), max(run, kind_run)
     return ExecutorProbe(identity, digest(identity), seeds_of if seeds is None else list(seeds), execution, run,
-                         kinds)
+                         kinds, dict(seed_names or {}) if seeds is not None else {})
 
 
 def _probe(policy: Policy, kind: str) -> tuple[dict, list[bytes], float, float]:
@@ -143,14 +146,14 @@ def _prepare(policy: Policy, state: StateDir, resume: bool, probe: ExecutorProbe
             require_same(state.executor, digest(identity), f"the resumed campaign's {kind} workers", kind)
         preflight(state)
         if new_seeds:
-            _publish_seeds(state, probe.seeds)
+            _publish_seeds(state, probe.seeds, probe.seed_names)
         return
     if resume:
         raise PolicyError("state_dir", f"{state.root} holds no campaign to resume")
     state.create()
     write_policy(state, policy)
     write_identity(state.executor, probe.identity, state.modes.snapshot, probe.kinds)
-    _publish_seeds(state, probe.seeds)
+    _publish_seeds(state, probe.seeds, probe.seed_names)
 
 
 def _finished(state: StateDir) -> str | None:
@@ -167,9 +170,9 @@ def _finished(state: StateDir) -> str | None:
     return outcome.get("status") if isinstance(outcome, dict) else None
 
 
-def _publish_seeds(state: StateDir, seeds: list[bytes]) -> None:
-    """Record the seeds (``store.seed_record``), then publish them."""
-    record_seeds(state, seeds)
+def _publish_seeds(state: StateDir, seeds: list[bytes], names: dict[str, list[str]]) -> None:
+    """Record the seeds (``store.seed_record``, with the names they were read under), then publish them."""
+    record_seeds(state, seeds, names)
     corpus = Corpus(state.corpus, state.modes.corpus, state.modes.snapshot)
     for seed in seeds:
         corpus.publish_seed(seed)

@@ -228,17 +228,25 @@ def test_export_writes_the_afl_layout_and_refuses_to_overwrite(buggy_run, tmp_pa
     done = _cli("export", str(buggy_run.state), str(out), "--layout", "afl", "--json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    queue, crashes, hangs = (sorted((out / d).iterdir()) for d in ("queue", "crashes", "hangs"))
+    instance = out / "default"
+    queue, crashes, hangs, exceptions = (sorted(p for p in (instance / d).iterdir() if p.name != "README.txt")
+                                         for d in ("queue", "crashes", "hangs", "exceptions"))
     hits = {f["kind"]: f["hits"] for f in buggy_run.verdict["findings"]}
     assert result["queue"] == len(queue) and result["hangs"] == len(hangs) == hits["hang"]
-    assert result["crashes"] == len(crashes) == hits["crash"] + hits["exception"]
-    assert queue[0].name.startswith("id:000000,orig:seed,sha256:") and queue[0].read_bytes() == SEED
-    assert any(",sig:11,kind:crash," in p.name for p in crashes) and any(",kind:exception," in p.name for p in crashes)
-    for path in (*queue, *crashes, *hangs):
-        assert hashlib.sha256(path.read_bytes()).hexdigest() == path.name.rsplit("sha256:", 1)[1]
-    objects = {p.name for p in (buggy_run.state / "corpus" / "objects").iterdir()}
-    terminal = {p.name.rsplit("sha256:", 1)[1] for p in (*hangs, *crashes) if ",kind:exception," not in p.name}
-    assert {p.name.rsplit("sha256:", 1)[1] for p in queue} == objects - terminal
+    assert result["crashes"] == len(crashes) == hits["crash"] and len(exceptions) == hits["exception"]
+    assert [p.name.split(",", 1)[0] for p in queue] == [f"id:{n:06d}" for n in range(len(queue))]  # dense
+    assert queue[0].name == f"id:000000,time:0,execs:0,orig:seed-{hashlib.sha256(SEED).hexdigest()[:16]}"
+    assert queue[0].read_bytes() == SEED
+    assert all(p.name.endswith(",+cov") and ",op:" in p.name for p in queue[1:])
+    assert all(",sig:11," in p.name for p in crashes) and (instance / "crashes" / "README.txt").is_file()
+    assert all(",exc:KeyError," in p.name for p in exceptions)
+    assert not any("sig:00" in p.name for p in (*crashes, *hangs, *exceptions))
+    index = json.loads((out / "symcc-ulfm-export.json").read_text())["files"]
+    for path in (*queue, *crashes, *hangs, *exceptions):
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == index[str(path.relative_to(out))]["sha256"]
+    findings = {index[str(p.relative_to(out))]["sha256"] for p in (*crashes, *hangs, *exceptions)}
+    assert not findings & {index[str(p.relative_to(out))]["sha256"] for p in queue}  # no crasher in the queue
+    assert all(p.stat().st_size > 0 for p in queue)
     again = _cli("export", str(buggy_run.state), str(out))
     assert again.returncode == 2 and "overwrites nothing" in again.stderr
 

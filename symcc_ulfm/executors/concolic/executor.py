@@ -42,6 +42,7 @@ from ...core.coverage import branch_coverage, edge_of
 from ...errors import PolicyError
 from ...targets import DEFAULT_TARGET, TargetInfo, resolve_target
 from ..base import Executor, Finding, Measurement, RunResult
+from ..dictionary import tokens_of
 from .expressions import path as P
 from .expressions.expr import MAX_LENGTH as E_MAX_LENGTH
 from .expressions.z3conv import SAT, Converter, solve
@@ -72,6 +73,7 @@ DEFAULTS: dict[str, Any] = {
     "mutate_share": 0.5,
     "mutations": 2000,
     "mutate_seed": 0,
+    "dictionary": None,  # the user's (launch --dictionary, executors.dictionary): havoc words
 }
 _NON_NEGATIVE = {"mutate_share", "mutations", "mutate_seed"}  # 0 is meaningful (no hybrid phase, seed 0)
 _POSITIVE = {k for k, v in DEFAULTS.items() if v is not None} - _NON_NEGATIVE
@@ -113,6 +115,7 @@ def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
             options["seeds"] = [bytes.fromhex(s).hex() for s in seeds]
         except (TypeError, ValueError):
             raise PolicyError("executor.options.seeds", "must be a non-empty list of hex strings") from None
+    tokens_of(options["dictionary"])
     if options["expected_exceptions"] is not None:
         options["expected_exceptions"] = list(parse_expected(options["expected_exceptions"]))
     if options["modules"] is not None:
@@ -158,6 +161,7 @@ class ConcolicExecutor(Executor):
     name = "concolic"
     family = "python"
     in_process_target = True
+    takes_dictionary = True
 
     def __init__(self, target: str | None = None, options: Mapping[str, Any] | None = None):
         self.options = _options(dict(options or {}))
@@ -183,6 +187,7 @@ class ConcolicExecutor(Executor):
         self._covered: set[int] = set()  # edges measured in this process (the hybrid's filter)
         self._reported: set[tuple[str, str]] = set()  # finding signatures the hybrid phase reported
         self._words: dict[bytes, None] = {}  # dictionary words seen by symbolic runs, newest first
+        self._dictionary = tokens_of(self.options["dictionary"])  # the user's words, always among them
         self._partners: dict[bytes, None] = {}  # recent inputs and kept mutants, splice partners
 
     @property
@@ -362,7 +367,8 @@ class ConcolicExecutor(Executor):
         result = havoc.Hybrid()
         if self.mutate and limit > 0 and until > started:
             seed = hashlib.sha256(self.options["mutate_seed"].to_bytes(8, "big") + data).digest()
-            mutator = havoc.Mutator(random.Random(int.from_bytes(seed, "big")), list(self._words),
+            mutator = havoc.Mutator(random.Random(int.from_bytes(seed, "big")),
+                                    list(dict.fromkeys([*self._dictionary, *self._words])),
                                     min(E_MAX_LENGTH, max(_MAX_MUTANT_LENGTH, 2 * len(data))), self._constants)
             partners = [*children[:_MAX_SPLICE_PARTNERS], *self._partners]
             result = havoc.hybrid(self._measure, mutator, [data, *children[:16]], partners, self._covered,

@@ -22,7 +22,8 @@ a child subreaper (``adopts_orphans``): afl-fuzz is that child's child, in a ses
 afl-fuzz again, resuming its directory (``AFL_AUTORESUME``), as it does for an afl-fuzz that exited.
 Its own
 options (``executor_options.afl``): ``afl_fuzz`` (default: on PATH), ``dictionary`` (a file in AFL's
-``-x`` format), ``extra_args`` (more afl-fuzz flags, e.g. ``["-p", "fast"]``).
+``-x`` format; ``launch --dictionary`` gives every kind that takes one its tokens instead, written
+back as ``afl-fuzz/dictionary.txt`` for ``-x``), ``extra_args`` (more afl-fuzz flags, e.g. ``["-p", "fast"]``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from ...core.limits import MAX_OBJECT_BYTES
 from ...core.master.slices import is_descriptor
 from ...errors import PolicyError, TargetError
 from ..base import Executor, Measurement, RunResult
+from ..dictionary import afl_text, tokens_of
 from ..sandbox.reaper import is_subreaper
 from ..symcc.afl_coverage import AflTwin, check_instrumented, which_showmap
 from ..symcc.options import DEFAULTS as SYMCC_DEFAULTS
@@ -69,6 +71,7 @@ class AflFuzzer(Executor):
     in_process_target: ClassVar[bool] = True  # hosted in the sandbox child, like the symcc executor
     batch_measure: ClassVar[bool] = True  # one afl-showmap per chunk
     adopts_orphans: ClassVar[bool] = True
+    takes_dictionary: ClassVar[bool] = True
 
     def __init__(self, target: str | None = None, options: dict[str, Any] | None = None):
         options = dict(options or {})
@@ -88,12 +91,17 @@ class AflFuzzer(Executor):
             raise TargetError("executor_options.afl.afl_fuzz", "afl-fuzz not on PATH: install AFL++ (apt-get install afl++)")
         self._afl_fuzz = os.path.abspath(fuzz)
         self._afl_fuzz_sha256 = hashlib.sha256(_read_file("executor_options.afl.afl_fuzz", self._afl_fuzz)).hexdigest()
-        self._dictionary = own.get("dictionary")
+        dictionary = own.get("dictionary")
+        self._dictionary: str | None = None  # a file of AFL's -x format
+        self._tokens: tuple[bytes, ...] = ()  # or the tokens of launch --dictionary, written as one at start
         self._dictionary_sha256 = None
-        if self._dictionary is not None:
-            self._dictionary = os.path.abspath(self._dictionary)
+        if isinstance(dictionary, str):
+            self._dictionary = os.path.abspath(dictionary)
             self._dictionary_sha256 = hashlib.sha256(_read_file("executor_options.afl.dictionary",
                                                                 self._dictionary)).hexdigest()
+        elif dictionary is not None:
+            self._tokens = tokens_of(dictionary)
+            self._dictionary_sha256 = dictionary["sha256"]
         self._extra = own.get("extra_args", [])
         if not isinstance(self._extra, list) or not all(isinstance(a, str) for a in self._extra):
             raise PolicyError("executor_options.afl.extra_args", f"{self._extra!r}: expected a list of strings")
@@ -195,6 +203,9 @@ class AflFuzzer(Executor):
                 (inputs / f"{index:06d}").write_bytes(data)
             self._offered = []
             (sync / FOREIGN / "queue").mkdir(parents=True, exist_ok=True)
+        if self._tokens and self._dictionary is None:
+            self._dictionary = str(root / "dictionary.txt")
+            Path(self._dictionary).write_bytes(afl_text(self._tokens))
         argv = [self._afl_fuzz, "-i", "-" if resume else str(inputs), "-o", str(sync), "-M", INSTANCE,
                 "-t", str(self._timeout_ms), "-m", "none", *(["-x", self._dictionary] if self._dictionary else []),
                 *self._extra, "--", self._binary, *self._args]

@@ -2,7 +2,8 @@
 
 The same target, modules, tracer, classification and limits as the ``concolic`` executor (it is
 one, without the symbolic run): each slice (``core.master.slices``) runs AFL-style havoc mutants
-(:class:`~..concolic.hybrid.havoc.Mutator`, with the target modules' own words as its dictionary)
+(:class:`~..concolic.hybrid.havoc.Mutator`, with the user's ``--dictionary`` as its words and the
+target modules' own words as its constants)
 of a pool, measures each concretely and keeps those that reach an edge this fuzzer had not
 seen, until the slice's seconds are spent. The pool is what the other workers found
 (:meth:`offer`) and what this fuzzer kept; the newest entries are drawn from more often, as a
@@ -64,7 +65,7 @@ class HavocFuzzer(ConcolicExecutor):
             self._constants = module_words(self._constant_modules)
         if not self._pool:  # nothing offered yet: the target's own seeds
             self.offer(ConcolicExecutor.seeds(self))
-        mutator = havoc.Mutator(self._rng, (), MAX_LENGTH, self._constants)
+        mutator = havoc.Mutator(self._rng, self._dictionary, MAX_LENGTH, self._constants)
         kept: list[bytes] = []
         findings = []
         executions = 0

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from ...errors import PolicyError, TargetError
+from ...errors import PolicyError
+from ..seed_dirs import read_seed_blobs
 
 # SymCC never changes an input's length, and a target's length checks are concrete: one seed
 # length reaches one side of each. Zero bytes at lengths from 1 B to 1 KiB reach both sides of
@@ -155,18 +155,13 @@ def _integer(name: str, value: Any, low: int, high: int) -> int:
 
 
 def _seeds(value: Any) -> tuple[bytes, ...]:
-    """Seeds from a list of hex strings, or from the regular files of a directory (by name)."""
+    """Seeds from a list of hex strings, or from a directory as ``--seeds`` reads one
+    (``..seed_dirs``: plain, an AFL++ output or instance directory, a libFuzzer corpus)."""
     field = "executor_options.seeds"
     if value is None:
         return DEFAULT_SEEDS
     if isinstance(value, str):
-        directory = Path(value)
-        if not directory.is_dir():
-            raise TargetError(field, f"{value}: not a directory")
-        seeds = tuple(path.read_bytes() for path in sorted(directory.iterdir()) if path.is_file())
-        if not seeds:
-            raise TargetError(field, f"{value}: no regular files to use as seeds")
-        return seeds
+        return read_seed_blobs(value, field)
     if not isinstance(value, list) or not value or not all(isinstance(item, str) for item in value):
         raise PolicyError(field, f"{value!r}: expected a non-empty list of hex strings or a directory path")
     try:
