@@ -230,15 +230,18 @@ def _triage_run(args: argparse.Namespace):
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from ..core.modes import modes_from_env
+    from ..core.triage_policy import DEFAULT_REPEAT, check_min_rate, check_repeat
     from ..store.reads import read_bytes
     from ..tools.replay import replay, replay_input
 
     run = _triage_run(args)
+    repeat = args.repeat if args.repeat is not None else DEFAULT_REPEAT if run is None else 1
+    check_repeat(repeat)
+    check_min_rate(args.min_rate)
     if run is None:
-        row = replay(args.dir, args.finding, modes_from_env(os.environ), repeat=args.repeat or 10,
-                     min_rate=args.min_rate)
+        row = replay(args.dir, args.finding, modes_from_env(os.environ), repeat=repeat, min_rate=args.min_rate)
     else:
-        row = replay_input(run, read_bytes(args.input), repeat=args.repeat or 1, min_rate=args.min_rate)
+        row = replay_input(run, read_bytes(args.input), repeat=repeat, min_rate=args.min_rate)
     observed, measured = row["observed"], row.get("reproduction")
     if measured is None:
         verdict = "NOT REPLAYED"
