@@ -33,6 +33,15 @@ def _watch_seconds(text: str) -> float:
     return value
 
 
+def _triage_target(p: argparse.ArgumentParser) -> None:
+    """``replay``/``minimize`` of a file the user has: the target and how to run it."""
+    p.add_argument("--input", metavar="FILE", help="a file to execute instead of a finding's input (with --target)")
+    p.add_argument("--target", help="with --input: built-in name, module:function, file.py:function or a binary")
+    p.add_argument("--executor", default=REFERENCE["executor"], help="with --input")
+    p.add_argument("--executor-option", action="append", metavar="KEY=VALUE", help="with --input (repeatable)")
+    p.add_argument("--isolation", choices=("namespaces", "none"), default=REFERENCE["isolation"], help="with --input")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="symcc-ulfm",
@@ -104,9 +113,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--watch", type=_watch_seconds, nargs="?", const=2.0, default=None, metavar="SECONDS",
                    help="redraw every SECONDS (default 2) until the campaign has ended or Ctrl-C")
 
-    p = sub.add_parser("replay", help="re-run a finding's input, contained; exit 0 when it reproduces")
+    p = sub.add_parser("replay", help="re-run a finding's input (or --input FILE), contained, --repeat times; "
+                                      "exit 0 when its measured reproduction rate is at least --min-rate")
+    p.add_argument("dir", nargs="?", help="a state, run or explore --out directory (not with --input)")
+    p.add_argument("finding", nargs="?", help="finding id (or 4+ of its first characters) or the SHA-256 of its input")
+    _triage_target(p)
+    p.add_argument("--repeat", type=int, help="attempts, each in a fresh sandbox (default: 10 for a finding, 1 for "
+                                              "--input)")
+    p.add_argument("--min-rate", type=float, default=0.8, help="the reproduction rate that passes")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("minimize", help="shrink a finding's input (or --input FILE) while it keeps its signature")
+    p.add_argument("dir", nargs="?", help="a state, run or explore --out directory (not with --input)")
+    p.add_argument("finding", nargs="?", help="finding id (or 4+ of its first characters) or the SHA-256 of its input")
+    _triage_target(p)
+    p.add_argument("--out", help="also write the minimised input to this new file (required for a sealed run; "
+                                 "with --input default FILE.min)")
+    p.add_argument("--max-executions", type=int, default=1000, help="contained executions the reduction may spend")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("sarif", help="write the unique findings of a directory as a SARIF 2.1.0 log")
     p.add_argument("dir")
-    p.add_argument("finding", help="finding id (or 4+ of its first characters) or the SHA-256 of its input")
+    p.add_argument("out", help="a new file, e.g. findings.sarif")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("export", help="write a campaign's seeds, coverage-adding inputs and findings as AFL++ "

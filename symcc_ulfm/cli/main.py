@@ -251,8 +251,9 @@ def cmd_findings(args: argparse.Namespace) -> int:
     text = [f"{result['unique']} unique findings, {result['hits']} hits in {result['state_dir']}"]
     for row in result["findings"]:
         when = f"+{row['first_seen_s']:.1f} s" if "first_seen_s" in row else f"{row['first_seen']:.0f}"
-        text.append(f"{row['id']}  {row['kind']:<9} hits {row['hits']:<4} first {when} (generation {row['generation']}, "
-                    f"worker {row['worker']})  {row['signature']}\n    input {row['input_sha256']}\n    {row['replay']}")
+        where = f" (generation {row['generation']}, worker {row['worker']})" if "generation" in row else ""
+        text.append(f"{row['id']}  {row['kind']:<9} hits {row['hits']:<4} first {when}{where}  {row['signature']}\n"
+                    f"    input {row['input_sha256']}\n    {row['replay']}")
     text += [f"damaged WAL record (its findings are not listed): {line}" for line in result["damaged"]]
     _emit(args, result, "\n".join(text))
     return 4 if result["damaged"] else 0
@@ -288,20 +289,92 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
 
 
+def _triage_run(args: argparse.Namespace):
+    """``--input FILE --target T``, or ``DIR FINDING``, as replay and minimize take them; the
+    file's Run, or None for a finding."""
+    from ..tools.sources import Run
+
+    if args.input is None:
+        if args.dir is None or args.finding is None:
+            raise ConfigError("DIR FINDING", f"{args.command} takes a directory and a finding, or --input FILE "
+                                             "--target T")
+        if args.target is not None:
+            raise ConfigError("--target", "only with --input (a finding is run with the executor that found it)")
+        return None
+    if args.dir is not None:
+        raise ConfigError("--input", f"{args.command} takes a directory and a finding, or --input FILE --target T, "
+                                     "not both")
+    if args.target is None:
+        raise ConfigError("--target", "--input needs the target to execute it with")
+    if not os.path.isfile(args.input):
+        raise ConfigError("--input", f"{args.input}: no such file")
+    return Run(args.executor, args.target, _executor_options(args.executor_option), args.isolation)
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     from ..core.modes import modes_from_env
-    from ..tools.replay import replay
+    from ..core.triage_policy import DEFAULT_REPEAT, check_min_rate, check_repeat
+    from ..store.reads import read_bytes
+    from ..tools.replay import replay, replay_input
 
-    row = replay(args.dir, args.finding, modes_from_env(os.environ))
-    observed = row["observed"]
-    verdict = {True: "REPRODUCED", False: "NOT REPRODUCED", None: "NOT REPLAYED"}[row["reproduced"]]
-    text = [f"{verdict}  {row['id']} {row['kind']}: {row['signature']}", f"  input {row['input_sha256']}"]
+    run = _triage_run(args)
+    repeat = args.repeat if args.repeat is not None else DEFAULT_REPEAT if run is None else 1
+    check_repeat(repeat)
+    check_min_rate(args.min_rate)
+    if run is None:
+        row = replay(args.dir, args.finding, modes_from_env(os.environ), repeat=repeat, min_rate=args.min_rate)
+    else:
+        row = replay_input(run, read_bytes(args.input), repeat=repeat, min_rate=args.min_rate)
+    observed, measured = row["observed"], row.get("reproduction")
+    if measured is None:
+        verdict = "NOT REPLAYED"
+    else:
+        verdict = f"{measured['verdict'].upper()} {measured['reproduced']}/{measured['attempts']} " \
+                  f"(rate {measured['rate']:.2f}, min {measured['min_rate']:g})"
+    head = f"{row['id']} {row['kind']}: {row['signature']}" if row["kind"] else "no finding: every attempt ended ok"
+    text = [f"{verdict}  {head}"]
+    if row["input_sha256"]:
+        text.append(f"  input {row['input_sha256']}")
     if observed is not None:
         text.append(f"  observed {observed['kind']}: {observed['signature'] or '-'} ({observed['detail'] or '-'})")
+    for other in row.get("outcomes", [])[1:]:
+        text.append(f"  also observed {other['kind']}: {other['signature'] or '-'} in {other['attempts']} attempts")
+    if row.get("report"):
+        text.append("  report:\n" + "\n".join("    " + line for line in row["report"].rstrip().splitlines()))
     if row.get("note"):
         text.append(f"  note: {row['note']}")
+    if row.get("recorded"):
+        text.append(f"  recorded in {row['recorded']}")
     _emit(args, row, "\n".join(text))
     return 0 if row["reproduced"] else 1
+
+
+def cmd_minimize(args: argparse.Namespace) -> int:
+    from ..core.modes import modes_from_env
+    from ..tools.minimize import minimize, minimize_input
+
+    run = _triage_run(args)
+    if run is None:
+        row = minimize(args.dir, args.finding, modes_from_env(os.environ), out=args.out,
+                       max_executions=args.max_executions)
+    else:
+        row = minimize_input(run, args.input, out=args.out, max_executions=args.max_executions)
+    text = [f"minimized {row['id']} {row['kind']}: {row['signature']}",
+            f"  {row['input_size']} -> {row['minimized_size']} bytes, sha256 {row['minimized_sha256']}",
+            f"  {row['executions']} executions ({' then '.join(row['tools'])})"
+            + (" - the budget ran out: --max-executions for more" if row["budget_spent"] else "")]
+    text += [f"  {name}: {row[name]}" for name in ("object", "record", "out") if row.get(name)]
+    _emit(args, row, "\n".join(text))
+    return 0
+
+
+def cmd_sarif(args: argparse.Namespace) -> int:
+    from ..core.modes import modes_from_env
+    from ..tools.sarif import sarif
+
+    result = sarif(args.dir, args.out, modes_from_env(os.environ))
+    _emit(args, result, f"SARIF 2.1.0: {result['results']} findings -> {result['out']}")
+    return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -352,7 +425,10 @@ def cmd_explore(args: argparse.Namespace) -> int:
     options = _with_dictionary(_executor_options(args.executor_option), args.dictionary)
     executor = create(args.executor, args.target, options, isolation=args.isolation)
     try:
-        result = explore(executor, seconds=args.seconds, out_dir=Path(args.out), seeds=seeds.seeds if seeds else None)
+        ran = {"executor": args.executor, "target": args.target, "executor_options": options,
+               "isolation": args.isolation}
+        result = explore(executor, seconds=args.seconds, out_dir=Path(args.out), seeds=seeds.seeds if seeds else None,
+                         ran=ran)
     finally:
         executor.close()
     text = (
@@ -422,6 +498,8 @@ COMMANDS = {
     "findings": cmd_findings,
     "status": cmd_status,
     "replay": cmd_replay,
+    "minimize": cmd_minimize,
+    "sarif": cmd_sarif,
     "export": cmd_export,
     "seal": cmd_seal,
     "verify": cmd_verify,

@@ -129,6 +129,15 @@ class Executor(abc.ABC):
         """The outcome of executing ``data`` again, as a finding would be (``symcc-ulfm replay``)."""
         return self.measure(data).outcome
 
+    def reproduce_report(self, data: bytes) -> tuple[Outcome, str]:
+        """:meth:`reproduce` and what a person triaging it reads: the traceback of a Python
+        exception, a binary's stderr (a sanitizer report), a dead child's stack; "" when none."""
+        return self.reproduce(data), ""
+
+    def renew(self) -> None:  # noqa: B027 - optional hook: only executors that keep a process have one to renew
+        """Run the next execution in a freshly started process (a new address-space layout, no
+        state left by earlier executions): what repeated replays measure reproduction with."""
+
     def measure_many(self, inputs: list[bytes], budget_s: float | None = None) -> list[Measurement | None]:
         """:meth:`measure` of each input in order; those not started within ``budget_s`` are None."""
         until = None if budget_s is None else time.monotonic() + budget_s

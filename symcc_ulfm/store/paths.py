@@ -19,6 +19,8 @@
     logs/rank-<stable>.jsonl                      structured per-rank logs
     logs/heartbeat-<stable>                       the rank's last sign of life (store.heartbeat)
     seeds/seeds-<n>.json                          the seeds each launch added, recorded before they were published
+    triage/objects/<sha256>                       minimised inputs (``symcc-ulfm minimize``), named by content
+    triage/records/<kind>-<finding id>.json       the last minimisation / measured replay of a finding
     endpoint.json                                 endpoint coverage re-measured over the final corpus
     outcome.json, oracle.json, job-output.txt     how the last job ended, the verdict, the job's output
     slurm.json                                    the Slurm allocation of each job that ran it (store.allocations)
@@ -42,7 +44,8 @@ from .dirs import ensure_dir
 
 # top-level entries of a state directory and the type each must have (``store.trust`` checks them)
 LAYOUT_DIRS = ("membership", "wal", "wal/records", "wal/locks", "query-store", "corpus", "corpus/objects",
-               "corpus/claims", "staging", "scratch", "logs", "seeds", "stats")
+               "corpus/claims", "staging", "scratch", "logs", "seeds", "stats", "triage", "triage/objects",
+               "triage/records")
 LAYOUT_FILES = ("policy.json", "executor.json", "outcome.json", "endpoint.json", "oracle.json", "job-output.txt",
                 "launch.lock", "ranks.lock", "slurm.json", "stats/fuzzer_stats", "stats/plot_data")
 PER_RANK_DIRS = ("staging", "scratch", "query-store")  # hold one directory per rank
@@ -120,6 +123,14 @@ class StateDir:
         return self.root / "seeds"
 
     @property
+    def triage_objects(self) -> Path:
+        return self.root / "triage" / "objects"
+
+    @property
+    def triage_records(self) -> Path:
+        return self.root / "triage" / "records"
+
+    @property
     def endpoint(self) -> Path:
         return self.root / "endpoint.json"
 
@@ -170,3 +181,44 @@ class StateDir:
         for path in (self.corpus / "objects", self.corpus / "claims"):
             ensure_dir(path, self.modes.corpus_dir)
         return self
+
+
+@dataclass(frozen=True)
+class ExploreDir:
+    """The layout of an ``explore --out`` directory (``tools.explore``)::
+
+        explore.json              what ran: executor, target, its options, isolation, the seeds' SHA-256s
+        findings.json             the unique findings with their first input and hits
+        <sha256>                  seeds, retained inputs and the inputs of findings, named by content
+        triage/objects/<sha256>   minimised inputs, as in a state directory
+        triage/records/...        the last minimisation / measured replay of a finding
+        .explore.lock             held by the exploration writing it
+    """
+
+    root: Path
+
+    def __post_init__(self):
+        object.__setattr__(self, "root", Path(self.root))
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "explore.json"
+
+    @property
+    def findings(self) -> Path:
+        return self.root / "findings.json"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / ".explore.lock"
+
+    def input(self, sha256: str) -> Path:
+        return self.root / sha256
+
+    @property
+    def triage_objects(self) -> Path:
+        return self.root / "triage" / "objects"
+
+    @property
+    def triage_records(self) -> Path:
+        return self.root / "triage" / "records"

@@ -8,8 +8,11 @@ candidate is deduplicated by SHA-256, measured with ``executor.measure_many`` an
 when it adds a coverage id (an edge or a new hit-count class). Seeds, retained inputs and the
 inputs of findings are written to ``out_dir`` under their SHA-256 hex name, atomically
 (temporary file + rename), so the directory is a valid corpus at every instant; the findings
-(unique by kind and signature, with their hits) are in ``findings.json`` there. Inputs of
-``crash``, ``hang`` and ``oom`` findings are not expanded.
+(unique by kind and signature, with their hits) are in ``findings.json`` there, and what ran
+(executor, target, options, isolation, the seeds' SHA-256s) in ``explore.json``, written before
+the search starts, so that ``findings``, ``replay``, ``minimize``, ``export`` and ``sarif`` read
+the directory as they read a campaign's (``tools.sources``; names: ``store.paths.ExploreDir``).
+Inputs of ``crash``, ``hang`` and ``oom`` findings are not expanded.
 
 Counters: ``generated`` counts every candidate returned by ``run``; ``unique`` and ``novel``
 count the candidates examined before the deadline (new by content / also new by coverage);
@@ -40,9 +43,11 @@ from ..core.finding import finding_id
 from ..errors import ConfigError
 from ..executors.base import Executor, Measurement
 from ..executors.outcome import Outcome
+from ..store.paths import ExploreDir
 
 MAX_QUEUE = 200_000
-LOCK_NAME = ".explore.lock"
+LOCK_NAME = ExploreDir(Path(".")).lock.name
+EXPLORE_FORMAT = "symcc-ulfm-explore/1"  # explore.json (read by tools.sources)
 
 
 @contextlib.contextmanager
@@ -108,25 +113,28 @@ class Findings:
                 for row in self.rows.values()]
 
     def write(self) -> None:
-        write_file(self.out_dir / "findings.json", (json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n").encode())
+        write_file(ExploreDir(self.out_dir).findings, (json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n").encode())
 
 
 def explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[bytes] | None = None, *,
-            stop_returned: str | None = None) -> dict:
+            stop_returned: str | None = None, ran: dict | None = None) -> dict:
     """Search for ``seconds`` from ``seeds`` (default: the executor's); returns the counters.
 
     ``stop_returned`` (optional) ends the search early once a measured input makes the target
     return that string (tests and benchmarks use a built-in target's ``deep`` marker);
-    ``stopped_early`` reports whether it did.
+    ``stopped_early`` reports whether it did. ``ran`` (``executor``, ``target``,
+    ``executor_options``, ``isolation``: what ``executors.create`` was given) is written into
+    ``explore.json`` with the seeds; without it no manifest is written (the directory is then
+    a corpus only, as the engine's own tests use it).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with holding(out_dir):
-        return _explore(executor, float(seconds), out_dir, seeds, stop_returned)
+        return _explore(executor, float(seconds), out_dir, seeds, stop_returned, ran)
 
 
 def _explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[bytes] | None,
-             stop_returned: str | None) -> dict:
+             stop_returned: str | None, ran: dict | None) -> dict:
     start = time.monotonic()
     deadline = start + seconds
     order = itertools.count()
@@ -157,6 +165,9 @@ def _explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[byte
         if digest not in seen:
             seen.add(digest)
             fresh.append(bytes(seed))
+    if ran is not None:
+        manifest = {"format": EXPLORE_FORMAT, **ran, "seeds": [hashlib.sha256(s).hexdigest() for s in fresh]}
+        write_file(ExploreDir(out_dir).manifest, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
     for seed, measured in zip(fresh, executor.measure_many(fresh), strict=True):
         write_input(out_dir, seed)
         gain = judge(seed, measured)

@@ -1,5 +1,6 @@
-"""``symcc-ulfm export STATE_DIR OUT --layout afl|libfuzzer``: a campaign's corpus as AFL++ or
-libFuzzer lays one out, to go on fuzzing it with them or to hand its findings over.
+"""``symcc-ulfm export DIR OUT --layout afl|libfuzzer``: a campaign's corpus (or an ``explore
+--out`` directory's inputs) as AFL++ or libFuzzer lays one out, to go on fuzzing it with them or
+to hand its findings over.
 
 What is exported is what those tools keep, not the whole corpus: the *queue* is the seeds and the
 inputs that added coverage when they were committed (the manifest's ``novel``), in discovery
@@ -31,6 +32,9 @@ input whose coverage the inputs found after it hold between them (``subsumed``: 
 its corpus files) and ``OUT/artifacts/crash-<sha1>`` (crashes and exceptions, as libFuzzer and
 atheris report both), ``timeout-<sha1>`` (hangs), ``oom-<sha1>``.
 
+An ``explore --out`` directory keeps no commit order or coverage: its queue is its seeds in the
+order explore read them, then the other inputs it kept by SHA-256 (``op:explore``).
+
 Either way ``OUT/symcc-ulfm-export.json`` maps every file written to its corpus object's SHA-256,
 its finding and how it was found. ``OUT`` (relative to the working directory or absolute) must not
 exist yet, and must not be inside the campaign's state or run directory: nothing is overwritten.
@@ -43,6 +47,7 @@ import json
 import os
 import re
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,11 +57,11 @@ from ..evidence.rundir import enclosing_run
 from ..store.atomic import write_new
 from ..store.corpus import Corpus
 from ..store.dirs import ensure_dir
-from ..store.findings import UniqueFinding, read_findings, state_of
 from ..store.paths import StateDir
 from ..store.runlog import Event, read_events
 from ..store.seed_record import read_seed_names
 from ..store.wal import WorkWAL
+from .sources import ExploreSource, Found, Source, StateSource, open_source
 
 LAYOUTS = ("afl", "libfuzzer")
 INDEX = "symcc-ulfm-export.json"
@@ -83,28 +88,31 @@ class Entry:
 def export(path: str | Path, out: str | Path, modes: FileModes, layout: str = "afl") -> dict:
     if layout not in LAYOUTS:
         raise ConfigError("--layout", f"{layout!r}: expected one of {', '.join(LAYOUTS)}")
-    state = state_of(Path(path).absolute(), modes)
+    source = open_source(Path(path).absolute(), modes)
     out = Path(os.path.abspath(out))
-    _check_out(state, out)
-    corpus = Corpus(state.corpus, modes.corpus, modes.snapshot)
-    found = read_findings(state)
+    _check_out(source, out)
+    found = source.findings()
     findings_of = {sha: item for item in found for sha in sorted(item.inputs)}
-    queue, skipped = _queue(state, corpus, set(findings_of))
+    if isinstance(source, StateSource):
+        queue, skipped = _queue(source.state, source.corpus, set(findings_of))
+    else:
+        queue, skipped = _explored(source, set(findings_of))
     ensure_dir(out, _DIR_MODE)
     index: dict[str, dict] = {}
     if layout == "afl":
-        counts = _write_afl(out, corpus, queue, found, index)
+        counts = _write_afl(out, source.read_input, queue, found, index)
     else:
-        counts = _write_libfuzzer(out, corpus, queue, found, index)
-    summary = {"format": INDEX_FORMAT, "layout": layout, "state": str(state.root), "files": index,
+        counts = _write_libfuzzer(out, source.read_input, queue, found, index)
+    summary = {"format": INDEX_FORMAT, "layout": layout, source.kind: str(source.root), "files": index,
                "skipped": skipped}
     write_new(out / INDEX, json.dumps(summary, indent=1, sort_keys=True).encode() + b"\n", _FILE_MODE)
-    return {"out": str(out), "layout": layout, **counts, "findings": len(found), "skipped": skipped}
+    return {"out": str(out), "layout": layout, **counts, "findings": len(found), "skipped": skipped,
+            "source": source.kind}
 
 
-def _check_out(state: StateDir, out: Path) -> None:
-    run = enclosing_run(state.root)
-    protected = Path(os.path.realpath(run.root if run is not None else state.root))
+def _check_out(source: Source, out: Path) -> None:
+    run = enclosing_run(source.root) if isinstance(source, StateSource) else None
+    protected = Path(os.path.realpath(run.root if run is not None else source.root))
     target = Path(os.path.realpath(out.parent)) / out.name
     if target == protected or protected in target.parents:
         raise ConfigError("OUT", f"{out} is inside {protected}; export writes outside the campaign's own files "
@@ -156,6 +164,26 @@ def _queue(state: StateDir, corpus: Corpus, findings: set[str]) -> tuple[list[En
     return _useful(entries, skipped), skipped
 
 
+def _explored(source: ExploreSource, findings: set[str]) -> tuple[list[Entry], dict[str, int]]:
+    """An ``explore --out`` directory's queue: its seeds as read, then its other kept inputs."""
+    skipped = {"empty": 0, "too_large": 0, "finding": 0}
+    entries: list[Entry] = []
+    seeds = list(dict.fromkeys(source.seeds))
+    for sha256 in seeds + [name for name in source.names() if name not in set(seeds)]:
+        if not os.path.lexists(source.out.input(sha256)):
+            continue
+        length = os.lstat(source.out.input(sha256)).st_size
+        reason = ("finding" if sha256 in findings else "empty" if length == 0
+                  else "too_large" if length > AFL_MAX_FILE else None)
+        if reason:
+            skipped[reason] += 1
+        elif sha256 in seeds:
+            entries.append(Entry(sha256, f"seed-{sha256[:16]}", None, None, 0))
+        else:
+            entries.append(Entry(sha256, None, None, "explore", None))
+    return entries, skipped
+
+
 def _useful(entries: list[Entry], skipped: dict[str, int]) -> list[Entry]:
     """The found inputs that still add coverage in the order AFL++ runs an ``-i`` directory.
 
@@ -192,7 +220,7 @@ def _orig(names: list[str] | None, sha256: str) -> str:
     return _NAME_CHARS.sub("_", base)[:_MAX_ORIG] or f"seed-{sha256[:16]}"
 
 
-def _write_afl(out: Path, corpus: Corpus, queue: list[Entry], found: list[UniqueFinding],
+def _write_afl(out: Path, read: Callable[[str], bytes], queue: list[Entry], found: list[Found],
                index: dict[str, dict]) -> dict[str, int]:
     instance = out / "default"
     dirs = {name: ensure_dir(instance / name, _DIR_MODE) for name in ("queue", "crashes", "hangs", "exceptions")}
@@ -209,7 +237,7 @@ def _write_afl(out: Path, corpus: Corpus, queue: list[Entry], found: list[Unique
             parts += [f"op:{entry.op}", "+cov"]
             name = ",".join(parts)
         ids[entry.sha256] = number
-        _put(dirs["queue"] / name, corpus, entry.sha256, index, out, {"op": entry.op or "seed"})
+        _put(dirs["queue"] / name, read, entry.sha256, index, out, {"op": entry.op or "seed"})
     counts = {"queue": len(queue), "crashes": 0, "hangs": 0, "exceptions": 0}
     for item in found:
         where = {"hang": "hangs", "exception": "exceptions"}.get(item.kind, "crashes")
@@ -222,7 +250,7 @@ def _write_afl(out: Path, corpus: Corpus, queue: list[Entry], found: list[Unique
             if item.kind == "oom":
                 parts.append("oom")
             parts.append(f"finding:{item.id}")
-            _put(dirs[where] / ",".join(parts), corpus, sha256, index, out,
+            _put(dirs[where] / ",".join(parts), read, sha256, index, out,
                  {"finding": item.id, "kind": item.kind, "signature": item.signature})
             counts[where] += 1
     if counts["crashes"]:
@@ -233,29 +261,29 @@ def _write_afl(out: Path, corpus: Corpus, queue: list[Entry], found: list[Unique
     return counts
 
 
-def _write_libfuzzer(out: Path, corpus: Corpus, queue: list[Entry], found: list[UniqueFinding],
+def _write_libfuzzer(out: Path, read: Callable[[str], bytes], queue: list[Entry], found: list[Found],
                      index: dict[str, dict]) -> dict[str, int]:
     dirs = {name: ensure_dir(out / name, _DIR_MODE) for name in ("corpus", "artifacts")}
     for entry in queue:
-        data = corpus.read(entry.sha256)
-        _put(dirs["corpus"] / hashlib.sha1(data).hexdigest(), corpus, entry.sha256, index, out,
+        data = read(entry.sha256)
+        _put(dirs["corpus"] / hashlib.sha1(data).hexdigest(), read, entry.sha256, index, out,
              {"op": entry.op or "seed"}, data)
     counts = {"corpus": len(queue), "artifacts": 0}
     for item in found:
         prefix = {"hang": "timeout", "oom": "oom"}.get(item.kind, "crash")
         for sha256 in sorted(item.inputs):
-            data = corpus.read(sha256)
+            data = read(sha256)
             path = dirs["artifacts"] / f"{prefix}-{hashlib.sha1(data).hexdigest()}"
             if not os.path.lexists(path):  # one input of two findings is one artifact
-                _put(path, corpus, sha256, index, out, {"finding": item.id, "kind": item.kind,
+                _put(path, read, sha256, index, out, {"finding": item.id, "kind": item.kind,
                                                         "signature": item.signature}, data)
                 counts["artifacts"] += 1
     return counts
 
 
-def _put(path: Path, corpus: Corpus, sha256: str, index: dict[str, dict], out: Path, about: dict,
+def _put(path: Path, read: Callable[[str], bytes], sha256: str, index: dict[str, dict], out: Path, about: dict,
          data: bytes | None = None) -> None:
-    write_new(path, corpus.read(sha256) if data is None else data, _FILE_MODE)
+    write_new(path, read(sha256) if data is None else data, _FILE_MODE)
     index[str(path.relative_to(out))] = {"sha256": sha256, **about}
 
 

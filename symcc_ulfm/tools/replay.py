@@ -1,8 +1,16 @@
-"""Findings of a finished campaign and their replay (``symcc-ulfm findings`` / ``replay``).
+"""Findings and their replay (``symcc-ulfm findings`` / ``replay``), from a state, a run or an
+``explore --out`` directory (:mod:`.sources`), or of a file the user has (``--input``).
 
-A replay executes a finding's input again with the campaign's own executor, contained like
-every execution (:mod:`.executors.sandbox`), and says whether the same ``(kind, signature)``
-came back. An input quarantined because it killed worker ranks (``core.master.poison``) escaped the
+A replay executes an input again with the executor that found it, contained like every
+execution (:mod:`.executors.sandbox`), ``repeat`` times, each attempt after the first in a
+freshly started sandbox (:meth:`~.executors.base.Executor.renew`: a new process, a new
+address-space layout, nothing left by the attempt before), and counts the attempts that gave the
+finding's own ``(kind, signature)``; the rate and its verdict are ``core.triage_policy``'s. It
+shows what the first matching attempt left to read: the traceback of a Python exception, the
+stderr of a binary (a sanitizer's report), the stack a dead child printed. A measured replay of
+a finding is recorded in the source's ``triage/records/`` (not in a sealed run directory).
+
+An input quarantined because it killed worker ranks (``core.master.poison``) escaped the
 sandbox's parent once already; it is listed but not executed again in this process.
 """
 
@@ -10,64 +18,101 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections import Counter
 from pathlib import Path
 
+from ..core import triage_policy
+from ..core.finding import finding_id
 from ..core.master import poison
 from ..core.modes import FileModes
-from ..core.policy import Policy
-from ..errors import ConfigError
+from ..errors import StoreError
 from ..executors import create
-from ..store.corpus import Corpus
-from ..store.findings import UniqueFinding, read_findings, select, state_of
-from ..store.paths import StateDir
+from ..executors.base import Executor
+from ..executors.outcome import Outcome
 from ..store.reads import read_bytes
+from .sources import Found, Run, Source, open_source
 
-REPLAY_FORMAT = "symcc-ulfm-replay/1"
+REPLAY_FORMAT = "symcc-ulfm-replay/2"
 
 
 def list_findings(path: str | Path, modes: FileModes) -> dict:
-    """The unique findings of a state, and the WAL records that could not be read (``damaged``:
+    """The unique findings of a source, and the WAL records that could not be read (``damaged``:
     their findings are not among them)."""
-    state = state_of(path, modes)
-    started = _started_at(state)
-    rows, damaged = [], []
-    for found in read_findings(state, damaged):
-        row = found.to_json(started)
-        row["replay"] = shlex.join(["symcc-ulfm", "replay", str(state.root), found.id])
+    source = open_source(path, modes)
+    damaged: list[str] = []
+    found = source.findings(damaged)
+    started = _started_at(source)
+    rows = []
+    for item in found:
+        unique = item.row.get("unique")
+        row = unique.to_json(started) if unique is not None else {k: v for k, v in item.row.items() if k != "unique"}
+        row["replay"] = shlex.join(["symcc-ulfm", "replay", str(source.root), item.id])
         rows.append(row)
-    return {"state_dir": str(state.root), "unique": len(rows), "hits": sum(r["hits"] for r in rows), "findings": rows,
-            "damaged": damaged}
+    return {"state_dir": str(source.root), "source": source.kind, "unique": len(rows),
+            "hits": sum(r["hits"] for r in rows), "findings": rows, "damaged": damaged}
 
 
-def replay(path: str | Path, key: str, modes: FileModes) -> dict:
-    state = state_of(path, modes)
-    found = select(read_findings(state), key)
-    if found is None:
-        raise ConfigError("finding", f"{key!r} names no single finding of {state.root}; `symcc-ulfm findings "
-                                     f"{state.root}` lists them (an id, at least 4 of its characters, or an input SHA-256)")
-    return replay_all(state, [found])[0]
+def executor_of(run: Run) -> Executor:
+    return create(run.executor, run.target, run.options, isolation=run.isolation)
 
 
-def replay_all(state: StateDir, found: list[UniqueFinding] | None = None) -> list[dict]:
-    """Replay each finding (default: every unique finding of ``state``) once, with one executor."""
-    found = read_findings(state) if found is None else found
-    policy = Policy.from_json(json.loads(read_bytes(state.policy)))
-    corpus = Corpus(state.corpus, state.modes.corpus, state.modes.snapshot)
+def attempts(executor: Executor, data: bytes, repeat: int) -> list[tuple[Outcome, str]]:
+    """``repeat`` contained executions of ``data``, each after the first in a renewed sandbox."""
+    out = []
+    for attempt in range(triage_policy.check_repeat(repeat)):
+        if attempt:
+            executor.renew()
+        out.append(executor.reproduce_report(data))
+    return out
+
+
+def judge(observed: list[tuple[Outcome, str]], expected: tuple[str, str] | None, min_rate: float) -> dict:
+    """The rate of ``expected`` among the ``observed`` attempts (None: the first finding observed,
+    as for a user's file), the distinct outcomes and the report of the first matching attempt."""
+    if expected is None:
+        expected = next(((o.kind, o.signature) for o, _ in observed if o.is_finding), None)
+    hits = [(o, r) for o, r in observed if expected is not None and (o.kind, o.signature) == expected]
+    counted = Counter(json_key(o) for o, _ in observed)
+    reproduction = triage_policy.reproduction(len(hits), len(observed), min_rate)
+    shown = hits[0] if hits else observed[0]
+    return {"reproduction": reproduction.to_json(), "reproduced": reproduction.passed,
+            "expected": None if expected is None else {"kind": expected[0], "signature": expected[1]},
+            "observed": shown[0].to_json(), "report": shown[1],
+            "outcomes": [{**dict(key), "attempts": n} for key, n in counted.most_common()]}
+
+
+def json_key(outcome: Outcome) -> tuple:
+    return tuple(sorted(outcome.to_json().items()))
+
+
+def replay(path: str | Path, key: str, modes: FileModes, repeat: int = triage_policy.DEFAULT_REPEAT,
+           min_rate: float = triage_policy.DEFAULT_MIN_RATE) -> dict:
+    source = open_source(path, modes)
+    return replay_all(source, [source.select(key)], repeat, min_rate)[0]
+
+
+def replay_all(source: Source, found: list[Found] | None = None, repeat: int = triage_policy.DEFAULT_REPEAT,
+               min_rate: float = triage_policy.DEFAULT_MIN_RATE, record: bool = True) -> list[dict]:
+    """Replay each finding (default: every unique finding of ``source``) ``repeat`` times."""
+    found = source.findings() if found is None else found
+    triage_policy.check_min_rate(min_rate)
     results = []
     executor = None
     try:
         for item in found:
             row = {"format": REPLAY_FORMAT, "id": item.id, "kind": item.kind, "signature": item.signature,
-                   "input_sha256": item.first_input}
+                   "input_sha256": item.input_sha256}
             if item.signature == poison.SIGNATURE:
-                row.update(reproduced=None, observed=None,
+                row.update(reproduced=None, observed=None, reproduction=None, report="",
                            note="not replayed: this input killed worker ranks from inside the sandbox")
             else:
-                executor = executor or create(policy.executor, policy.target, policy.executor_options,
-                                              isolation=policy.isolation)
-                observed = executor.reproduce(corpus.read(item.first_input))
-                row.update(observed=observed.to_json(),
-                           reproduced=(observed.kind, observed.signature) == (item.kind, item.signature))
+                data = source.read_input(item.input_sha256)
+                if executor is not None:
+                    executor.renew()
+                executor = executor or executor_of(source.run)
+                row.update(judge(attempts(executor, data, repeat), (item.kind, item.signature), min_rate))
+                if record:
+                    row["recorded"] = _record(source, row)
             results.append(row)
     finally:
         if executor is not None:
@@ -75,7 +120,38 @@ def replay_all(state: StateDir, found: list[UniqueFinding] | None = None) -> lis
     return results
 
 
-def _started_at(state: StateDir) -> float | None:
+def replay_input(run: Run, data: bytes, repeat: int = 1, min_rate: float = triage_policy.DEFAULT_MIN_RATE) -> dict:
+    """Replay a file the user has with ``run``'s executor: the first finding it gives is the one
+    whose rate is measured."""
+    triage_policy.check_min_rate(min_rate)
+    executor = executor_of(run)
+    try:
+        row = {"format": REPLAY_FORMAT, "id": None, "kind": None, "signature": None, "input_sha256": None}
+        row.update(judge(attempts(executor, data, repeat), None, min_rate))
+    finally:
+        executor.close()
+    if row["expected"] is not None:
+        row.update(kind=row["expected"]["kind"], signature=row["expected"]["signature"])
+        row["id"] = finding_id(row["kind"], row["signature"])
+    return row
+
+
+def _record(source: Source, row: dict) -> str | None:
+    """Keep a measured replay in the source's triage records; None where it may not be written."""
+    if source.sealed is not None:
+        return None
+    value = {k: row[k] for k in ("format", "id", "kind", "signature", "input_sha256", "reproduction", "observed",
+                                 "outcomes")}
+    try:
+        return str(source.triage().record("replay", row["id"], value))
+    except StoreError:
+        return None
+
+
+def _started_at(source: Source) -> float | None:
+    state = getattr(source, "state", None)
+    if state is None:
+        return None
     try:
         snapshot = json.loads(read_bytes(state.membership / "generation-0-snapshot.json"))
         return float(snapshot["started_at"])

@@ -19,7 +19,7 @@ KEYS = {"executions", "generated", "unique", "novel", "edges", "seconds", "execu
 
 
 def corpus(out_dir) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in out_dir.iterdir() if p.name not in ("findings.json", LOCK_NAME)}
+    return {p.name: p.read_bytes() for p in out_dir.iterdir() if p.name not in ("findings.json", "explore.json", LOCK_NAME)}
 
 
 @pytest.fixture()

@@ -31,18 +31,21 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import os
 import random
 import sys
 import time
+import traceback
 import types
 from collections.abc import Mapping
 from typing import Any
 
 from ...core.coverage import branch_coverage, edge_of
 from ...errors import PolicyError
-from ...targets import DEFAULT_TARGET, TargetInfo, resolve_target
+from ...targets import DEFAULT_TARGET, TargetInfo, rejections, resolve_target
 from ..base import Executor, Finding, Measurement, RunResult
 from ..dictionary import tokens_of
+from ..outcome import Outcome
 from .expressions import path as P
 from .expressions.expr import MAX_LENGTH as E_MAX_LENGTH
 from .expressions.z3conv import SAT, Converter, solve
@@ -74,9 +77,11 @@ DEFAULTS: dict[str, Any] = {
     "mutations": 2000,
     "mutate_seed": 0,
     "dictionary": None,  # the user's (launch --dictionary, executors.dictionary): havoc words
+    "stdlib_rejections": True,
 }
 _NON_NEGATIVE = {"mutate_share", "mutations", "mutate_seed"}  # 0 is meaningful (no hybrid phase, seed 0)
-_POSITIVE = {k for k, v in DEFAULTS.items() if v is not None} - _NON_NEGATIVE
+_FLAGS = {"stdlib_rejections"}
+_POSITIVE = {k for k, v in DEFAULTS.items() if v is not None} - _NON_NEGATIVE - _FLAGS
 _MAX_SPLICE_PARTNERS = 32
 _MIN_MUTATE_S = 0.01  # a fast symbolic run still gives its mutants this long
 _MIN_MUTANTS = 16  # and at least this many, however loaded the machine, ...
@@ -105,6 +110,10 @@ def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
                 bound = "a number in [0, 1)" if key == "mutate_share" else "a non-negative integer"
                 raise PolicyError(f"executor.options.{key}", f"must be {bound}, got {value!r}")
             options[key] = kind(value)
+        elif key in _FLAGS:
+            if not isinstance(value, bool):
+                raise PolicyError(f"executor.options.{key}", f"must be true or false, got {value!r}")
+            options[key] = value
         else:
             options[key] = value
     if options["seeds"] is not None:
@@ -149,8 +158,9 @@ class ConcolicExecutor(Executor):
     run), ``memory_mb`` (address-space limit of the process the target runs in, see
     :mod:`..sandbox`), ``seeds`` (hex strings; for targets without shipped seeds the default seed
     is 16 zero bytes), ``expected_exceptions`` (see :mod:`.tracing.run_outcome`; default: the built-in
-    target's documented rejections, none for other targets: every uncaught exception is a
-    finding) and ``modules`` (names of the modules whose code the target runs, such as a
+    target's documented rejections; for a ``module:function`` of the standard library those of
+    :mod:`symcc_ulfm.targets.rejections` unless ``stdlib_rejections`` is false; none for other
+    targets: every uncaught exception is a finding) and ``modules`` (names of the modules whose code the target runs, such as a
     parser's own modules: they are traced for coverage and instrumented for the symbolic run;
     default: the built-in target's ``MODULES``); the hybrid phase: ``mutate_share`` (share of a
     run's time spent on concrete mutants, in [0, 1): 0.5 gives it as long as the symbolic part
@@ -183,12 +193,20 @@ class ConcolicExecutor(Executor):
         )
         self._source_sha256 = self.info.source_sha256
         expected = self.options["expected_exceptions"]
-        self._expected = Expected(self.info.expected if expected is None else tuple(expected))
+        self._expected = Expected(self._default_expected() if expected is None else tuple(expected))
         self._covered: set[int] = set()  # edges measured in this process (the hybrid's filter)
         self._reported: set[tuple[str, str]] = set()  # finding signatures the hybrid phase reported
         self._words: dict[bytes, None] = {}  # dictionary words seen by symbolic runs, newest first
         self._dictionary = tokens_of(self.options["dictionary"])  # the user's words, always among them
         self._partners: dict[bytes, None] = {}  # recent inputs and kept mutants, splice partners
+
+    def _default_expected(self) -> tuple[str, ...]:
+        """A built-in target's documented rejections; for ``module:function`` of the standard library,
+        the registry's (``targets.rejections``) unless ``stdlib_rejections`` is off."""
+        if self.info.builtin or not self.options["stdlib_rejections"]:
+            return self.info.expected
+        module, _, function = self.info.spec.rpartition(":")
+        return rejections.expected_for(module, function)
 
     @property
     def execution_limit_s(self) -> float:
@@ -222,13 +240,27 @@ class ConcolicExecutor(Executor):
         return measured
 
     def _measure(self, data: bytes) -> Measurement:
+        return self._concrete(data)[0]
+
+    def _concrete(self, data: bytes):
+        """One traced concrete run: its measurement and how the call ended."""
         data = bytes(data)
         tracer = Tracer(self._files, time.monotonic() + self.options["exec_timeout_s"], collect=True)
         self.on_execution(data)
         ended = execute(self.info.function, data, tracer, self.options["max_frames"])
         self.on_execution(None)
         returned = ended.value if isinstance(ended.value, str) and len(ended.value) <= 256 else None
-        return Measurement(tracer.finish(ended), classify(ended, self._files, self._expected), returned)
+        return Measurement(tracer.finish(ended), classify(ended, self._files, self._expected), returned), ended
+
+    def reproduce_report(self, data: bytes) -> tuple[Outcome, str]:
+        """The outcome and, for an exception, its traceback (the engine's own frames left out)."""
+        measured, ended = self._concrete(data)
+        if ended.exc is None:
+            return measured.outcome, ""
+        lines = traceback.format_exception(type(ended.exc), ended.exc, ended.exc.__traceback__)
+        own = (os.path.dirname(__file__),)
+        kept = [line for line in lines if not line.lstrip().startswith(tuple(f'File "{d}' for d in own))]
+        return measured.outcome, "".join(kept)
 
     def _symbolic(self, data: bytes):
         deadline = time.monotonic() + self.options["exec_timeout_s"]

@@ -24,7 +24,8 @@ pipes (:mod:`.slot`), the input too when it is not the run's own; ``"mutate": fa
 :attr:`~.base.Executor.mutate` off for that run), ``measure`` (inputs measured in order, one
 ``measured`` frame each, until an optional time budget is spent), ``offer`` (inputs for a fuzzer:
 :meth:`~.base.Executor.offer`; an ``offered`` frame), ``reproduce`` (one
-:meth:`~.base.Executor.reproduce`, announced like a run; a ``reproduced`` frame), ``preflight``
+:meth:`~.base.Executor.reproduce`, announced like a run, or with ``"report": true`` one
+:meth:`~.base.Executor.reproduce_report`; a ``reproduced`` frame), ``preflight``
 (:meth:`~.base.Executor.preflight`, announced likewise; a ``preflight-ok`` frame or the error),
 ``stop``.
 
@@ -54,6 +55,7 @@ from .reaper import become_subreaper, kill_orphans, sweep_leftovers
 
 PR_SET_PDEATHSIG = 1
 CONTROL_BYTES = 4096  # one control message (JSON), either way
+REPORT_CHARS = 16384  # the end of a reproduction's report (a traceback, a binary's stderr) that is sent
 _EXIT = os._exit  # the real one: a child that ends normally leaves without a located exit
 
 
@@ -189,9 +191,12 @@ class Child:
 
     def reproduce(self, message: dict, blobs: list[bytes]) -> None:
         self.executor.on_execution = self.announcer(blobs[0])
-        outcome = self.executor.reproduce(blobs[0])
+        if message.get("report"):
+            outcome, report = self.executor.reproduce_report(blobs[0])
+        else:
+            outcome, report = self.executor.reproduce(blobs[0]), ""
         self.executor.on_execution = _quiet
-        self.send({"type": "reproduced", "outcome": outcome.to_json()})
+        self.send({"type": "reproduced", "outcome": outcome.to_json(), "report": report[-REPORT_CHARS:]})
 
     def preflight(self, message: dict, blobs: list[bytes]) -> None:
         self.executor.on_execution = self.announcer(None)

@@ -192,6 +192,25 @@ class Sandbox(ChildProcess, Executor):
             self._restart()
             return died.outcome
 
+    def reproduce_report(self, data: bytes) -> tuple[Outcome, str]:
+        """The executor's :meth:`~.base.Executor.reproduce_report` in the child; a death is the
+        outcome and the end of the child's stderr (``faulthandler``'s stack, a sanitizer's report)
+        the report."""
+        data = bytes(data)
+        try:
+            message, _ = self._exchange({"type": "reproduce", "report": True}, [data], data, "reproduced",
+                                        self.execution_limit_s)
+            return Outcome.from_json(message["outcome"]), str(message.get("report", ""))
+        except ChildDied as died:
+            report = self._tail()
+            self._restart()
+            return died.outcome, report
+
+    def renew(self) -> None:
+        """End the child and the fork server: the next request starts a new server (a new ``exec``,
+        so a new address-space layout), whose children share nothing with the earlier ones."""
+        ChildProcess.close(self)
+
     def preflight(self, seeds: list[bytes] | None = None) -> dict[str, Any]:
         """The executor's own :meth:`~.base.Executor.preflight` in the child, bounded as one run per
         seed; a child the target killed or hung meanwhile is a TargetError."""

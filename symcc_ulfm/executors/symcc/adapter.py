@@ -192,12 +192,17 @@ class SymccExecutor(Executor):
 
     def reproduce(self, data: bytes) -> Outcome:
         """The outcome of a concrete run of the binary on ``data`` (no symbolic input, no solving)."""
+        return self.reproduce_report(data)[0]
+
+    def reproduce_report(self, data: bytes) -> tuple[Outcome, str]:
+        """:meth:`reproduce` and the tail of the run's stderr (a sanitizer's report is there)."""
         work = self._workspace().fresh("reproduce")
         try:
             input_path = work / "input"
             input_path.write_bytes(data)
             ended = self._execute(data, work, input_path, {**self._base_env, "SYMCC_NO_SYMBOLIC_INPUT": "1"})
-            return classify_exit(ended.returncode, ended.timed_out, tail(work / "stderr"))
+            stderr = tail(work / "stderr")
+            return classify_exit(ended.returncode, ended.timed_out, stderr), stderr
         finally:
             remove_tree(work)
 
