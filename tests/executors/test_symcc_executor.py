@@ -34,7 +34,7 @@ from symcc_ulfm import executors
 from symcc_ulfm.core.budget import check_lease, fit_lease
 from symcc_ulfm.core.coverage import HIT_CLASS_BOUNDS, coverage_id, edge_of
 from symcc_ulfm.core.policy import Policy
-from symcc_ulfm.errors import PolicyError, ProvenanceChanged, TargetError
+from symcc_ulfm.errors import ConfigError, PolicyError, ProvenanceChanged, TargetError
 from symcc_ulfm.executors.sandbox import isolation
 from symcc_ulfm.executors.sandbox.parent import Sandbox
 from symcc_ulfm.executors.symcc.adapter import NO_COVERAGE, SymccExecutor
@@ -599,8 +599,9 @@ def test_missing_binary_is_a_target_error_naming_the_path(tmp_path):
     assert str(missing) in str(info.value) and info.value.exit_code == 2
     with pytest.raises(TargetError):
         SymccExecutor(target=None, options={})
-    with pytest.raises(TargetError):
+    with pytest.raises(ConfigError, match="executor_options.seeds") as info:
         SymccExecutor(target=str(tmp_path / "seeds"), options={"seeds": str(tmp_path / "nowhere")})
+    assert str(tmp_path / "nowhere") in str(info.value) and info.value.exit_code == 2
 
 
 def test_not_executable_binary_is_a_target_error(stand_in, tmp_path):

@@ -55,7 +55,8 @@ def test_export_into_the_state_or_its_run_directory_writes_nothing(tmp_path):
     assert after == before
     elsewhere = tmp_path.parent / f"{tmp_path.name}-exported"
     assert cli("export", str(state.root), str(elsewhere)).returncode == 0
-    assert sorted(os.listdir(elsewhere)) == ["crashes", "hangs", "queue"]
+    assert sorted(os.listdir(elsewhere)) == ["default", "symcc-ulfm-export.json"]
+    assert sorted(os.listdir(elsewhere / "default")) == ["crashes", "exceptions", "hangs", "queue"]
 
 
 def test_two_explores_on_one_output_directory_the_second_is_refused(tmp_path):
