@@ -58,8 +58,9 @@ def test_one_changed_byte_is_named(tmp_path, pattern):
     result = verify(run)
     assert not result["passed"]
     assert any(p.startswith(f"{rel}: SHA-256 mismatch") for p in result["problems"]), result["problems"]
-    done = cli("verify", str(run))
-    assert done.returncode == 1 and rel in done.stdout
+    if pattern == "state/policy.json":  # the command line prints the same problems (one case: a process each)
+        done = cli("verify", str(run))
+        assert done.returncode == 1 and rel in done.stdout
 
 
 @pytest.mark.parametrize("rel", ["extra.txt", "state/corpus/objects/added", "figures/more/deep.png"])

@@ -109,7 +109,7 @@ def test_replay_reproduces_each_finding(buggy_run, kind):
     listed = json.loads(_cli("findings", str(buggy_run.state), "--json").stdout)
     [row] = [f for f in listed["findings"] if f["kind"] == kind]
     started = time.monotonic()
-    done = _cli("replay", str(buggy_run.state), row["id"], "--json")
+    done = _cli("replay", str(buggy_run.state), row["id"], "--json", "--repeat", "3")  # a hang costs its timeout
     assert done.returncode == 0, done.stdout + done.stderr
     replayed = json.loads(done.stdout)
     assert replayed["reproduced"] is True and replayed["observed"]["kind"] == kind
@@ -179,6 +179,7 @@ def test_a_poison_input_is_quarantined_after_it_killed_two_workers(tmp_path):
     assert replay["reproduced"] is None and "not replayed" in replay["note"]
 
 
+@pytest.mark.slow  # the same replay of a manifest as test_runtime's, with findings in it (22 s)
 def test_a_master_killed_between_a_findings_manifest_and_done_counts_each_finding_once(tmp_path):
     target = _target(tmp_path, "buggy", BUGGY)
     # every seed is one solved comparison away from a finding, so the first commit rounds hold findings

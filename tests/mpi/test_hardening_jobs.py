@@ -97,7 +97,7 @@ IDLE_TARGET = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL,
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL, pytest.param(signal.SIGTERM, marks=pytest.mark.slow),
                                  pytest.param(signal.SIGHUP, marks=pytest.mark.slow)], ids=lambda s: s.name)
 def test_a_killed_launch_takes_its_job_along_and_resume_charges_what_was_used(tmp_path, sig):
     """The campaign is idle (its search is exhausted, it runs to its deadline) and logs nothing:
