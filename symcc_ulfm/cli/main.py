@@ -111,6 +111,7 @@ def _policy_options(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
 
 def cmd_launch(args: argparse.Namespace) -> int:
     from ..core.budget import fit_lease
+    from ..core.finding import same_type_error, type_error_hint
     from ..core.hosts import format_hosts
     from ..core.modes import modes_from_env
     from ..core.policy import build_policy
@@ -120,6 +121,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from ..launch.mpiexec import placement_flags
     from ..launch.prepare import check_executor, prepare_state_dir, resume_command, resume_policy
     from ..launch.progress import LaunchProgress
+    from ..tools.replay import list_findings
 
     modes = modes_from_env(os.environ)
     options = _policy_options(args)
@@ -188,6 +190,12 @@ def cmd_launch(args: argparse.Namespace) -> int:
                      + (f" (symcc-ulfm findings {state.root})" if verdict["findings_unique"] else ""))
     lines += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
     lines += [f"note: {note}" for note in ([job.output_error] if job.output_error else []) + job.notes]
+    row = same_type_error(verdict.get("findings", []), verdict.get("public_objects", 0))
+    if row is not None:  # its message, from the finding's record
+        detail = list_findings(state.root, modes)["findings"][0]
+        verdict["hint"] = type_error_hint({**row, "detail": detail.get("detail")}, verdict["public_objects"],
+                                          policy.target)
+        lines.append(verdict["hint"])
     if batch.lost_daemon(job.output) and not verdict["passed"]:
         lines.append("note: the job lost a node's PRRTE daemon, which Open MPI 5.0 cannot recover from; the campaign "
                      f"is resumable in a new job: {resume_command(state.root)}")
@@ -412,6 +420,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
+    from ..core.finding import same_type_error, type_error_hint
     from ..executors import create
     from ..tools.explore import explore
 
@@ -435,6 +444,10 @@ def cmd_explore(args: argparse.Namespace) -> int:
         f"solver queries {result.get('solver_queries', 0)} ({result.get('solver_queries_per_s', 0):.1f}/s), "
         f"{result['seconds']:.1f} s -> {args.out}"
     )
+    row = same_type_error(result["findings"], result["inputs"])
+    if row is not None:
+        result["hint"] = type_error_hint(row, result["inputs"], args.target)
+        text += "\n" + result["hint"]
     _emit(args, result, text)
     return 0
 
