@@ -99,8 +99,9 @@ def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume:
     is only accepted with ``resume``, the same policy (:func:`resume_policy`) and the same
     executor identity (exit 6 when the target changed); ``new_seeds`` publishes the probe's seeds
     into it as well (``launch --resume --seeds DIR``), and ``deadline_s`` (``--resume
-    --deadline S``) longer than the campaign's deadline is recorded as an extension in force from
-    the epoch the next job opens (``deadline.json``). A campaign that reached its deadline is
+    --deadline S``; a new campaign's deadline is its policy's) longer than the campaign's
+    deadline is recorded as an extension in force from the epoch the next job opens
+    (``deadline.json``). A campaign that reached its deadline is
     resumed only with a longer one.
     """
     probe = probe or check_executor(policy)
@@ -209,8 +210,6 @@ def _prepare(policy: Policy, state: StateDir, resume: bool, probe: ExecutorProbe
         return
     if resume:
         raise PolicyError("state_dir", f"{state.root} holds no campaign to resume")
-    if deadline_s is not None:
-        raise PolicyError("deadline_s", "only a resume extends a deadline; a new campaign's is its policy's")
     state.create()
     write_policy(state, policy)
     write_identity(state.executor, probe.identity, state.modes.snapshot, probe.kinds)
