@@ -12,10 +12,12 @@ import sys
 import pytest
 
 from symcc_ulfm.cli.args import given_options
+from symcc_ulfm.core.deadlines import Deadlines
 from symcc_ulfm.core.modes import modes_from_env
 from symcc_ulfm.core.policy import build_policy
 from symcc_ulfm.errors import PolicyError
 from symcc_ulfm.launch.prepare import prepare_state_dir, release, resume_policy
+from symcc_ulfm.store.deadline_file import write_deadlines
 
 
 def _stored(tmp_path):
@@ -77,3 +79,15 @@ def test_given_options_are_told_from_defaults_even_when_equal_or_abbreviated():
                           "--timeout", "lease_s=9", "--no-ulfm"]) == {"deadline", "executor_option", "timeout",
                                                                         "no_ulfm"}
     assert given_options(["launch", "--executor", "concolic", "--slice", "5"]) == {"executor", "slice_s"}
+
+
+def test_the_extended_deadline_is_the_one_compared_and_an_edited_record_is_refused(tmp_path):
+    policy, state = _stored(tmp_path)
+    write_deadlines(state, Deadlines(policy.sha256, policy.deadline_s).extended(1, 9.0))
+    assert resume_policy(state.root, state.modes, {"deadline_s": 9.0}).to_bytes() == policy.to_bytes()
+    with pytest.raises(PolicyError, match=r"deadline_s: stored 9.0, given 8.0"):
+        resume_policy(state.root, state.modes, {"deadline_s": 8.0})
+    state.deadline.write_text(state.deadline.read_text().replace(",", ", "))  # not as launch wrote it
+    done = subprocess.run([sys.executable, "-m", "symcc_ulfm", "launch", "--state-dir", str(state.root), "--resume"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 4 and f"{state.deadline} is not in canonical form" in done.stderr, done.stderr
