@@ -22,7 +22,10 @@
 # (`SHA256SUMS.txt`). Any failed check fails the notebook, so papermill exits non-zero.
 #
 # `make evidence` runs this notebook into `evidence/<run-id>/run.ipynb` and re-seals the run
-# after papermill has written the executed notebook; see `evidence/README.md`.
+# after papermill has written the executed notebook; see `evidence/README.md`. Run here or by
+# papermill without `run_dir`, it writes `runs/notebook/<run-id>/` (ignored by git). A run
+# directory holds `INCOMPLETE` until the last cell seals it: an interrupted or failed run keeps
+# it, and `symcc-ulfm verify` calls such a run incomplete.
 
 # %% tags=["parameters"]
 ranks = 10
@@ -41,7 +44,7 @@ keep = "all"  # "novel": only candidates that add coverage (or hold a finding) e
 slice_s = 5.0  # a fuzzer worker's lease
 isolation = "namespaces"  # "none": run target code without namespaces (launch --isolation none)
 seeds_dir = None  # a directory of seed inputs instead of the executor's own (as `launch --seeds`)
-run_dir = None  # default: evidence/<run-id>/ of the checkout
+run_dir = None  # default: runs/notebook/<run-id>/ of the checkout (ignored by git); make evidence passes one
 # False drops `--with-ft ulfm` from mpiexec while the policy still demands ULFM: the ranks'
 # capability check then refuses plain MPI and this notebook fails (a demonstration, never a fallback).
 with_ft = True

@@ -22,6 +22,22 @@ def _show_defaults(parser: argparse.ArgumentParser) -> None:
             action.help = f"{action.help or ''} (default: %(default)s)".lstrip()
 
 
+def given_options(argv: list[str]) -> set[str]:
+    """The options (by dest) that ``argv``, a subcommand and its arguments, gives on the command
+    line, whatever their defaults: a resume checks only those against the stored policy.
+
+    The subcommand's parser fills only the names a namespace does not have yet, so it parses
+    ``argv`` again into one holding a marker for each (None for the repeatable options)."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command = commands.choices[argv[0]]
+    unset = object()
+    namespace = argparse.Namespace(**{a.dest: None if isinstance(a, argparse._AppendAction) else unset
+                                      for a in command._actions})
+    command.parse_args(argv[1:], namespace)
+    return {dest for dest, value in vars(namespace).items() if value is not unset and value is not None}
+
+
 def _watch_seconds(text: str) -> float:
     try:
         value = float(text)
@@ -59,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--failure-schedule", default="",
                    help=f"G:R[@work|commit|recovery|idle][!], comma separated (default: none; the reference campaign "
                         f"uses {REFERENCE_SCHEDULE})")
-    p.add_argument("--deadline", type=float, default=REFERENCE["deadline_s"], help="campaign seconds from generation 0")
+    p.add_argument("--deadline", type=float, default=REFERENCE["deadline_s"],
+                   help="campaign seconds from generation 0; with --resume, a longer one extends the campaign")
     p.add_argument("--state-dir", help="state directory (default runs/launch-<time>)")
     p.add_argument("--seeds", help="directory of seed inputs, an AFL++ output directory (each instance's queue/, "
                                    "not crashes/) or a libFuzzer corpus, instead of the executor's own; with "
@@ -93,7 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", action="append", metavar="NAME=SECONDS",
                    help="bound on a wait: startup_s, recovery_step_s, recovery_retries, lease_s, shutdown_grace_s, "
                    "finalize_s, job_grace_s, endpoint_s (repeatable)")
-    p.add_argument("--resume", action="store_true", help="continue the campaign in an existing --state-dir")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the campaign in --state-dir with its stored policy (options given are checked "
+                        "against it: only --deadline may differ, longer; --seeds adds seeds)")
     p.add_argument("--run-to-deadline", action="store_true",
                    help="keep the ranks up until the deadline even when the search is exhausted")
     p.add_argument("--json", action="store_true")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CampaignRunning, CheckFailed, ConfigError, Interrupted, SymccUlfmError, TargetError
-from .args import build_parser
+from .args import build_parser, given_options
 
 
 def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
@@ -50,25 +50,6 @@ def _timeouts(pairs: list[str] | None) -> dict[str, float]:
     return out
 
 
-_NOT_RESUMED = {"--state-dir": 1, "--resume": 0, "--seeds": 1}  # option -> values it takes
-
-
-def _resume_command(argv: list[str], state_root: Path) -> str:
-    """The command that resumes this launch: its own arguments (a resume checks them against the
-    stored policy) without the state directory, ``--resume`` and the seeds (already published)."""
-    kept, skip = [], 0
-    for word in argv:
-        if skip:
-            skip -= 1
-            continue
-        name = word.split("=", 1)[0]
-        if name in _NOT_RESUMED:
-            skip = 0 if "=" in word else _NOT_RESUMED[name]
-            continue
-        kept.append(word)
-    return shlex.join(["symcc-ulfm", *kept, "--state-dir", str(state_root), "--resume"])
-
-
 def _read_seeds(path: str | None):
     """``--seeds DIR`` (``executors.seed_dirs``: plain, AFL++ or libFuzzer), what it was said on stderr."""
     from ..executors.seed_dirs import read_seeds
@@ -101,8 +82,36 @@ def _dictionary_used(path: str | None, kinds: tuple[str, ...]) -> None:
                                           "the concolic executor and the havoc and afl worker kinds do")
 
 
+def _policy_options(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
+    """``launch``'s options that set policy fields: option (its dest) -> (field, value as
+    ``build_policy`` takes it)."""
+    options = _with_dictionary(_executor_options(args.executor_option), args.dictionary)
+    return {
+        "ranks": ("ranks", args.ranks),
+        "warm_spares": ("warm_spares", args.warm_spares),
+        "workers_per_master": ("workers_per_master", args.workers_per_master),
+        "deadline": ("deadline_s", args.deadline),
+        "failure_schedule": ("failure_schedule", args.failure_schedule),
+        "executor": ("executor", args.executor),
+        "target": ("target", args.target),
+        "executor_option": ("executor_options", options),
+        "dictionary": ("executor_options", options),
+        "hosts": ("hosts", args.hosts),
+        "minimum_hosts": ("minimum_hosts", args.minimum_hosts),
+        "seed": ("seed", args.seed),
+        "no_ulfm": ("ulfm", not args.no_ulfm),
+        "timeout": ("timeouts", _timeouts(args.timeout)),
+        "run_to_deadline": ("stop_when_exhausted", not args.run_to_deadline),
+        "worker_kinds": ("worker_kinds", args.worker_kinds),
+        "keep": ("keep", args.keep),
+        "slice_s": ("slice_s", args.slice_s),
+        "isolation": ("isolation", args.isolation),
+    }
+
+
 def cmd_launch(args: argparse.Namespace) -> int:
     from ..core.budget import fit_lease
+    from ..core.finding import same_type_error, type_error_hint
     from ..core.hosts import format_hosts
     from ..core.modes import modes_from_env
     from ..core.policy import build_policy
@@ -110,45 +119,36 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from ..launch.conclude import conclude
     from ..launch.job import run_job
     from ..launch.mpiexec import placement_flags
-    from ..launch.prepare import check_executor, prepare_state_dir
+    from ..launch.prepare import check_executor, prepare_state_dir, resume_command, resume_policy
     from ..launch.progress import LaunchProgress
+    from ..tools.replay import list_findings
 
     modes = modes_from_env(os.environ)
-    timeouts = _timeouts(args.timeout)
-    policy = build_policy(
-        ranks=args.ranks,
-        warm_spares=args.warm_spares,
-        workers_per_master=args.workers_per_master,
-        deadline_s=args.deadline,
-        failure_schedule=args.failure_schedule,
-        executor=args.executor,
-        target=args.target,
-        executor_options=_with_dictionary(_executor_options(args.executor_option), args.dictionary),
-        hosts=args.hosts,
-        minimum_hosts=args.minimum_hosts,
-        seed=args.seed,
-        ulfm=not args.no_ulfm,
-        timeouts=timeouts,
-        stop_when_exhausted=not args.run_to_deadline,
-        worker_kinds=args.worker_kinds,
-        keep=args.keep,
-        slice_s=args.slice_s,
-        isolation=args.isolation,
-    )
+    options = _policy_options(args)
+    extend_to = None
+    if args.resume:  # the stored policy; what is given is checked against it
+        if not args.state_dir:
+            raise ConfigError("--resume", "needs --state-dir DIR, the state directory of the campaign to continue")
+        given = dict(options[dest] for dest in given_options(args.argv) if dest in options)
+        policy = resume_policy(Path(args.state_dir), modes, given)
+        extend_to = given.get("deadline_s")
+    else:
+        policy = build_policy(**dict(options.values()))
     allocation = batch.current_allocation()  # Slurm's, inside sbatch/salloc (docs/slurm.md)
     hosts = batch.job_hosts(policy, allocation)
     _dictionary_used(args.dictionary, policy.kinds)
     seeds = _read_seeds(args.seeds)
     probe = check_executor(policy, seeds.seeds if seeds else None, seeds.names if seeds else None)
     echo = (lambda line: print(line, file=sys.stderr)) if args.json else print
-    if "lease_s" not in timeouts:
+    if not args.resume and "lease_s" not in options["timeout"][1]:
         fitted = fit_lease(policy, probe.run_limit_s, probe.execution_limit_s)
         if fitted is not policy:
             echo(f"note: lease_s {fitted.timeouts.lease_s:g} s (default {policy.timeouts.lease_s:g} s): one run of "
                  f"this executor may take {probe.run_limit_s:g} s; --timeout lease_s=... sets it")
             policy = fitted
     state_dir = Path(args.state_dir or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
-    state = prepare_state_dir(policy, state_dir, modes, resume=args.resume, probe=probe, new_seeds=seeds is not None)
+    state = prepare_state_dir(policy, state_dir, modes, resume=args.resume, probe=probe, new_seeds=seeds is not None,
+                              deadline_s=extend_to)
     if allocation is not None:
         slurm_entry = batch.record(state, allocation, hosts, args.resume)
         echo(f"slurm: job {allocation.job_id}, nodes {','.join(allocation.nodes)}; ranks on {format_hosts(hosts)}")
@@ -160,7 +160,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
                       progress=progress)
     except (KeyboardInterrupt, Interrupted):
         progress.finish()
-        print(f"symcc-ulfm: the campaign is resumable: {_resume_command(args.argv, state.root)}", file=sys.stderr)
+        print(f"symcc-ulfm: the campaign is resumable: {resume_command(state.root)}", file=sys.stderr)
         raise
     progress.finish()
     verdict = conclude(state)
@@ -190,9 +190,15 @@ def cmd_launch(args: argparse.Namespace) -> int:
                      + (f" (symcc-ulfm findings {state.root})" if verdict["findings_unique"] else ""))
     lines += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
     lines += [f"note: {note}" for note in ([job.output_error] if job.output_error else []) + job.notes]
+    row = same_type_error(verdict.get("findings", []), verdict.get("public_objects", 0))
+    if row is not None:  # its message, from the finding's record
+        detail = list_findings(state.root, modes)["findings"][0]
+        verdict["hint"] = type_error_hint({**row, "detail": detail.get("detail")}, verdict["public_objects"],
+                                          policy.target)
+        lines.append(verdict["hint"])
     if batch.lost_daemon(job.output) and not verdict["passed"]:
         lines.append("note: the job lost a node's PRRTE daemon, which Open MPI 5.0 cannot recover from; the campaign "
-                     f"is resumable in a new job: {_resume_command(args.argv, state.root)}")
+                     f"is resumable in a new job: {resume_command(state.root)}")
     lines += [f"note: {progress.error}"] if progress.error else []
     if not verdict["passed"]:
         lines.append("last job output:\n" + job.tail())
@@ -414,6 +420,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
+    from ..core.finding import same_type_error, type_error_hint
     from ..executors import create
     from ..tools.explore import explore
 
@@ -437,6 +444,10 @@ def cmd_explore(args: argparse.Namespace) -> int:
         f"solver queries {result.get('solver_queries', 0)} ({result.get('solver_queries_per_s', 0):.1f}/s), "
         f"{result['seconds']:.1f} s -> {args.out}"
     )
+    row = same_type_error(result["findings"], result["inputs"])
+    if row is not None:
+        result["hint"] = type_error_hint(row, result["inputs"], args.target)
+        text += "\n" + result["hint"]
     _emit(args, result, text)
     return 0
 

@@ -3,7 +3,9 @@
 A campaign runs as one or more *epochs*, one per job (``core.membership``). Within an epoch
 the wall deadline counts from the epoch's start and is never extended by recovery; across
 epochs ``deadline_s`` is a budget: ``consumed_s`` is what earlier epochs used, so an epoch
-ends at ``epoch_started_at + deadline_s - consumed_s``.
+ends at ``epoch_started_at + deadline_s - consumed_s``. ``deadline_s`` is the deadline in force
+for the epoch: the policy's, or the extension a resume recorded (``core.deadlines``); what a lost
+epoch used is charged up to its own deadline.
 
 Around that window: ``launch`` bounds the whole job by the start-up, the window, the shutdown
 grace and its own grace (:func:`job_timeout`); ranks may outlive ``mpiexec`` by a bounded
@@ -33,10 +35,11 @@ def consumed_after(previous_consumed_s: float, epoch_started_at: float, last_sig
     return min(deadline_s, previous_consumed_s + max(0.0, last_sign - epoch_started_at))
 
 
-def job_timeout(policy: Policy) -> float:
-    """How long ``launch`` (or the notebook's engines) waits for a whole job before killing it."""
+def job_timeout(policy: Policy, deadline_s: float) -> float:
+    """How long ``launch`` (or the notebook's engines) waits for a whole job before killing it, for
+    a campaign whose deadline is ``deadline_s`` (``core.deadlines``: the latest)."""
     t = policy.timeouts
-    return t.startup_s + policy.deadline_s + t.shutdown_grace_s + t.job_grace_s
+    return t.startup_s + deadline_s + t.shutdown_grace_s + t.job_grace_s
 
 
 def ranks_over_s(policy: Policy) -> float:

@@ -50,3 +50,36 @@ def is_record(value: Any) -> bool:
 def finding_id(kind: str, signature: str) -> str:
     """A short stable name of a unique finding (what ``symcc-ulfm replay`` accepts)."""
     return hashlib.sha256(f"{kind}\0{signature}".encode()).hexdigest()[:12]
+
+
+def same_type_error(findings: list[dict[str, Any]], inputs: int) -> dict[str, Any] | None:
+    """The finding when every input raised one and the same ``TypeError`` and nothing else came
+    of the search, else None: typically a target that takes ``str`` given the ``bytes`` every
+    campaign passes. ``findings`` are the unique findings (``kind``, ``signature``, ``hits``);
+    ``inputs`` the distinct inputs the search kept (a campaign's corpus, what ``explore`` wrote),
+    of which a finding's inputs are a part: hits as many as inputs means all of them."""
+    if len(findings) != 1 or inputs < 1:
+        return None
+    (row,) = findings
+    exception = row["signature"].split(" ", 1)[0]
+    return row if row["kind"] == "exception" and exception == "TypeError" and row["hits"] >= inputs else None
+
+
+def type_error_hint(row: dict[str, Any], inputs: int, target: str | None) -> str:
+    """What to do about :func:`same_type_error`'s finding ``row`` (with its ``detail`` when known)
+    of ``target`` (``file.py:function`` or ``module:function``): decode the input in a wrapper."""
+    detail = f" ({row['detail']})" if row.get("detail") else ""
+    text = (f"hint: all {inputs} inputs raised the same exception, {row['signature']}{detail}, and nothing else "
+            "came of them. A campaign passes every input to the target as bytes; a function that takes str fails "
+            "like this on its first str operation. Decode the input in a wrapper")
+    where, _, function = (target or "").rpartition(":")
+    if not where or not function:
+        return text + "."
+    outer, name = function.split(".")[0], function.rsplit(".", 1)[-1]
+    call = f"        return {function}(data.decode(\"latin-1\"))"
+    if where.endswith(".py") or "/" in where:
+        return (f"{text}; add to {where}:\n    def {name}_bytes(data: bytes):\n{call}\n"
+                f"and run it with --target {where}:{name}_bytes")
+    return (f"{text}, e.g. in wrapper.py:\n    from {where} import {outer}\n\n    def target(data: bytes):\n{call}\n"
+            f"and run it with --target wrapper.py:target --executor-option 'modules=[\"{where}\"]' (so that "
+            f"{where} is instrumented and traced as the target's own module)")

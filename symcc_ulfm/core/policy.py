@@ -213,6 +213,34 @@ class Policy(Canonical):
         return cls(**data)
 
 
+class _Unset:
+    def __repr__(self) -> str:
+        return "(not set)"
+
+
+UNSET = _Unset()  # a field one side of differences() does not have (an executor option)
+
+
+def fields_of(policy: Policy) -> dict[str, Any]:
+    """Every field of ``policy`` as its canonical form writes it (those written only when set
+    too), with ``timeouts.NAME`` and ``executor_options.KEY`` one entry each: what a resume
+    compares the options it is given with (:func:`differences`)."""
+    data = {"worker_kinds": format_kinds(policy.worker_kinds), "keep": policy.keep, "slice_s": policy.slice_s,
+            "isolation": policy.isolation, **policy.to_json()}
+    del data["format"]
+    for nested in ("timeouts", "executor_options"):
+        data.update({f"{nested}.{key}": value for key, value in data.pop(nested).items()})
+    return data
+
+
+def differences(stored: Policy, given: Policy) -> list[tuple[str, Any, Any]]:
+    """``(field, stored value, given value)`` for each field of :func:`fields_of` that differs,
+    sorted by field; a value one side does not have is :data:`UNSET`."""
+    a, b = fields_of(stored), fields_of(given)
+    return [(name, a.get(name, UNSET), b.get(name, UNSET)) for name in sorted(set(a) | set(b))
+            if a.get(name, UNSET) != b.get(name, UNSET)]
+
+
 def build_policy(**overrides: Any) -> Policy:
     """A policy from CLI-style strings: ``failure_schedule`` and ``hosts`` may be strings."""
     if isinstance(overrides.get("failure_schedule"), str):

@@ -1,4 +1,9 @@
-"""The run directory: ``evidence/<run-id>/`` and what goes where (see evidence/README.md).
+"""The run directory: ``<base>/<run-id>/`` and what goes where (see evidence/README.md).
+
+``make evidence`` makes it under ``evidence/`` (the sealed runs of the checkout); the notebook
+run without ``run_dir`` (in JupyterLab, or by papermill without ``-p run_dir``) makes it under
+``runs/notebook/``, which git ignores, so that interactive runs leave nothing untracked in the
+checkout.
 
 ::
 
@@ -11,6 +16,8 @@
     oracle.json         the oracle's verdict (the same bytes as state/oracle.json)
     findings.json       the unique findings and the replay of each (``symcc-ulfm findings`` / ``replay``)
     SHA256SUMS.txt      ``sha256sum -c`` list of every other file
+    INCOMPLETE          written when the directory is made, removed by the seal: a run interrupted or
+                        failed before it was sealed keeps it, and ``verify`` says it is incomplete
 
 Run ids are ``f447-<UTC time>-<first 8 hex of the policy SHA-256>``.
 
@@ -34,11 +41,19 @@ from ..executors import check_name
 RUN_PREFIX = "f447"
 NOTEBOOK_NAME = "run.ipynb"
 SUMS_NAME = "SHA256SUMS.txt"
+INCOMPLETE_NAME = "INCOMPLETE"
+INCOMPLETE_TEXT = ("This run was not sealed: it was interrupted or failed before its seal step, which removes this "
+                   "file. It is not evidence.\n")
 
 
 def repo_root() -> Path:
     """The checkout holding the package (where ``evidence/`` lives)."""
     return Path(__file__).resolve().parents[2]
+
+
+def interactive_base() -> Path:
+    """Where a notebook run without ``run_dir`` goes: ``runs/notebook/`` of the checkout (ignored by git)."""
+    return repo_root() / "runs" / "notebook"
 
 
 def policy_from_parameters(**params: Any) -> Policy:
@@ -103,6 +118,16 @@ class RunDir:
     def sums(self) -> Path:
         return self.root / SUMS_NAME
 
+    @property
+    def incomplete(self) -> Path:
+        """``INCOMPLETE``: present from the directory's making until its seal."""
+        return self.root / INCOMPLETE_NAME
+
+    def mark_incomplete(self) -> RunDir:
+        """Write ``INCOMPLETE`` (the seal removes it: ``evidence.seal``)."""
+        self.incomplete.write_text(INCOMPLETE_TEXT)
+        return self
+
 
 def enclosing_run(state: Path) -> RunDir | None:
     """The run directory whose ``state/`` is ``state`` (it has a provenance record or a seal),
@@ -115,22 +140,24 @@ def enclosing_run(state: Path) -> RunDir | None:
 
 
 def new_run_dir(policy: Policy, base: str | Path | None = None) -> RunDir:
-    """Create ``<base>/<run-id>/`` (default base: ``evidence/`` of the checkout); never reuse one."""
-    base = Path(base) if base is not None else repo_root() / "evidence"
+    """Create ``<base>/<run-id>/``, marked incomplete (default base: :func:`interactive_base`); never
+    reuse one."""
+    base = Path(base) if base is not None else interactive_base()
     base.mkdir(parents=True, exist_ok=True)
     root = base / run_id(policy)
     root.mkdir()
-    return RunDir(root.absolute())
+    return RunDir(root.absolute()).mark_incomplete()
 
 
 def open_run_dir(path: str | Path) -> RunDir:
-    """An existing run directory made for this run: empty, or holding only papermill's notebook."""
+    """An existing run directory made for this run (empty, or holding only papermill's notebook and
+    the ``INCOMPLETE`` mark of :func:`new_run_dir`), marked incomplete."""
     root = Path(path).absolute()
     root.mkdir(parents=True, exist_ok=True)
-    extra = sorted(p.name for p in root.iterdir() if p.name != NOTEBOOK_NAME)
+    extra = sorted(p.name for p in root.iterdir() if p.name not in (NOTEBOOK_NAME, INCOMPLETE_NAME))
     if extra:
         raise FileExistsError(f"{root} already holds {', '.join(extra)}: use a new run directory")
-    return RunDir(root)
+    return RunDir(root).mark_incomplete()
 
 
 def parse_value(text: str) -> Any:

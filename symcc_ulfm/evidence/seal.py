@@ -1,4 +1,5 @@
-"""Seal a run directory: ``SHA256SUMS.txt`` over every other file, in ``sha256sum -c`` format.
+"""Seal a run directory: ``SHA256SUMS.txt`` over every other file, in ``sha256sum -c`` format,
+then remove its ``INCOMPLETE`` mark (``evidence.rundir``): the run is complete once sealed.
 
 Lines are ``<sha256>  <relative path>``, sorted by path, paths relative to the run directory
 with ``/`` separators. Sealing refuses what ``sha256sum -c`` could not check faithfully or
@@ -15,7 +16,7 @@ import stat
 from pathlib import Path
 
 from ..errors import EvidenceTampered
-from .rundir import SUMS_NAME
+from .rundir import INCOMPLETE_NAME, SUMS_NAME
 
 _CHUNK = 1 << 20
 
@@ -36,7 +37,8 @@ def _check_name(rel: str) -> None:
 
 
 def sealed_files(run_dir: Path) -> list[str]:
-    """Relative paths of every regular file of the run except the seal itself, sorted."""
+    """Relative paths of every regular file of the run except the seal itself and the
+    ``INCOMPLETE`` mark the seal removes, sorted."""
     files = []
     for dirpath, dirnames, filenames in os.walk(run_dir):
         for name in [*dirnames, *filenames]:
@@ -49,13 +51,13 @@ def sealed_files(run_dir: Path) -> list[str]:
                 if not stat.S_ISREG(mode):
                     raise EvidenceTampered(f"{rel}: not a regular file")
                 _check_name(rel)
-                if rel != SUMS_NAME:
+                if rel not in (SUMS_NAME, INCOMPLETE_NAME):
                     files.append(rel)
     return sorted(files)
 
 
 def seal(run_dir: str | Path) -> dict:
-    """Write (or rewrite) ``SHA256SUMS.txt``; returns ``{"files": N, "sums": path}``."""
+    """Write (or rewrite) ``SHA256SUMS.txt``, then remove ``INCOMPLETE``; returns ``{"files": N, "sums": path}``."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise FileNotFoundError(f"{run_dir} is not a directory")
@@ -69,4 +71,10 @@ def seal(run_dir: str | Path) -> dict:
         os.fsync(handle.fileno())
     os.chmod(tmp, 0o644)
     os.replace(tmp, sums)
+    (run_dir / INCOMPLETE_NAME).unlink(missing_ok=True)
+    directory = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(directory)  # the seal and the mark's removal are durable together
+    finally:
+        os.close(directory)
     return {"files": len(files), "sums": str(sums)}

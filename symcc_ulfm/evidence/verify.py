@@ -8,6 +8,10 @@
 4. ``result_sha256`` is recomputed by :mod:`.recompute` (its own parser) and must equal the
    one in ``oracle.json``, in ``state/oracle.json`` and of a fresh :func:`oracle.judge`.
 
+A run that still holds ``INCOMPLETE`` (written when it was made, removed by its seal: it was
+interrupted or failed first) is reported as incomplete and checked no further. Like ``SUMS``,
+the name is spelled here, apart from the code that writes it.
+
 ``verify(run_dir)`` returns ``passed, result_sha256, files_checked, problems`` (DESIGN.md §12)
 plus ``oracle_result_sha256``; it does not raise on a bad run, it reports, with one exception:
 a file it must read that is a FIFO, a device, a link or larger than its bound is refused before
@@ -28,6 +32,7 @@ from ..errors import UnsafeFile
 from .recompute import recompute
 
 SUMS = "SHA256SUMS.txt"
+INCOMPLETE = "INCOMPLETE"
 _LINE = re.compile(r"([0-9a-f]{64})  ([^\n\\]+)")
 _RUN_ID = re.compile(r"f447-\d{8}T\d{6}Z-([0-9a-f]{8})")
 
@@ -201,6 +206,10 @@ def verify(run_dir: str | Path) -> dict[str, Any]:
     if not run_dir.is_dir():
         return {"passed": False, "result_sha256": None, "files_checked": 0,
                 "problems": [f"{run_dir}: not a directory"], "oracle_result_sha256": None}
+    if os.path.lexists(run_dir / INCOMPLETE):
+        return {"passed": False, "result_sha256": None, "files_checked": 0, "oracle_result_sha256": None,
+                "problems": [f"{INCOMPLETE}: the run is incomplete: it was interrupted or failed before it was "
+                             "sealed, so it is not evidence (symcc-ulfm oracle judges the state it holds)"]}
     checked = check_seal(run_dir, problems)
     ours, oracle_sha = check_results(run_dir, problems)
     return {"passed": not problems, "result_sha256": ours, "files_checked": checked, "problems": problems,

@@ -39,6 +39,8 @@ from ..core.modes import FileModes
 from ..core.policy import Policy
 from ..errors import CheckFailed, ConfigError
 from ..mpi import engine
+from ..store.deadline_file import read_deadlines
+from ..store.paths import StateDir
 from .batch import current_allocation, job_hosts
 from .mpiexec import FT_FLAGS, find_mpiexec, forwarded_variables, job_environment, mpi_flags, placement_flags
 
@@ -269,14 +271,15 @@ def run_on_engines(
         say(f"campaign submitted to {policy.ranks} engines; ranks starting")
         mark = time.monotonic()
         result = view.apply_async(engine.campaign, str(Path(state_dir).absolute()))
-        limit = mark + job_timeout(policy)
+        bound = job_timeout(policy, read_deadlines(StateDir(state_dir, modes), policy).latest)
+        limit = mark + bound
         while not result.ready() and time.monotonic() < limit:
             result.wait(poll_s)
             if progress is not None:
                 progress()
         timed_out = not result.ready()
         if timed_out:
-            values: list[Any] = [TimeoutError(f"no result within {job_timeout(policy):.0f} s")] * len(targets)
+            values: list[Any] = [TimeoutError(f"no result within {bound:.0f} s")] * len(targets)
         else:
             values = result.get(return_exceptions=True)
         seconds = time.monotonic() - mark

@@ -37,6 +37,7 @@ from pathlib import Path
 from ..core.budget import job_timeout, ranks_over_s
 from ..core.policy import Policy
 from ..errors import CheckFailed, ConfigError, Interrupted
+from ..store.deadline_file import read_deadlines
 from ..store.joblock import RanksProbe, open_state_file, ranks_gone
 from ..store.paths import StateDir
 from .mpiexec import job_environment, mpiexec_command, shell_line
@@ -151,7 +152,7 @@ def _wait(process: subprocess.Popen, policy: Policy, state: StateDir, notes: lis
 
     Once ranks have held ``ranks.lock`` and none holds it any more for ``ranks_over_s``, the
     job is over whatever ``mpiexec`` does: it is stopped, and that is noted."""
-    deadline = time.monotonic() + job_timeout(policy)
+    deadline = time.monotonic() + job_timeout(policy, read_deadlines(state, policy).latest)
     probe = RanksProbe(state.root, state.modes.snapshot)
     seen, free_since = False, None
     try:

@@ -3,30 +3,37 @@
 A state directory is used only when nobody else can change it (``store.trust``) and by one
 launch at a time (``store.joblock``): :func:`prepare_state_dir` takes the directory's
 ``launch.lock`` and holds it (:func:`hold`) until :func:`release` or the end of the process.
+
+A resume runs the stored policy (:func:`resume_policy`): options given with ``--resume`` are
+checked against it, and a longer deadline is recorded as an extension (``core.deadlines``).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import shlex
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from ..core.budget import check_lease
 from ..core.canonical import digest
 from ..core.limits import MAX_SMALL_JSON_BYTES
+from ..core.membership import Membership
 from ..core.modes import FileModes
-from ..core.policy import Policy
+from ..core.policy import UNSET, Policy, build_policy, differences
 from ..errors import IntegrityError, PolicyError, WalCorruption
 from ..executors import check_kinds, create, is_fuzzer
 from ..executors.sandbox.forkserver import grace_s
 from ..executors.sandbox.parent import Sandbox
 from ..store.corpus import Corpus
+from ..store.deadline_file import read_deadlines, write_deadlines
 from ..store.dirs import ensure_dir
 from ..store.heartbeat import last_heartbeat
 from ..store.identity import require_same, write_identity
 from ..store.joblock import OwnerLock
 from ..store.paths import StateDir, foreign_entries
-from ..store.policy_file import holds_policy, write_policy
+from ..store.policy_file import holds_policy, read_policy, write_policy
 from ..store.reads import read_bytes
 from ..store.runlog import last_event_time
 from ..store.seed_record import record_seeds
@@ -81,16 +88,21 @@ def _probe(policy: Policy, kind: str) -> tuple[dict, list[bytes], float, float]:
 
 
 def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume: bool = False,
-                      probe: ExecutorProbe | None = None, new_seeds: bool = False) -> StateDir:
+                      probe: ExecutorProbe | None = None, new_seeds: bool = False,
+                      deadline_s: float | None = None) -> StateDir:
     """Create the state directory: the canonical policy and the executor identity (create-only),
     and the seeds as corpus objects.
 
     The directory must be one nobody else can change (``store.trust``, exit 2 naming the path);
     this process takes its ``launch.lock`` first (exit 2 naming the holder when another launch
     has it), so the policy written is the policy run. A directory that already holds a campaign
-    is only accepted with ``resume``, the same policy and the same executor identity (exit 6
-    when the target changed); ``new_seeds`` publishes the probe's seeds into it as well
-    (``launch --resume --seeds DIR``).
+    is only accepted with ``resume``, the same policy (:func:`resume_policy`) and the same
+    executor identity (exit 6 when the target changed); ``new_seeds`` publishes the probe's seeds
+    into it as well (``launch --resume --seeds DIR``), and ``deadline_s`` (``--resume
+    --deadline S``; a new campaign's deadline is its policy's) longer than the campaign's
+    deadline is recorded as an extension in force from the epoch the next job opens
+    (``deadline.json``). A campaign that reached its deadline is
+    resumed only with a longer one.
     """
     probe = probe or check_executor(policy)
     check_lease(policy, probe.run_limit_s, probe.execution_limit_s)
@@ -101,7 +113,7 @@ def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume:
     check_state_dir(state.root)  # what was created, and what a racing creator may have put there
     hold(state)
     try:
-        _prepare(policy, state, resume, probe, new_seeds)
+        _prepare(policy, state, resume, probe, new_seeds, deadline_s)
     except BaseException:
         release(state)
         raise
@@ -120,6 +132,45 @@ def _refuse_foreign(state: StateDir) -> None:
                                        "give a new or empty directory")
 
 
+def resume_policy(state_dir: Path, modes: FileModes, given: dict[str, Any]) -> Policy:
+    """The policy stored in ``state_dir``, for ``launch --resume``, once the options given with the
+    resume are checked against it.
+
+    ``given`` holds the policy fields the options set, as :func:`~symcc_ulfm.core.policy.build_policy`
+    takes them (``executor_options`` and ``timeouts``: only the keys given). Every field whose
+    given value differs from the stored one is named with both values (exit 2, before anything
+    is written); a ``deadline_s`` is compared with the latest deadline (``core.deadlines``): a
+    longer one is no difference but an extension (:func:`prepare_state_dir` records it), a
+    shorter one is refused.
+    """
+    state = StateDir(Path(state_dir).absolute(), modes)
+    if not state.policy.exists():
+        raise PolicyError("state_dir", f"{state.root} holds no campaign to resume")
+    stored, _ = read_policy(state)
+    merged = {**{f.name: getattr(stored, f.name) for f in fields(Policy)}, **given, "deadline_s": stored.deadline_s,
+              "executor_options": {**stored.executor_options, **given.get("executor_options", {})},
+              "timeouts": {**asdict(stored.timeouts), **given.get("timeouts", {})}}
+    found = differences(stored, build_policy(**merged))
+    latest = read_deadlines(state, stored).latest
+    if given.get("deadline_s", latest) < latest:
+        found.append(("deadline_s", latest, given["deadline_s"]))
+    if found:
+        shown = "; ".join(f"{name}: stored {_shown(old)}, given {_shown(new)}" for name, old, new in sorted(found))
+        raise PolicyError("--resume", f"{shown} ({state.policy}; a resume may extend the deadline, nothing else). "
+                                      f"Resume with the stored policy: {resume_command(state.root)}")
+    return stored
+
+
+def resume_command(state_root: Path) -> str:
+    """The command that resumes the campaign in ``state_root``: its stored policy needs no option."""
+    return shlex.join(["symcc-ulfm", "launch", "--state-dir", str(state_root), "--resume"])
+
+
+def _shown(value: Any) -> str:
+    text = repr(value) if value is UNSET else json.dumps(value, sort_keys=True)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def hold(state: StateDir) -> None:
     """Hold the state directory's ``launch.lock`` in this process (kept when held already)."""
     if state.root not in _OWNED:
@@ -133,18 +184,27 @@ def release(state: StateDir) -> None:
         owner.release()
 
 
-def _prepare(policy: Policy, state: StateDir, resume: bool, probe: ExecutorProbe, new_seeds: bool) -> None:
+def _prepare(policy: Policy, state: StateDir, resume: bool, probe: ExecutorProbe, new_seeds: bool,
+             deadline_s: float | None) -> None:
     if state.policy.exists():
         if not resume:
             raise PolicyError("state_dir", f"{state.root} already holds a campaign; use --resume or a new directory")
         if not holds_policy(state, policy):
             raise PolicyError("state_dir", f"{state.root} holds a campaign with a different policy; cannot resume")
-        if _finished(state) == "deadline-reached":
-            raise PolicyError("state_dir", f"the campaign in {state.root} already reached its deadline; nothing to resume")
         require_same(state.executor, probe.sha256, "the resumed campaign")
         for kind, identity in probe.kinds.items():
             require_same(state.executor, digest(identity), f"the resumed campaign's {kind} workers", kind)
-        preflight(state)
+        epoch = preflight(state).epoch
+        stored = read_deadlines(state, policy)
+        deadlines = stored if deadline_s is None else stored.extended(epoch + 1, deadline_s)
+        ended = _finished(state)
+        if ended is not None and ended.get("status") == "deadline-reached" and \
+                ended.get("deadline_s", deadlines.latest) >= deadlines.latest:
+            raise PolicyError("state_dir", f"the campaign in {state.root} already reached its deadline of "
+                                           f"{deadlines.latest:g} s; nothing to resume (--deadline S with S > "
+                                           f"{deadlines.latest:g} extends it)")
+        if deadlines != stored:
+            write_deadlines(state, deadlines)
         if new_seeds:
             _publish_seeds(state, probe.seeds, probe.seed_names)
         return
@@ -156,18 +216,22 @@ def _prepare(policy: Policy, state: StateDir, resume: bool, probe: ExecutorProbe
     _publish_seeds(state, probe.seeds, probe.seed_names)
 
 
-def _finished(state: StateDir) -> str | None:
-    """How the last job of the campaign ended (``outcome.json``'s status), None when it never did.
+def _finished(state: StateDir) -> dict | None:
+    """How the last job of the campaign ended (``outcome.json``: its ``status`` and the
+    ``deadline_s`` it ran to), None when it never did.
 
-    Only a campaign that reached its deadline is over: one that stopped because its search was
-    exhausted or too few members were left may be resumed with the budget it has left."""
+    Only a campaign that reached its deadline is over, until a resume extends it: one that
+    stopped because its search was exhausted or too few members were left may be resumed with
+    the budget it has left."""
     try:
         outcome = json.loads(read_bytes(state.outcome, limit=MAX_SMALL_JSON_BYTES))
     except FileNotFoundError:
         return None
     except (ValueError, RecursionError):
         raise IntegrityError(f"{state.outcome} is not JSON") from None
-    return outcome.get("status") if isinstance(outcome, dict) else None
+    if not isinstance(outcome, dict):
+        raise IntegrityError(f"{state.outcome} is not a JSON object")
+    return outcome
 
 
 def _publish_seeds(state: StateDir, seeds: list[bytes], names: dict[str, list[str]]) -> None:
@@ -178,15 +242,16 @@ def _publish_seeds(state: StateDir, seeds: list[bytes], names: dict[str, list[st
         corpus.publish_seed(seed)
 
 
-def preflight(state: StateDir) -> None:
-    """Before a resume: the durable state must be trustworthy, or nothing starts (exit 4).
+def preflight(state: StateDir) -> Membership:
+    """Before a resume: the durable state must be trustworthy, or nothing starts (exit 4); the
+    current membership.
 
     A corrupted WAL record or a broken receipt chain is reported by name and left as it is;
     a special file where the corpus, the claims, the records or the logs hold regular files is
     refused by name before anything reads it.
     """
     check_layout(state.root)
-    SnapshotStore(state.membership, state.modes.snapshot).current()
+    current = SnapshotStore(state.membership, state.modes.snapshot).current()
     for directory in (state.corpus / "objects", state.corpus / "claims"):
         check_entries(directory)
     corpus = Corpus(state.corpus, state.modes.corpus, state.modes.snapshot)
@@ -196,3 +261,4 @@ def preflight(state: StateDir) -> None:
         raise WalCorruption(f"{len(problems)} WAL record(s) cannot be trusted; refusing to resume: " + "; ".join(problems))
     last_event_time(state.logs, before=float("inf"))  # every log and heartbeat is a regular file
     last_heartbeat(state.logs, before=float("inf"))
+    return current

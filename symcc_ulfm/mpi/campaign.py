@@ -90,16 +90,17 @@ def _start(ctx: RankContext | None, world: MPI.Comm, stable: int, early: SymccUl
 
     facts = probe() if policy.ulfm else {"ulfm": False}
     problem = None
-    executor_sha = None
+    executor_sha = deadlines_sha = None
     try:
         if policy.ulfm:
             require_ulfm(facts, stable)
         executor_sha = ctx.executor_sha
+        deadlines_sha = ctx.deadlines.sha256
     except SymccUlfmError as exc:
         problem = f"{type(exc).__name__}: {exc}"
     blob = canonical_json(
-        {"facts": facts, "policy": policy_sha, "executor": executor_sha, "host": host, "pid": os.getpid(),
-         "opened_at": ctx.opened_at, "problem": problem}
+        {"facts": facts, "policy": policy_sha, "executor": executor_sha, "deadlines": deadlines_sha, "host": host,
+         "pid": os.getpid(), "opened_at": ctx.opened_at, "problem": problem}
     )
     exchanged = [json.loads(b) for b in _exchange(world, blob, "startup exchange", policy.timeouts.startup_s, ctx.log)]
     problems = [f"rank {r}: {e['problem']}" for r, e in enumerate(exchanged) if e["problem"]]
@@ -109,6 +110,8 @@ def _start(ctx: RankContext | None, world: MPI.Comm, stable: int, early: SymccUl
     compare([e["facts"] for e in exchanged], [e["policy"] for e in exchanged])
     if len({e["executor"] for e in exchanged}) != 1:
         raise CapabilityError(f"ranks disagree on the executor identity: {[e['executor'] for e in exchanged]}")
+    if len({e["deadlines"] for e in exchanged}) != 1:
+        raise CapabilityError(f"ranks read different deadline records: {[e['deadlines'] for e in exchanged]}")
     ctx.peers = [{"host": e["host"], "pid": e["pid"]} for e in exchanged]
     ctx.hot_rounds = hot_rounds_for(sum(e["host"] == host for e in exchanged), os.cpu_count() or 1)
     warm_up(world, "warm-up", policy.timeouts.startup_s, ctx.hot_rounds)
@@ -183,18 +186,21 @@ def open_next_epoch(ctx: RankContext, hosts: tuple[str, ...], job_started: float
     """A new job on an existing state directory: commit a resume receipt (``core.membership``).
 
     The budget the lost job used runs from its epoch's start to its last sign of life: its last
-    log line or heartbeat (``store.heartbeat``), whichever is later; lines of this job, all
-    written after ``job_started``, do not count, and its heartbeats start after this.
+    log line or heartbeat (``store.heartbeat``), whichever is later, and at most the deadline in
+    force for it (``core.deadlines``); lines of this job, all written after ``job_started``, do
+    not count, and its heartbeats start after this.
     """
     previous = ctx.snapshots.current()
     signs = [t for t in (last_event_time(ctx.state.logs, before=job_started),
                          last_heartbeat(ctx.state.logs, before=job_started)) if t is not None]
     last = max(signs, default=previous.epoch_started_at)
-    consumed = consumed_after(previous.consumed_s, previous.epoch_started_at, last, ctx.policy.deadline_s)
+    consumed = consumed_after(previous.consumed_s, previous.epoch_started_at, last,
+                              ctx.deadlines.of_epoch(previous.epoch))
     nxt, receipt = resume(previous, time.time(), consumed, hosts)
     ctx.snapshots.commit(nxt, receipt)
+    deadline_s = ctx.deadlines.of_epoch(nxt.epoch)
     ctx.log.event("resume", from_generation=previous.generation, epoch=nxt.epoch, consumed_s=consumed,
-                  remaining_s=ctx.policy.deadline_s - consumed)
+                  deadline_s=deadline_s, remaining_s=deadline_s - consumed)
 
 
 def start_generation(ctx: RankContext) -> str:
@@ -292,7 +298,7 @@ def write_outcome(ctx: RankContext, status: str) -> dict:
         "final_generation": ctx.generation,
         "started_at": ctx.membership.started_at,
         "ended_at": time.time(),
-        "deadline_s": ctx.policy.deadline_s,
+        "deadline_s": ctx.deadlines.of_epoch(ctx.membership.epoch),
         "epoch": ctx.membership.epoch,
         "policy_sha256": ctx.membership.policy_sha256,
         "writer": ctx.stable,

@@ -10,10 +10,12 @@ from functools import cached_property
 
 from ..core.budget import epoch_deadline
 from ..core.canonical import digest
+from ..core.deadlines import Deadlines
 from ..core.membership import Membership
 from ..core.policy import Policy
 from ..executors import Executor, create
 from ..store.corpus import Corpus
+from ..store.deadline_file import read_deadlines
 from ..store.dirs import clear_dir, remove_dir
 from ..store.identity import kind_sha256, require_same
 from ..store.joblock import RanksLock
@@ -47,11 +49,17 @@ class RankState:
     def generation(self) -> int:
         return self.membership.generation if self.membership else 0
 
+    @cached_property
+    def deadlines(self) -> Deadlines:
+        """The campaign's deadline in each epoch (``core.deadlines``), read once: ``launch`` writes
+        an extension before the job starts."""
+        return read_deadlines(self.state, self.policy)
+
     @property
     def deadline(self) -> float:
         """Wall time at which this epoch ends; never extended by recovery (``core.budget``)."""
         m = self.membership
-        return epoch_deadline(m.epoch_started_at, m.consumed_s, self.policy.deadline_s)
+        return epoch_deadline(m.epoch_started_at, m.consumed_s, self.deadlines.of_epoch(m.epoch))
 
     def remaining(self) -> float:
         return self.deadline - time.time()

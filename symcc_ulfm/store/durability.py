@@ -66,6 +66,6 @@ _SYNCFS = _load_syncfs()
 def settle(path: Path | str, barrier: Barrier | None) -> None:
     """Make the new directory entry ``path`` durable now (its directory), or at the barrier."""
     if barrier is None:
-        fsync_dir(os.path.dirname(path))
+        fsync_dir(os.path.dirname(path) or ".")  # a bare name is in the working directory
     else:
         barrier.dirty = True

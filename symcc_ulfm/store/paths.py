@@ -3,6 +3,7 @@
 ::
 
     policy.json                                   canonical policy (its SHA-256 is the policy SHA)
+    deadline.json                                 the deadline's extensions by resumes (store.deadline_file)
     executor.json                                 the executor identity every work hash is taken with
     membership/generation-<g>-snapshot.json       global membership snapshot of generation g
     membership/generation-<g>-layout.json         content-addressed layout (SHA in snapshot/receipt)
@@ -46,8 +47,8 @@ from .dirs import ensure_dir
 LAYOUT_DIRS = ("membership", "wal", "wal/records", "wal/locks", "query-store", "corpus", "corpus/objects",
                "corpus/claims", "staging", "scratch", "logs", "seeds", "stats", "triage", "triage/objects",
                "triage/records")
-LAYOUT_FILES = ("policy.json", "executor.json", "outcome.json", "endpoint.json", "oracle.json", "job-output.txt",
-                "launch.lock", "ranks.lock", "slurm.json", "stats/fuzzer_stats", "stats/plot_data")
+LAYOUT_FILES = ("policy.json", "deadline.json", "executor.json", "outcome.json", "endpoint.json", "oracle.json",
+                "job-output.txt", "launch.lock", "ranks.lock", "slurm.json", "stats/fuzzer_stats", "stats/plot_data")
 PER_RANK_DIRS = ("staging", "scratch", "query-store")  # hold one directory per rank
 TEMP_PREFIX = ".tmp-"  # store.atomic's temporary files, left by a write that died
 
@@ -73,6 +74,11 @@ class StateDir:
     @property
     def policy(self) -> Path:
         return self.root / "policy.json"
+
+    @property
+    def deadline(self) -> Path:
+        """``deadline.json``: the deadline's extensions by resumes (``store.deadline_file``)."""
+        return self.root / "deadline.json"
 
     @property
     def executor(self) -> Path:

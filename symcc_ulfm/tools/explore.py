@@ -17,7 +17,8 @@ Inputs of ``crash``, ``hang`` and ``oom`` findings are not expanded.
 Counters: ``generated`` counts every candidate returned by ``run``; ``unique`` and ``novel``
 count the candidates examined before the deadline (new by content / also new by coverage);
 ``executions`` counts target executions: those reported by ``run`` plus one per coverage
-measurement (seeds included).
+measurement (seeds included); ``inputs`` the distinct inputs this exploration wrote (seeds,
+retained inputs, inputs of findings).
 
 One exploration at a time writes a directory: it holds ``.explore.lock`` there (``flock``,
 released by the kernel when it ends) and a second one on the same directory is refused (exit 2)
@@ -100,13 +101,15 @@ class Findings:
         self.started = started
         self.rows: dict[tuple[str, str], dict] = {}
 
-    def add(self, outcome: Outcome, data: bytes) -> None:
+    def add(self, outcome: Outcome, data: bytes) -> str:
+        """Record a finding of ``data`` (written to the directory); the input's SHA-256."""
         sha256 = write_input(self.out_dir, data).name
         row = self.rows.setdefault((outcome.kind, outcome.signature), {
             "id": finding_id(outcome.kind, outcome.signature), "kind": outcome.kind,
             "signature": outcome.signature, "detail": outcome.detail, "input_sha256": sha256,
             "first_seen_s": round(time.monotonic() - self.started, 3), "inputs": set()})
         row["inputs"].add(sha256)
+        return sha256
 
     def to_json(self) -> list[dict]:
         return [{**{k: v for k, v in row.items() if k != "inputs"}, "hits": len(row["inputs"])}
@@ -142,6 +145,7 @@ def _explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[byte
     seen: set[bytes] = set()
     covered: set[int] = set()
     findings = Findings(out_dir, start)
+    kept: set[str] = set()  # the SHA-256s of the inputs written to out_dir
     totals = {"executions": 0, "generated": 0, "unique": 0, "novel": 0, "solver_queries": 0,
               "solver_seconds": 0.0, "runs": 0}
     done = False
@@ -154,7 +158,7 @@ def _explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[byte
         covered.update(new)
         done = done or (stop_returned is not None and measured.returned == stop_returned)
         if measured.outcome.is_finding:
-            findings.add(measured.outcome, data)
+            kept.add(findings.add(measured.outcome, data))
             if measured.outcome.terminal:
                 return None
         return len(new)
@@ -169,7 +173,7 @@ def _explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[byte
         manifest = {"format": EXPLORE_FORMAT, **ran, "seeds": [hashlib.sha256(s).hexdigest() for s in fresh]}
         write_file(ExploreDir(out_dir).manifest, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
     for seed, measured in zip(fresh, executor.measure_many(fresh), strict=True):
-        write_input(out_dir, seed)
+        kept.add(write_input(out_dir, seed).name)
         gain = judge(seed, measured)
         if gain is not None:
             heapq.heappush(queue, (-gain, 0, next(order), seed, None))
@@ -183,7 +187,7 @@ def _explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[byte
         totals["solver_seconds"] += result.solver_seconds
         totals["generated"] += len(result.candidates)
         for found in result.findings:
-            findings.add(found.outcome, found.data)
+            kept.add(findings.add(found.outcome, found.data))
         hints = result.hints or [None] * len(result.candidates)
         fresh, fresh_hints = [], []
         for candidate, child_hint in zip(result.candidates, hints, strict=True):
@@ -200,7 +204,7 @@ def _explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[byte
             gain = judge(candidate, m)
             if gain:
                 totals["novel"] += 1
-                write_input(out_dir, candidate)
+                kept.add(write_input(out_dir, candidate).name)
             if done:
                 break
             if gain is not None and (gain or len(queue) < MAX_QUEUE):
@@ -218,6 +222,7 @@ def _explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[byte
         "solver_queries_per_s": totals["solver_queries"] * rate,
         "queue_left": len(queue),
         "stopped_early": done,
+        "inputs": len(kept),
         "findings_unique": len(findings.rows),
         "findings": findings.to_json(),
     }

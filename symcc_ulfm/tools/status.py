@@ -31,8 +31,10 @@ from typing import Any
 from .. import __version__
 from ..core.budget import epoch_deadline
 from ..core.modes import FileModes
+from ..core.policy import Policy
 from ..errors import SymccUlfmError
 from ..store.atomic import write_replace
+from ..store.deadline_file import read_deadlines
 from ..store.dirs import ensure_dir
 from ..store.findings import state_of
 from ..store.joblock import running
@@ -204,7 +206,9 @@ class Tracker:
         else:
             phase = "finished" if finished else ("stopped" if snap is not None else "not started")
         started = self._started_at()
-        deadline_at = epoch_deadline(snap["epoch_started_at"], snap["consumed_s"], policy["deadline_s"]) if snap else None
+        deadlines = read_deadlines(self.state, Policy.from_json(policy))  # a resume may have extended it
+        deadline_s = deadlines.of_epoch(epoch) if snap else deadlines.latest
+        deadline_at = epoch_deadline(snap["epoch_started_at"], snap["consumed_s"], deadline_s) if snap else None
         if finished:
             elapsed = outcome["ended_at"] - (started or outcome["ended_at"])
         else:
@@ -223,7 +227,7 @@ class Tracker:
             "now": round(now, 3),
             "started_at": started,
             "elapsed_s": round(elapsed, 3),
-            "deadline_s": policy["deadline_s"],
+            "deadline_s": deadline_s,
             "deadline_left_s": None if deadline_at is None or finished else round(max(0.0, deadline_at - now), 3),
             "generation": snap["generation"] if snap else None,
             "epoch": epoch,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from helpers.mpi import FAST_SIMULATE, launch
 
 from symcc_ulfm.core.modes import FileModes
 from symcc_ulfm.core.policy import build_policy
+from symcc_ulfm.evidence.oracle.judge import judge
 from symcc_ulfm.gates.faults import SCENARIOS, format_table, run_scenario
 from symcc_ulfm.launch.conclude import conclude
 from symcc_ulfm.launch.job import run_job
@@ -68,7 +70,38 @@ def test_resume_accounts_for_both_jobs_and_keeps_the_deadline_budget(tmp_path):
     # the second job ran only for what was left of the budget
     assert outcome_file["ended_at"] - receipt["resumed_at"] < 6.0 - receipt["consumed_s"] + 15
     second = launch(state, *FAST_SIMULATE, "--deadline", "6", "--failure-schedule", "", "--resume")
-    assert second.returncode == 2 and "already reached its deadline" in second.stderr
+    assert second.returncode == 2 and "already reached its deadline of 6 s" in second.stderr
+
+
+def test_a_longer_deadline_extends_a_finished_campaign_verifiably(tmp_path):
+    """``--resume --deadline 7`` after 4 s: the stored policy runs 3 s more, the extension is
+    recorded in deadline.json (policy.json unchanged) and the oracle judges the new epoch by it."""
+    first = launch(tmp_path / "state", "--ranks", "4", "--warm-spares", "1", "--workers-per-master", "2",
+                   "--failure-schedule", "", "--deadline", "4", "--run-to-deadline", *FAST_SIMULATE)
+    assert first.returncode == 0, first.stderr[-2000:]
+    state = first.state
+    policy = (state / "policy.json").read_bytes()
+    shorter = launch(state, "--resume", "--deadline", "3")
+    assert shorter.returncode == 2 and "deadline_s: stored 4.0, given 3.0" in shorter.stderr
+    assert not (state / "deadline.json").exists()
+    again = launch(state, "--resume", "--deadline", "7")
+    assert again.returncode == 0, again.stderr[-2000:] + json.dumps(again.verdict.get("problems"))
+    assert (state / "policy.json").read_bytes() == policy
+    assert json.loads((state / "deadline.json").read_text())["extensions"] == [{"from_epoch": 1, "deadline_s": 7.0}]
+    receipt = json.loads((state / "membership" / "receipt-1.json").read_text())
+    assert receipt["consumed_s"] == 4.0  # the first job is charged up to its own deadline
+    outcome = json.loads((state / "outcome.json").read_text())
+    assert outcome["deadline_s"] == 7.0 and outcome["status"] == "deadline-reached"
+    assert 3.0 - 0.5 <= outcome["ended_at"] - receipt["resumed_at"] < 3.0 + 5
+    assert any("deadline extended from 4 s to 7 s" in note for note in again.verdict["notes"])
+    assert launch(state, "--resume").returncode == 2  # reached the extended deadline: over again
+    # the oracle reads the extension itself: a longer one than the job ran to fails the outcome
+    forged = tmp_path / "forged"
+    shutil.copytree(state, forged, symlinks=True)
+    (forged / "deadline.json").write_text((state / "deadline.json").read_text().replace("7.0", "70.0"))
+    assert any("before the deadline" in p for p in judge(forged)["problems"])
+    (forged / "deadline.json").write_text((state / "deadline.json").read_text().replace("7.0", "3.0"))
+    assert any("does not follow a later epoch with a longer deadline" in p for p in judge(forged)["problems"])
 
 
 def test_hostile_worker_messages_are_rejected_and_the_campaign_continues(tmp_path):

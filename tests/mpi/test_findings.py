@@ -309,3 +309,21 @@ def test_run_to_deadline_keeps_an_exhausted_campaign_up(tmp_path):
     outcome = json.loads((state / "outcome.json").read_text())
     (state / "outcome.json").write_text(json.dumps({**outcome, "status": "exhausted"}))
     assert "outcome.json says exhausted, but the policy runs to the deadline" in judge(state)["problems"]
+
+
+TAKES_STR = textwrap.dedent('''
+    def parse(text: str) -> str:
+        fields = text.split(",")
+        return "get" if fields[0] == "GET" else "other"
+''')
+
+
+def test_a_target_taking_str_gets_a_hint_in_the_summary(tmp_path):
+    target = _target(tmp_path, "takes_str", TAKES_STR)
+    run = launch(tmp_path / "state", "--ranks", "3", "--warm-spares", "0", "--workers-per-master", "2",
+                 "--deadline", "5", "--target", target)
+    assert run.returncode == 0, run.stderr
+    hint = run.verdict["hint"]
+    assert f"all {run.verdict['public_objects']} inputs raised the same exception, TypeError at takes_str.py:parse:" \
+           in hint and "a bytes-like object is required, not 'str'" in hint
+    assert f"--target {tmp_path / 'takes_str.py'}:parse_bytes" in hint

@@ -69,7 +69,7 @@ def test_the_notebook_runs_seals_and_verifies(tmp_path):
     done = papermill(run / "run.ipynb", run)
     assert done.returncode == 0, done.stderr[-4000:]
     assert_no_cluster_left(run)
-    assert (run / "SHA256SUMS.txt").exists()  # the notebook's own seal cell
+    assert (run / "SHA256SUMS.txt").exists() and not (run / "INCOMPLETE").exists()  # the notebook's own seal cell
     for name in ("membership", "throughput", "masters"):
         assert (run / "figures" / f"{name}.svg").exists() and (run / "figures" / f"{name}.png").exists()
     engines = json.loads((run / "engines.json").read_text())
@@ -100,6 +100,8 @@ def test_engines_without_ft_fail_closed_and_papermill_exits_non_zero(tmp_path):
     assert not (run / "SHA256SUMS.txt").exists()
     assert not judge(run)["passed"]
     assert_no_cluster_left(run)
+    assert (run / "INCOMPLETE").exists()  # the failed run says so, and verify too
+    assert verify(run)["problems"][0].startswith("INCOMPLETE: the run is incomplete")
 
 
 def make_evidence(tmp_path: Path, **params: str) -> subprocess.CompletedProcess:

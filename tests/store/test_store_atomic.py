@@ -106,6 +106,14 @@ def test_write_new_is_create_only(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+def test_a_bare_file_name_is_written_in_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # as `minimize --input crash.bin` names crash.bin.min
+    assert write_new("obj", b"data", 0o644) is True
+    write_replace("other", b"more", 0o644)
+    assert (tmp_path / "obj").read_bytes() == b"data" and (tmp_path / "other").read_bytes() == b"more"
+    assert leftovers(tmp_path) == []
+
+
 def test_write_new_race_has_one_winner(tmp_path):
     path = tmp_path / "obj"
     results = []

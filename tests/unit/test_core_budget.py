@@ -31,7 +31,8 @@ def test_consumed_budget_counts_up_to_the_last_sign_of_life_and_never_past_the_d
 def test_job_bounds_follow_the_policy():
     policy = build_policy(deadline_s=15.0, timeouts={"startup_s": 30.0, "shutdown_grace_s": 4.0, "job_grace_s": 20.0,
                                                      "finalize_s": 3.0, "recovery_step_s": 7.0})
-    assert job_timeout(policy) == 30.0 + 15.0 + 4.0 + 20.0
+    assert job_timeout(policy, policy.deadline_s) == 30.0 + 15.0 + 4.0 + 20.0
+    assert job_timeout(policy, 40.0) == 30.0 + 40.0 + 4.0 + 20.0  # a resume extended the deadline
     assert ranks_over_s(policy) == 3.0 + 5.0
     assert final_agreement_s(2.0, policy.timeouts) == 2.0 + 4.0 + 14.0
     assert final_agreement_s(-3.0, policy.timeouts) == 4.0 + 14.0

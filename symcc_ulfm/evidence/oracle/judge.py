@@ -71,7 +71,7 @@ def check_exhausted(j: _Judge, policy: dict, records: dict, names: list[str], dr
     left = sorted(set(names) - analyzed - stopped - dropped)
     if left:
         j.fail(f"outcome.json says exhausted, but {len(left)} corpus objects were never analyzed, e.g. {left[0][:12]}")
-    deadline = final["epoch_started_at"] + max(0.0, policy["deadline_s"] - final["consumed_s"])
+    deadline = final["epoch_started_at"] + max(0.0, j.deadline_of(final["epoch"]) - final["consumed_s"])
     j.notes.append(f"the search was exhausted {max(0.0, deadline - outcome.get('ended_at', deadline)):.1f} s "
                    "before the deadline")
 
@@ -157,7 +157,7 @@ def _judge(j: _Judge, result: dict[str, Any], minimum_hosts: int | None) -> dict
         check_exhausted(j, policy, wal["records"], corpus["names"], logs["dropped"], outcome, final)
     else:
         # an epoch ends at its start plus what is left of the deadline budget, never earlier
-        deadline = final["epoch_started_at"] + max(0.0, policy["deadline_s"] - final["consumed_s"])
+        deadline = final["epoch_started_at"] + max(0.0, j.deadline_of(final["epoch"]) - final["consumed_s"])
         if outcome.get("ended_at", 0.0) < deadline - 0.5:
             j.fail(f"outcome.json says deadline-reached {deadline - outcome.get('ended_at', 0.0):.1f} s "
                    "before the deadline")

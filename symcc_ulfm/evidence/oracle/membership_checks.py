@@ -1,7 +1,17 @@
-"""The oracle's membership checks: snapshot chain, receipts, prepares, layouts, resumes."""
+"""The oracle's membership checks: snapshot chain, receipts, prepares, layouts, resumes, and the
+deadline in force for each epoch.
+
+A campaign's deadline is the policy's ``deadline_s`` unless a resume extended it: then
+``deadline.json`` (canonical JSON ``{format: "symcc-ulfm-deadline/1", policy_sha256, extensions:
+[{from_epoch, deadline_s}, ...]}``) names the policy and lists the extensions, each from a later
+epoch and longer than the deadline before it; the deadline of epoch ``e`` is the last extension
+from an epoch ``<= e``. A resume charges the epoch it follows at most that epoch's deadline.
+"""
 
 from __future__ import annotations
 
+import math
+import os
 import re
 
 from .rules import canonical, expected_groups, expected_kinds, kind_in, sha256
@@ -13,6 +23,8 @@ class MembershipChecks:
     # -- membership ----------------------------------------------------------------------
 
     def membership(self, policy: dict, policy_sha: str) -> dict:
+        self.policy_deadline_s = policy["deadline_s"]
+        self.extensions = self.read_deadlines(policy, policy_sha)
         wpm = policy["workers_per_master"]
         self.slots = expected_kinds(policy)
         snaps: list[dict] = []
@@ -51,6 +63,38 @@ class MembershipChecks:
             snaps.append(snap)
             previous, previous_raw = snap, snap_raw
         return {"snapshots": snaps, "receipts": receipts}
+
+    def read_deadlines(self, policy: dict, policy_sha: str) -> list[tuple[int, float]]:
+        """The extensions of ``deadline.json`` as ``(from_epoch, deadline_s)``; none without the file
+        or when it is wrong (a problem then)."""
+        if not os.path.lexists(self.root / "deadline.json"):
+            return []
+        value, raw = self.read_json("deadline.json")
+        if not isinstance(value, dict) or raw != canonical(value) \
+                or set(value) != {"format", "policy_sha256", "extensions"} \
+                or value["format"] != "symcc-ulfm-deadline/1" or not isinstance(value["extensions"], list):
+            self.fail("deadline.json is not a canonical deadline record")
+            return []
+        if value["policy_sha256"] != policy_sha:
+            self.fail("deadline.json names another policy")
+            return []
+        extensions, epoch, seconds = [], -1, policy["deadline_s"]
+        for item in value["extensions"]:
+            ok = (isinstance(item, dict) and set(item) == {"from_epoch", "deadline_s"}
+                  and type(item["from_epoch"]) is int and item["from_epoch"] > epoch
+                  and type(item["deadline_s"]) in (int, float) and math.isfinite(item["deadline_s"])
+                  and item["deadline_s"] > seconds)
+            if not ok:
+                self.fail(f"deadline.json: extension {item} does not follow a later epoch with a longer deadline")
+                return []
+            epoch, seconds = item["from_epoch"], item["deadline_s"]
+            extensions.append((epoch, seconds))
+        return extensions
+
+    def deadline_of(self, epoch: int) -> float:
+        """The deadline (seconds of budget) in force for ``epoch``."""
+        in_force = [seconds for start, seconds in self.extensions if start <= epoch]
+        return in_force[-1] if in_force else self.policy_deadline_s
 
     def check_layout(self, g: int, snap: dict, wpm: int) -> None:
         layout, raw = self.read_json(f"membership/generation-{g}-layout.json")
@@ -120,7 +164,12 @@ class MembershipChecks:
             self.fail(f"generation {g}: resume receipt and snapshot disagree on the new epoch")
         if snap["consumed_s"] != receipt["consumed_s"] or snap["consumed_s"] < prev["consumed_s"]:
             self.fail(f"generation {g}: the deadline budget used went backwards or differs from the receipt")
+        before, after = self.deadline_of(prev["epoch"]), self.deadline_of(snap["epoch"])
+        if receipt["consumed_s"] > before:
+            self.fail(f"generation {g}: {receipt['consumed_s']:.1f} s of budget used, more than the deadline of "
+                      f"{before:g} s of epoch {prev['epoch']}")
         self.notes.append(
-            f"generation {g} resumed the campaign after the whole job was lost "
-            f"({receipt['consumed_s']:.1f} s of the deadline budget used before)"
+            f"generation {g} resumed the campaign in a new job "
+            f"({receipt['consumed_s']:.1f} s of the deadline budget used before"
+            + (f"; deadline extended from {before:g} s to {after:g} s)" if after != before else ")")
         )
