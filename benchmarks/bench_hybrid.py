@@ -34,6 +34,7 @@ import contextlib
 import json
 import os
 import shutil
+import statistics
 import struct
 import subprocess
 import sys
@@ -470,7 +471,18 @@ def system_campaign(ctx: Context, kinds: str | None, workers: int) -> tuple[Samp
              "wal_unique": verdict.get("wal_unique")}
     if done.returncode != 0 or verdict.get("passed") is False:
         notes["failed"] = campaign_failure(state, done)
+    elif kinds:
+        notes["handoffs"] = handoff_medians(state)
     return sampler, notes
+
+
+def handoff_medians(state: Path) -> dict[str, dict]:
+    """Seconds from an input's publication to its first use by a worker of another kind
+    (``evidence.timeline.handoffs``): count and median in each direction."""
+    from symcc_ulfm.evidence.timeline import handoffs
+
+    return {direction: {"n": len(times), "median_s": round(statistics.median(times), 2) if times else None}
+            for direction, times in handoffs(state).items()}
 
 
 def campaign_failure(state: Path, done) -> str:
@@ -589,6 +601,16 @@ def table(results: list[Outcome], header: str, reference: str = "afl2") -> str:
     lines += ["", "corpus, edges, behaviours, crashes: each round (round 0/round 1 ...); busy: CPU seconds the cores "
               "spent busy per window second (whoever ran; mean); ratios: means over the rounds against "
               f"{reference}"]
+    handed = [o for o in results if o.notes.get("handoffs")]
+    if handed:
+        lines += ["", "hand-off, publication -> first use by a worker of another kind (median s, inputs): "
+                      "fuzzer finds -> an analysis lease; analysis finds -> a fuzzer's offer (afl-fuzz imports at "
+                      "its next sync)"]
+        for o in handed:
+            h = o.notes["handoffs"]
+            lines.append(f"  {o.target:<15} {o.system:<15} round {o.round}: "
+                         + "; ".join(f"{d} {h[d]['median_s'] if h[d]['median_s'] is not None else '-'} s "
+                                     f"({h[d]['n']})" for d in ("to_analysis", "to_fuzzers")))
     if problems:
         lines += ["", "failures (details in results.json):"] + [f"  {p}" for p in problems]
     return "\n".join(lines)

@@ -153,9 +153,10 @@ def test_the_stop_rule_stops_after_the_current_cell(tmp_path):
 
 
 def test_a_cell_that_fails_internally_exits_3_after_the_report(tmp_path):
-    # Bounds far below what start-up and shutdown take: run_job kills the job (a real failure, no mock).
-    # the job's bound (startup + window + grace, 4.3 s) is shorter than the window plus any start-up
+    # Bounds far below what the job takes: run_job kills the job (a real failure, no mock). The job's
+    # bound (startup + window + grace, 4.3 s) ends before the run that starts at 3 s (3 s each) does.
     protocol = write_protocol(tmp_path / "p.json", tiers=[1], repeats=1, window_s=4,
+                              executor_options={"cost_s": 3.0},
                               timeouts={"startup_s": 0.1, "shutdown_grace_s": 0.1, "job_grace_s": 0.1})
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "symcc_ulfm", "matrix", str(protocol), "--out", str(out)],

@@ -93,8 +93,8 @@ def test_make_scale_ends_with_a_sealed_verified_study(tmp_path):
 
 @pytest.mark.slow
 def test_make_scale_keeps_a_study_with_failed_cells_sealed_and_its_recipe_exits_3(tmp_path):
-    protocol = tmp_path / "failing.json"  # start-up/shutdown bounds far too small: run_job kills the job
-    protocol.write_text(json.dumps({**TINY, "tiers": [1], "repeats": 1, "window_s": 1,
+    protocol = tmp_path / "failing.json"  # bounds far too small for 3-s runs: run_job kills the job
+    protocol.write_text(json.dumps({**TINY, "tiers": [1], "repeats": 1, "window_s": 1, "executor_options": {"cost_s": 3.0},
                                     "timeouts": {"startup_s": 0.1, "shutdown_grace_s": 0.1, "job_grace_s": 0.1}}))
     done = subprocess.run(["make", "scale", f"SCALE_DIR={tmp_path}", f"SCALE_PROTOCOL={protocol}"], cwd=REPO,
                           capture_output=True, text=True, timeout=600)
