@@ -81,6 +81,26 @@ def test_afl_keeps_its_own_finds_imports_the_campaigns_and_resumes_after_it_died
     assert afl_processes(tmp_path) == []
 
 
+def test_contained_afl_goes_on_fuzzing_while_the_worker_measures_beside_it(twin, tmp_path):
+    """In the sandbox child (a child subreaper that ends what each measured binary left behind)
+    afl-fuzz is the executor's own child: a measurement between two slices must not end it, or
+    every slice would restart it and return its renamed queue again."""
+    fuzzer = create("afl", None, {"afl_binary": str(twin)}, scratch=tmp_path)
+    try:
+        fuzzer.offer([b"ZZZZ"])
+        first = fuzzer.run(b"", slice_of(1, 2.0))
+        assert first.notes["started"] == "fresh"
+        measured = fuzzer.measure_many([b"ZZZZ", b"SYM\x80", *first.candidates])
+        assert all(m is not None for m in measured)
+        later = [fuzzer.run(b"", slice_of(seq, 1.0)) for seq in (2, 3)]
+        assert all("started" not in r.notes for r in later), [r.notes for r in later]
+        returned = [c for r in (first, *later) for c in r.candidates]
+        assert len(returned) == len(set(returned))  # each of its entries once
+    finally:
+        fuzzer.close()
+    assert afl_processes(tmp_path) == []
+
+
 def test_afl_refuses_a_binary_it_cannot_fuzz(tmp_path):
     plain = tmp_path / "plain"
     subprocess.run(["gcc", "-o", str(plain), "-x", "c", "-"], input=b"int main(void){return 0;}", check=True)

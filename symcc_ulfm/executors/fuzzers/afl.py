@@ -151,7 +151,10 @@ class AflFuzzer(Executor):
         return self.measure_many([data])[0]
 
     def measure_many(self, inputs: list[bytes], budget_s: float | None = None) -> list[Measurement | None]:
-        return self._twin.measure_many(inputs, budget_s, self._work(), adopt=self._adopt)
+        """On the twin, with afl-showmap; afl-fuzz, a child of this process, goes on fuzzing."""
+        running = self._process is not None and self._process.poll() is None
+        return self._twin.measure_many(inputs, budget_s, self._work(), adopt=self._adopt,
+                                       spare=frozenset([self._process.pid]) if running else frozenset())
 
     @property
     def execution_limit_s(self) -> float:

@@ -8,7 +8,8 @@ receives them anyway). Who then kills it:
 * the sandbox child, after each target execution of an executor that runs the target in its own
   process (``concolic``): :func:`sweep_leftovers` costs one ``waitpid`` when nothing is left;
 * the executor itself after each binary it ran, for executors whose targets are processes
-  (``symcc``, ``afl``: ``adopts_orphans``), with :func:`sweep_children`;
+  (``symcc``, ``afl``: ``adopts_orphans``), with :func:`sweep_children` (sparing the processes
+  the executor keeps running across runs: ``afl``'s afl-fuzz);
 * the fork server, for what a dead child left, on each control message (:func:`kill_orphans`).
 """
 
@@ -61,11 +62,14 @@ def children_of(parent: int) -> list[int]:
     return pids
 
 
-def sweep_children() -> int:
-    """Kill and reap every child of this process until none is left; how many were killed.
+def sweep_children(spare: frozenset[int] = frozenset()) -> int:
+    """Kill and reap every child of this process but those in ``spare`` until none is left; how
+    many were killed.
 
     Only for a child subreaper whose children are all its targets' (the sandbox child): orphans of
     a killed descendant are re-parented here while this runs, and are found on the next pass.
+    ``spare`` names the executor's own long-lived children (the ``afl`` kind's afl-fuzz), which a
+    run of another binary beside them must not end.
     """
     killed = 0
     deadline = time.monotonic() + SWEEP_S
@@ -76,7 +80,8 @@ def sweep_children() -> int:
             return killed
         if pid:
             continue
-        found = children_of(os.getpid())
+        children = children_of(os.getpid())
+        found = [child for child in children if child not in spare]
         for child in found:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGKILL)
@@ -84,7 +89,7 @@ def sweep_children() -> int:
         if found:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(-1, 0)  # one of them is dying
-        elif time.monotonic() > deadline:  # a child /proc does not show us (hidepid): leave it
+        elif children or time.monotonic() > deadline:  # only spared ones, or one /proc does not show (hidepid)
             return killed
         else:
             time.sleep(0.001)

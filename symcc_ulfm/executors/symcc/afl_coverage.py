@@ -90,13 +90,15 @@ class AflTwin:
         self.timeout_ms = max(1, round(timeout_s * 1000))
 
     def measure_many(self, inputs: list[bytes], budget_s: float | None, scratch: Scratch,
-                     adopt: bool) -> list[Measurement | None]:
+                     adopt: bool, spare: frozenset[int] = frozenset()) -> list[Measurement | None]:
+        """Each input's coverage (and outcome when it crashed or hung); ``adopt`` and ``spare`` as
+        :func:`.runs.run_binary` takes them."""
         until = None if budget_s is None else time.monotonic() + budget_s
         results: list[Measurement | None] = [None] * len(inputs)
         alone = [index for index, data in enumerate(inputs) if not data]
         batch = [index for index, data in enumerate(inputs) if data]
         if batch and (until is None or time.monotonic() < until):
-            for index, bitmap in self._batch(inputs, batch, scratch, adopt, until).items():
+            for index, bitmap in self._batch(inputs, batch, scratch, adopt, until, spare).items():
                 if bitmap:
                     results[index] = Measurement(coverage_from_afl_map(bitmap))
                 else:
@@ -104,12 +106,12 @@ class AflTwin:
         for index in sorted(alone):
             if until is not None and time.monotonic() >= until:
                 break
-            results[index] = self._alone(inputs[index], scratch, adopt)
+            results[index] = self._alone(inputs[index], scratch, adopt, spare)
         first_missing = next((i for i, r in enumerate(results) if r is None), len(results))
         return results[:first_missing] + [None] * (len(results) - first_missing)
 
     def _batch(self, inputs: list[bytes], batch: list[int], scratch: Scratch, adopt: bool,
-               until: float | None) -> dict[int, bytes]:
+               until: float | None, spare: frozenset[int]) -> dict[int, bytes]:
         """Index -> the map afl-showmap wrote for it (empty: crashed or timed out)."""
         work = scratch.fresh("coverage")
         in_dir, out_dir = work / "in", work / "out"
@@ -122,7 +124,8 @@ class AflTwin:
         argv = [self.showmap, "-q", "-Z", "-b", "-t", str(self.timeout_ms), "-i", str(in_dir), "-o", str(out_dir),
                 "--", self.binary, *self.args]
         ended = run_binary("executor_options.afl_showmap", argv, stdin=DEVNULL, stderr=work / "stderr",
-                           env=clean_env(), cwd=work, timeout_s=limit, adopt=adopt, term_grace_s=TERM_GRACE_S)
+                           env=clean_env(), cwd=work, timeout_s=limit, adopt=adopt, term_grace_s=TERM_GRACE_S,
+                           spare=spare)
         if not ended.timed_out and ended.returncode not in (0, 1, 2):
             raise TargetError(FIELD, f"afl-showmap failed on a batch (exit {ended.returncode}): {tail(work / 'stderr')}")
         maps = {}
@@ -136,7 +139,7 @@ class AflTwin:
             raise TargetError(FIELD, f"afl-showmap wrote no map (exit {ended.returncode}): {tail(work / 'stderr')}")
         return maps
 
-    def _alone(self, data: bytes, scratch: Scratch, adopt: bool) -> Measurement:
+    def _alone(self, data: bytes, scratch: Scratch, adopt: bool, spare: frozenset[int]) -> Measurement:
         """One input: its coverage from afl-showmap (crash and hang maps kept), its outcome from a
         direct run of the twin."""
         work = scratch.fresh("coverage-one")
@@ -147,11 +150,12 @@ class AflTwin:
                            [self.showmap, "-q", "-b", "-t", str(self.timeout_ms), "-o", str(map_path), "--",
                             self.binary, *argv],
                            stdin=input_path, stderr=work / "stderr", env=clean_env(), cwd=work,
-                           timeout_s=STARTUP_S + self.timeout_s, adopt=adopt, term_grace_s=TERM_GRACE_S)
+                           timeout_s=STARTUP_S + self.timeout_s, adopt=adopt, term_grace_s=TERM_GRACE_S,
+                           spare=spare)
         if not map_path.is_file():
             raise TargetError(FIELD, f"afl-showmap gave no map (exit {shown.returncode}, timed out: "
                                      f"{shown.timed_out}): {tail(work / 'stderr')}")
         coverage = coverage_from_afl_map(map_path.read_bytes())
         ran = run_binary(FIELD, [self.binary, *argv], stdin=input_path, stderr=work / "stderr-direct",
-                         env=clean_env(), cwd=work, timeout_s=self.timeout_s, adopt=adopt)
+                         env=clean_env(), cwd=work, timeout_s=self.timeout_s, adopt=adopt, spare=spare)
         return Measurement(coverage, classify_exit(ran.returncode, ran.timed_out, tail(work / "stderr-direct")))

@@ -74,8 +74,10 @@ class Exit:
 
 
 def run_binary(field: str, argv: list[str], *, stdin: Path, stderr: Path, env: dict[str, str], cwd: Path,
-               timeout_s: float, adopt: bool, term_grace_s: float = 0.0, cpu_limit_s: float | None = None) -> Exit:
-    """Run ``argv`` (stdin from a file, stdout discarded, stderr to a file), at most ``timeout_s``.
+               timeout_s: float, adopt: bool, term_grace_s: float = 0.0, cpu_limit_s: float | None = None,
+               spare: frozenset[int] = frozenset()) -> Exit:
+    """Run ``argv`` (stdin from a file, stdout discarded, stderr to a file), at most ``timeout_s``;
+    with ``adopt``, then end every other child of this process but those in ``spare``.
 
     On timeout the leader gets SIGTERM first when ``term_grace_s`` is positive (afl-showmap then
     removes its shared memory and stops its fork server), then its whole group SIGKILL. A binary
@@ -110,7 +112,7 @@ def run_binary(field: str, argv: list[str], *, stdin: Path, stderr: Path, env: d
         os.close(pidfd)
     returncode = proc.wait()
     if adopt:
-        sweep_children()
+        sweep_children(spare)
     return Exit(returncode, timed_out, time.monotonic() - started)
 
 
