@@ -978,7 +978,8 @@ REAL = {"options": busy_for(MASTER)}
 
 def check_fuzzer_slices(root: Path, observed: dict[int, dict]) -> None:
     """A fuzzer worker's slices are published like results: new inputs, counted once, analyzed by
-    the concolic-kind worker; what added nothing is dropped (keep = novel), and its staging is gone."""
+    the concolic-kind worker; of the analysis results what added nothing is dropped (keep =
+    novel), a slice keeps what its fuzzer kept; the staging is gone."""
     states = records(root)
     done = [r for r in states.values() if r["state"] == "done"]
     slices = [r for r in done if r["manifest"]["slice"] is not None]
@@ -990,9 +991,11 @@ def check_fuzzer_slices(root: Path, observed: dict[int, dict]) -> None:
     assert len({r["manifest"]["slice"]["seq"] for r in slices}) == len(slices)  # each slice once
     found = {o["sha256"] for r in slices for o in r["manifest"]["objects"] if o["sha256"] in r["done"]["claimed"]}
     assert found & {r["input_hash"] for r in analyzed}, "no input a fuzzer kept was analyzed"
-    assert all(o["novel"] for r in done for o in r["manifest"]["objects"]
-               if not r["manifest"]["findings"])  # keep = novel: only what added coverage
-    assert sum(len(r["manifest"]["dropped"]) for r in done) > 0
+    assert all(o["novel"] for r in analyzed for o in r["manifest"]["objects"]
+               if not r["manifest"]["findings"])  # keep = novel: only test cases that added coverage
+    assert sum(len(r["manifest"]["dropped"]) for r in analyzed) > 0
+    assert all(r["manifest"]["dropped"] == [] for r in slices)  # what a fuzzer kept is its own queue
+    assert any(not o["novel"] for r in slices for o in r["manifest"]["objects"])
     crashes = [f for r in slices for f in r["manifest"]["findings"]]
     assert crashes and all(f["kind"] == "crash" for f in crashes)
     staged = [p.name for w in (W1, W2) for p in StateDir(root).worker_staging(w).iterdir() if "@" in p.name]

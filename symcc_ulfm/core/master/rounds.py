@@ -129,9 +129,11 @@ class CommitRounds:
 
     def _kept(self, judged: list, findings: list[dict], held: Outstanding) -> tuple[list, list[str]]:
         """The candidates that enter the corpus and the SHA-256s of those dropped: with ``keep =
-        novel`` only those that add coverage or hold a finding (as SymCC's fuzzing helper keeps
-        only test cases that show new bits)."""
-        if self.config.keep == "all":
+        novel`` only an analysis worker's test cases that add coverage or hold a finding (as SymCC's
+        fuzzing helper keeps only test cases that show new bits). A fuzzer's slice keeps all it
+        returned: its fuzzer kept each entry for new bits of its own map (AFL++'s queue), and those
+        are the inputs the helper runs SymCC on, coverage the campaign holds already or not."""
+        if self.config.keep == "all" or held.slice is not None:
             return judged, []
         found = {f["sha256"] for f in findings}
         kept = [j for j in judged if j.novel or j.sha256 in found]
