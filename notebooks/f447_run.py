@@ -75,7 +75,7 @@ from symcc_ulfm.executors.seed_dirs import read_seeds
 from symcc_ulfm.launch.conclude import conclude
 from symcc_ulfm.launch.engines import engine_mpi_args, run_on_engines, slurm_template
 from symcc_ulfm.launch.prepare import check_executor, prepare_state_dir
-from symcc_ulfm.tools import replay, status
+from symcc_ulfm.tools import replay, stats_files, status, status_views
 from symcc_ulfm.tools.sources import StateSource
 
 alt.renderers.enable("svg")
@@ -113,7 +113,7 @@ else:
 # %%
 tracker = status.Tracker(state.root, modes)
 table, figure = display(HTML(""), display_id=True), display(HTML(""), display_id=True)
-live = status.LiveView(tracker, status.StatsWriter(tracker, f"notebook f447_run {run.run_id}"),
+live = status_views.LiveView(tracker, stats_files.StatsWriter(tracker, f"notebook f447_run {run.run_id}"),
                        show=lambda page: table.update(HTML(page)), draw=figure.update)
 
 

@@ -5,224 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-from ..errors import CampaignRunning, CheckFailed, ConfigError, Interrupted, SymccUlfmError, TargetError
-from .args import build_parser, given_options
-
-
-def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
-    if getattr(args, "json", False):
-        print(json.dumps(payload, sort_keys=True, indent=None))
-    else:
-        print(text)
-
-
-def _executor_options(pairs: list[str]) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ConfigError("--executor-option", f"{pair!r} is not KEY=VALUE (VALUE is JSON or a plain string)")
-        try:
-            options[key] = json.loads(value)
-        except RecursionError:
-            raise ConfigError(f"--executor-option {key}", "the JSON value nests too deeply") from None
-        except ValueError:
-            options[key] = value
-    return options
-
-
-def _timeouts(pairs: list[str] | None) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        try:
-            out[key] = int(value) if key == "recovery_retries" else float(value)
-        except ValueError:
-            sep = ""
-        if not sep or not key:
-            raise ConfigError("--timeout", f"{pair!r} is not NAME=SECONDS (e.g. lease_s=30, recovery_step_s=10)")
-    return out
-
-
-def _read_seeds(path: str | None):
-    """``--seeds DIR`` (``executors.seed_dirs``: plain, AFL++ or libFuzzer), what it was said on stderr."""
-    from ..executors.seed_dirs import read_seeds
-
-    if not path:
-        return None
-    seeds = read_seeds(path)
-    print(f"seeds: {len(seeds.seeds)} distinct inputs from {path} ({seeds.layout})", file=sys.stderr)
-    for note in seeds.notes:
-        print(f"note: {note}", file=sys.stderr)
-    return seeds
-
-
-def _with_dictionary(options: dict[str, Any], path: str | None) -> dict[str, Any]:
-    """``--dictionary FILE`` as the shared executor option (``executors.dictionary``)."""
-    from ..executors.dictionary import OPTION, read_dictionary
-
-    if path is None:
-        return options
-    if OPTION in options:
-        raise ConfigError("--dictionary", f"given twice (also as --executor-option {OPTION}=...)")
-    return {**options, OPTION: read_dictionary(path).option()}
-
-
-def _dictionary_used(path: str | None, kinds: tuple[str, ...]) -> None:
-    from ..executors import takes_dictionary
-
-    if path is not None and not takes_dictionary(kinds):
-        raise ConfigError("--dictionary", f"no worker kind of this campaign ({', '.join(kinds)}) uses a dictionary; "
-                                          "the concolic executor and the havoc and afl worker kinds do")
-
-
-def _policy_options(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
-    """``launch``'s options that set policy fields: option (its dest) -> (field, value as
-    ``build_policy`` takes it)."""
-    options = _with_dictionary(_executor_options(args.executor_option), args.dictionary)
-    return {
-        "ranks": ("ranks", args.ranks),
-        "warm_spares": ("warm_spares", args.warm_spares),
-        "workers_per_master": ("workers_per_master", args.workers_per_master),
-        "deadline": ("deadline_s", args.deadline),
-        "failure_schedule": ("failure_schedule", args.failure_schedule),
-        "executor": ("executor", args.executor),
-        "target": ("target", args.target),
-        "executor_option": ("executor_options", options),
-        "dictionary": ("executor_options", options),
-        "hosts": ("hosts", args.hosts),
-        "minimum_hosts": ("minimum_hosts", args.minimum_hosts),
-        "seed": ("seed", args.seed),
-        "no_ulfm": ("ulfm", not args.no_ulfm),
-        "timeout": ("timeouts", _timeouts(args.timeout)),
-        "run_to_deadline": ("stop_when_exhausted", not args.run_to_deadline),
-        "worker_kinds": ("worker_kinds", args.worker_kinds),
-        "keep": ("keep", args.keep),
-        "slice_s": ("slice_s", args.slice_s),
-        "isolation": ("isolation", args.isolation),
-    }
-
-
-def cmd_launch(args: argparse.Namespace) -> int:
-    from ..core.budget import fit_lease
-    from ..core.finding import same_type_error, type_error_hint
-    from ..core.hosts import format_hosts
-    from ..core.modes import modes_from_env
-    from ..core.policy import build_policy
-    from ..launch import batch
-    from ..launch.conclude import conclude
-    from ..launch.job import run_job
-    from ..launch.mpiexec import placement_flags
-    from ..launch.prepare import check_executor, prepare_state_dir, resume_command, resume_policy
-    from ..launch.progress import LaunchProgress
-    from ..tools.replay import list_findings
-
-    modes = modes_from_env(os.environ)
-    options = _policy_options(args)
-    extend_to = None
-    if args.resume:  # the stored policy; what is given is checked against it
-        if not args.state_dir:
-            raise ConfigError("--resume", "needs --state-dir DIR, the state directory of the campaign to continue")
-        given = dict(options[dest] for dest in given_options(args.argv) if dest in options)
-        policy = resume_policy(Path(args.state_dir), modes, given)
-        extend_to = given.get("deadline_s")
-    else:
-        policy = build_policy(**dict(options.values()))
-    allocation = batch.current_allocation()  # Slurm's, inside sbatch/salloc (docs/slurm.md)
-    hosts = batch.job_hosts(policy, allocation)
-    _dictionary_used(args.dictionary, policy.kinds)
-    seeds = _read_seeds(args.seeds)
-    probe = check_executor(policy, seeds.seeds if seeds else None, seeds.names if seeds else None)
-    echo = (lambda line: print(line, file=sys.stderr)) if args.json else print
-    if not args.resume and "lease_s" not in options["timeout"][1]:
-        fitted = fit_lease(policy, probe.run_limit_s, probe.execution_limit_s)
-        if fitted is not policy:
-            echo(f"note: lease_s {fitted.timeouts.lease_s:g} s (default {policy.timeouts.lease_s:g} s): one run of "
-                 f"this executor may take {probe.run_limit_s:g} s; --timeout lease_s=... sets it")
-            policy = fitted
-    state_dir = Path(args.state_dir or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
-    state = prepare_state_dir(policy, state_dir, modes, resume=args.resume, probe=probe, new_seeds=seeds is not None,
-                              deadline_s=extend_to)
-    if allocation is not None:
-        slurm_entry = batch.record(state, allocation, hosts, args.resume)
-        echo(f"slurm: job {allocation.job_id}, nodes {','.join(allocation.nodes)}; ranks on {format_hosts(hosts)}")
-    # the live status line on a terminal (never with --json); stats/ is written in every case
-    progress = LaunchProgress(state, shlex.join(["symcc-ulfm", *args.argv]),
-                              line=not args.json and sys.stderr.isatty())
-    try:
-        job = run_job(policy, state, echo=echo, extra_args=None if policy.hosts else placement_flags(hosts),
-                      progress=progress)
-    except (KeyboardInterrupt, Interrupted):
-        progress.finish()
-        print(f"symcc-ulfm: the campaign is resumable: {resume_command(state.root)}", file=sys.stderr)
-        raise
-    progress.finish()
-    verdict = conclude(state)
-    verdict.pop("summary", None)
-    if allocation is not None:
-        verdict.update(slurm=slurm_entry, lost_daemon=batch.lost_daemon(job.output))
-    verdict.update(job_returncode=job.returncode, job_seconds=round(job.seconds, 3), job_timed_out=job.timed_out,
-                   state_dir=str(state.root), command=job.command,
-                   rank_errors=[{"exit": code, "error": why} for code, why in job.errors])
-    lines = [
-        f"state dir: {state.root}",
-        f"job: exit {job.returncode} after {job.seconds:.1f} s" + (" (timed out, killed)" if job.timed_out else ""),
-        *[f"rank error (exit {code}): {why}" for code, why in _distinct(job.errors)],
-        f"oracle: {'PASS' if verdict['passed'] else 'FAIL'}  result_sha256={verdict.get('result_sha256')}",
-    ]
-    if verdict.get("final_generation") is not None:
-        lines.append(
-            f"generation {verdict['final_generation']}; receipts {verdict['receipts']}; promoted {verdict['promoted']}; "
-            f"active {verdict['final_active']}; masters {verdict['masters']}; workers {verdict['workers']}"
-        )
-        lines.append(
-            f"analyzed {verdict['wal_analyzed']}, generated {verdict['wal_generated']}, unique {verdict['wal_unique']}, "
-            f"novel {verdict['wal_novel']}, public objects {verdict['public_objects']}, "
-            f"endpoint edges {verdict['endpoint_edges']}"
-        )
-        lines.append(f"findings: {verdict['findings_unique']} unique, {verdict['findings_hits']} hits"
-                     + (f" (symcc-ulfm findings {state.root})" if verdict["findings_unique"] else ""))
-    lines += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
-    lines += [f"note: {note}" for note in ([job.output_error] if job.output_error else []) + job.notes]
-    row = same_type_error(verdict.get("findings", []), verdict.get("public_objects", 0))
-    if row is not None:  # its message, from the finding's record
-        detail = list_findings(state.root, modes)["findings"][0]
-        verdict["hint"] = type_error_hint({**row, "detail": detail.get("detail")}, verdict["public_objects"],
-                                          policy.target)
-        lines.append(verdict["hint"])
-    if batch.lost_daemon(job.output) and not verdict["passed"]:
-        lines.append("note: the job lost a node's PRRTE daemon, which Open MPI 5.0 cannot recover from; the campaign "
-                     f"is resumable in a new job: {resume_command(state.root)}")
-    lines += [f"note: {progress.error}"] if progress.error else []
-    if not verdict["passed"]:
-        lines.append("last job output:\n" + job.tail())
-    _emit(args, verdict, "\n".join(lines))
-    return launch_exit(verdict, job, state.outcome.exists())
-
-
-def _distinct(errors: list[tuple[int, str]]) -> list[tuple[int, str]]:
-    return list(dict.fromkeys(errors))[:8]
-
-
-def launch_exit(verdict: dict, job, finished: bool) -> int:
-    """0 only for a judged, passing campaign whose verdict was stored; a job that failed before it
-    finished exits with its ranks' reason (2 bad input, 4 integrity, 5 ULFM, 6 provenance, 7
-    store); a verdict that could not be stored is a store failure (7)."""
-    if verdict.get("store_error"):
-        return 7
-    if verdict["passed"]:
-        return 0
-    if not finished:
-        for code in [job.returncode] + [c for c, _ in job.errors]:
-            if code in (2, 4, 5, 6, 7):
-                return code
-    return 1
+from ..errors import CampaignRunning, CheckFailed, ConfigError, SymccUlfmError, TargetError
+from .args import build_parser
+from .launch_cmd import cmd_launch
+from .option_values import dictionary_used, emit, executor_options, read_seeds, with_dictionary
 
 
 def cmd_oracle(args: argparse.Namespace) -> int:
@@ -236,7 +26,7 @@ def cmd_oracle(args: argparse.Namespace) -> int:
                                                 "workers", "surviving_hosts", "wal_analyzed", "wal_generated",
                                                 "public_objects") if k in verdict]
     text += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
-    _emit(args, verdict, "\n".join(text))
+    emit(args, verdict, "\n".join(text))
     return 0 if verdict["passed"] else 1
 
 
@@ -261,7 +51,7 @@ def cmd_findings(args: argparse.Namespace) -> int:
         text.append(f"{row['id']}  {row['kind']:<9} hits {row['hits']:<4} first {when}{where}  {row['signature']}\n"
                     f"    input {row['input_sha256']}\n    {row['replay']}")
     text += [f"damaged WAL record (its findings are not listed): {line}" for line in result["damaged"]]
-    _emit(args, result, "\n".join(text))
+    emit(args, result, "\n".join(text))
     return 4 if result["damaged"] else 0
 
 
@@ -269,7 +59,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     """The campaign's status once, or redrawn every ``--watch`` seconds until it has ended
     (Ctrl-C ends the watch with exit 0: nothing is left half done)."""
     from ..core.modes import modes_from_env
-    from ..tools.status import Tracker, render_block
+    from ..tools.status import Tracker
+    from ..tools.status_views import render_block
 
     try:
         tracker = Tracker(args.dir, modes_from_env(os.environ))
@@ -314,7 +105,7 @@ def _triage_run(args: argparse.Namespace):
         raise ConfigError("--target", "--input needs the target to execute it with")
     if not os.path.isfile(args.input):
         raise ConfigError("--input", f"{args.input}: no such file")
-    return Run(args.executor, args.target, _executor_options(args.executor_option), args.isolation)
+    return Run(args.executor, args.target, executor_options(args.executor_option), args.isolation)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -351,7 +142,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         text.append(f"  note: {row['note']}")
     if row.get("recorded"):
         text.append(f"  recorded in {row['recorded']}")
-    _emit(args, row, "\n".join(text))
+    emit(args, row, "\n".join(text))
     return 0 if row["reproduced"] else 1
 
 
@@ -370,7 +161,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
             f"  {row['executions']} executions ({' then '.join(row['tools'])})"
             + (" - the budget ran out: --max-executions for more" if row["budget_spent"] else "")]
     text += [f"  {name}: {row[name]}" for name in ("object", "record", "out") if row.get(name)]
-    _emit(args, row, "\n".join(text))
+    emit(args, row, "\n".join(text))
     return 0
 
 
@@ -379,7 +170,7 @@ def cmd_sarif(args: argparse.Namespace) -> int:
     from ..tools.sarif import sarif
 
     result = sarif(args.dir, args.out, modes_from_env(os.environ))
-    _emit(args, result, f"SARIF 2.1.0: {result['results']} findings -> {result['out']}")
+    emit(args, result, f"SARIF 2.1.0: {result['results']} findings -> {result['out']}")
     return 0
 
 
@@ -391,7 +182,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     counts = ", ".join(f"{key} {result[key]}" for key in ("queue", "crashes", "hangs", "exceptions", "corpus",
                                                           "artifacts") if key in result)
     left = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in result["skipped"].items() if n)
-    _emit(args, result, f"exported to {result['out']} ({result['layout']} layout): {counts}"
+    emit(args, result, f"exported to {result['out']} ({result['layout']} layout): {counts}"
                         + (f" (left out: {left})" if left else ""))
     return 0
 
@@ -415,7 +206,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     text = [f"verify: {'PASS' if result['passed'] else 'FAIL'}  files_checked={result['files_checked']}  "
             f"result_sha256={result['result_sha256']}"]
     text += [f"problem: {p}" for p in result["problems"]]
-    _emit(args, result, "\n".join(text))
+    emit(args, result, "\n".join(text))
     return 0 if result["passed"] else 1
 
 
@@ -424,12 +215,12 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from ..executors import create
     from ..tools.explore import explore
 
-    seeds = _read_seeds(args.seeds)
+    seeds = read_seeds(args.seeds)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ConfigError("--out", f"{out} exists and is not a directory; name a directory (it is created)")
-    _dictionary_used(args.dictionary, (args.executor,))
-    options = _with_dictionary(_executor_options(args.executor_option), args.dictionary)
+    dictionary_used(args.dictionary, (args.executor,))
+    options = with_dictionary(executor_options(args.executor_option), args.dictionary)
     executor = create(args.executor, args.target, options, isolation=args.isolation)
     try:
         ran = {"executor": args.executor, "target": args.target, "executor_options": options,
@@ -448,7 +239,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     if row is not None:
         result["hint"] = type_error_hint(row, result["inputs"], args.target)
         text += "\n" + result["hint"]
-    _emit(args, result, text)
+    emit(args, result, text)
     return 0
 
 
@@ -499,7 +290,7 @@ def cmd_model(args: argparse.Namespace) -> int:
 
         result = model_wilson(args.failures, args.trials)
         text = f"Wilson 95%: [{100 * result['low']:.2f}%, {100 * result['high']:.2f}%]"
-    _emit(args, result, text)
+    emit(args, result, text)
     return 0
 
 

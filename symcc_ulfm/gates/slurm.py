@@ -62,7 +62,7 @@ PLACEMENT = f"{NODE_A.name}:{TASKS_PER_NODE},{NODE_B.name}:{TASKS_PER_NODE}"
 EXPECTED = {"final_generation": 2, "receipts": [{"generation": 1, "missing": [2]}, {"generation": 2,
             "missing": [OUTSIDE_VICTIM]}], "promoted": [8, 9], "surviving_hosts": 2}
 JOB_TIMEOUT_S = 300.0
-RESUME_HINT = "the campaign is resumable in a new job"  # launch's note after a lost daemon (cli.main)
+RESUME_HINT = "the campaign is resumable in a new job"  # launch's note after a lost daemon (cli.launch_cmd)
 
 
 def unavailable() -> str | None:

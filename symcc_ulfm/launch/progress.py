@@ -2,7 +2,7 @@
 (``launch.job``) between its looks at the job, never from a thread of its own.
 
 Every ``every_s`` it reads the campaign's status from the durable files (``tools.status``),
-rewrites ``stats/fuzzer_stats`` and ``stats/plot_data``, and, when a terminal is watching
+rewrites ``stats/fuzzer_stats`` and ``stats/plot_data`` (``tools.stats_files``), and, when a terminal is watching
 (``line`` set: stderr is a tty and ``--json`` was not given), redraws one status line in place.
 A status that cannot be read or written does not stop the job: it is reported once as a note
 and not tried again.
@@ -17,7 +17,9 @@ from typing import TextIO
 
 from ..errors import SymccUlfmError
 from ..store.paths import StateDir
-from ..tools.status import StatsWriter, Tracker, render_line
+from ..tools.stats_files import StatsWriter
+from ..tools.status import Tracker
+from ..tools.status_views import render_line
 
 EVERY_S = 2.0
 

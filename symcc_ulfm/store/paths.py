@@ -25,7 +25,7 @@
     endpoint.json                                 endpoint coverage re-measured over the final corpus
     outcome.json, oracle.json, job-output.txt     how the last job ended, the verdict, the job's output
     slurm.json                                    the Slurm allocation of each job that ran it (store.allocations)
-    stats/fuzzer_stats, stats/plot_data           AFL++-style status, written by the host side (tools.status)
+    stats/fuzzer_stats, stats/plot_data           AFL++-style status, written by the host side (tools.stats_files)
     launch.lock, ranks.lock                       who runs the campaign (store.joblock)
 
 Every name here is opened without following a symbolic link, and ``store.trust`` refuses a

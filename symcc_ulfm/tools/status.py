@@ -10,32 +10,25 @@ again at the next poll. Whether the campaign runs is asked of ``/proc/locks``
 (``store.joblock.running``), which takes no lock.
 
 :meth:`Tracker.poll` returns a *snapshot*, a plain dict of :data:`STATUS_FORMAT` (the schema
-that ``status --json`` prints and the tests read); :func:`render_block`, :func:`render_line` and
-:func:`render_html` draw it for a terminal, a status line and a notebook. The AFL++-style files
-``stats/fuzzer_stats`` and ``stats/plot_data`` are rendered here too (:func:`fuzzer_stats_text`,
-:func:`plot_data_row`); :class:`StatsWriter` keeps them up to date from a Tracker, for the
-host side of a job (``launch``, the notebook), which is the only writer.
+that ``status --json`` prints and the tests read). :mod:`.status_views` draws it for a terminal,
+a status line and a notebook; :mod:`.stats_files` writes the AFL++-style ``stats/fuzzer_stats``
+and ``stats/plot_data`` from it.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..core.budget import epoch_deadline
 from ..core.modes import FileModes
 from ..core.policy import Policy
 from ..errors import SymccUlfmError
-from ..store.atomic import write_replace
 from ..store.deadline_file import read_deadlines
-from ..store.dirs import ensure_dir
 from ..store.findings import state_of
 from ..store.joblock import running
 from ..store.paths import StateDir
@@ -46,8 +39,6 @@ from ..store.runlog import Event, LogFollower
 STATUS_FORMAT = "symcc-ulfm-status/1"
 RATE_WINDOW_S = 10.0  # the "now" rates are taken over the samples of this window
 ALIVE_S = 3.0  # a heartbeat older than this is no sign of life
-PLOT_HEADER = ("# relative_time, cycles_done, cur_item, corpus_count, pending_total, pending_favs, map_size, "
-               "saved_crashes, saved_hangs, max_depth, execs_per_sec, total_execs, edges_found")
 CRASH_KINDS = ("crash", "exception", "oom")  # counted as AFL++'s saved_crashes; "hang" as saved_hangs
 
 
@@ -284,215 +275,3 @@ def _members(snap: dict, layout: dict | None, policy: dict) -> dict[str, Any]:
             kinds.setdefault(kind, []).append(worker)
     return {"masters": masters, "workers": workers, "spares": list(snap.get("spares", [])),
             "failed": list(snap.get("failed", [])), "workers_by_kind": kinds}
-
-
-# -- rendering -------------------------------------------------------------------------------------
-
-
-def _left(snapshot: dict) -> str:
-    left = snapshot["deadline_left_s"]
-    return "-" if left is None else f"{left:.0f} s"
-
-
-def _state_words(snapshot: dict) -> str:
-    phase = snapshot["phase"]
-    if phase == "starting":
-        return f"starting: {snapshot['ranks_started']} of {snapshot['ranks']} ranks up"
-    if phase == "finished":
-        return f"finished: {snapshot['outcome']}"
-    if phase == "stopped":
-        return "stopped before it finished (resumable with launch --resume)"
-    return phase
-
-
-def render_line(snapshot: dict) -> str:
-    """One line: what a terminal shows while ``launch`` runs."""
-    if snapshot["phase"] in ("starting", "not started"):
-        return f"[{snapshot['elapsed_s']:5.1f} s] {_state_words(snapshot)}"
-    t, f, r = snapshot["totals"], snapshot["findings"], snapshot["rates"]
-    rate = r.get("analyzed_per_s_now", r["analyzed_per_s"])
-    return (f"[{snapshot['elapsed_s']:5.1f} s] gen {snapshot['generation']}  analyzed {t['analyzed']} ({rate:.1f}/s)  "
-            f"corpus {t['corpus']}  novel {t['novel']}  edges {t['coverage_ids']}  findings {f['unique']}  "
-            f"left {_left(snapshot)}  {_state_words(snapshot) if snapshot['phase'] != 'running' else ''}").rstrip()
-
-
-def render_block(snapshot: dict) -> str:
-    """The human block of ``symcc-ulfm status``."""
-    t, f, r, m = snapshot["totals"], snapshot["findings"], snapshot["rates"], snapshot["members"]
-    lines = [f"campaign {snapshot['state_dir']}: {_state_words(snapshot)}",
-             f"  executor    {snapshot['executor']}" + (f" on {snapshot['target']}" if snapshot["target"] else ""),
-             f"  time        {snapshot['elapsed_s']:.1f} s of {snapshot['deadline_s']:g} s (left {_left(snapshot)})"]
-    if snapshot["generation"] is not None:
-        kinds = ", ".join(f"{k} {len(v)}" for k, v in m["workers_by_kind"].items()) or "-"
-        lines += [f"  generation  {snapshot['generation']} (epoch {snapshot['epoch']})",
-                  f"  members     masters {m['masters']}  workers {m['workers']} ({kinds})  spares {m['spares']}"
-                  + (f"  failed {m['failed']}" if m["failed"] else "")]
-        if snapshot["running"]:
-            lines.append(f"  alive       {len(snapshot['ranks_alive'])} of {snapshot['ranks']} ranks beat")
-    now = "" if "analyzed_per_s_now" not in r else f", {r['analyzed_per_s_now']:.1f}/s now"
-    lines += [f"  analyzed    {t['analyzed']} inputs ({r['analyzed_per_s']:.1f}/s overall{now}); "
-              f"{t['executions']} executions; {t['leased']} leases "
-              + ("in flight" if snapshot["running"] else "open (a resume reclaims them)")
-              + (f"; {t['slices']} fuzzer slices" if t["slices"] else ""),
-              f"  corpus      {t['corpus']} inputs; {t['unique']} new, {t['novel']} novel; "
-              f"{t['coverage_ids']} coverage ids" + (f"; endpoint edges {snapshot['endpoint_edges']}"
-                                                      if snapshot["endpoint_edges"] is not None else ""),
-              f"  findings    {f['unique']} unique, {f['hits']} hits"
-              + (" (" + ", ".join(f"{k} {n}" for k, n in f["by_kind"].items()) + ")" if f["by_kind"] else "")]
-    if snapshot["injected"]:
-        lines.append(f"  injected    {', '.join(snapshot['injected'])}")
-    if snapshot["unreadable_records"]:
-        lines.append(f"  note        {snapshot['unreadable_records']} WAL records could not be read now")
-    return "\n".join(lines)
-
-
-def render_html(snapshot: dict | None, waiting: str | None = None) -> str:
-    """A small HTML table for a notebook's live view; ``waiting`` says what start-up waits for."""
-    rows: list[tuple[str, str]] = []
-    if waiting is not None or snapshot is None:
-        rows.append(("state", waiting or "preparing"))
-    else:
-        t, f = snapshot["totals"], snapshot["findings"]
-        rate = snapshot["rates"].get("analyzed_per_s_now", snapshot["rates"]["analyzed_per_s"])
-        rows += [("state", _state_words(snapshot)),
-                 ("time", f"{snapshot['elapsed_s']:.1f} s of {snapshot['deadline_s']:g} s (left {_left(snapshot)})")]
-        if snapshot["generation"] is not None:
-            rows += [("generation", str(snapshot["generation"])),
-                     ("members", f"masters {snapshot['members']['masters']}, workers {snapshot['members']['workers']}, "
-                                 f"spares {snapshot['members']['spares']}")]
-        rows += [("analyzed", f"{t['analyzed']} ({rate:.1f}/s)"), ("corpus", f"{t['corpus']} ({t['novel']} novel)"),
-                 ("coverage ids", str(t["coverage_ids"])), ("findings", f"{f['unique']} unique, {f['hits']} hits")]
-        if snapshot["injected"]:
-            rows.append(("injected", ", ".join(snapshot["injected"])))
-    body = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
-                   f"<td style='text-align:left'>{html.escape(v)}</td></tr>" for k, v in rows)
-    return f"<table>{body}</table>"
-
-
-# -- AFL++-style stats files -------------------------------------------------------------------------
-
-
-def fuzzer_stats_text(snapshot: dict, pid: int, command_line: str) -> str:
-    """``stats/fuzzer_stats``: ``key : value`` lines with AFL++'s names where the meaning matches
-    (an "exec" is one target execution; a crash is a unique finding of kind crash, exception or
-    oom; ``last_crash`` the time the latest of them was first seen),
-    then this campaign's own keys; see docs/status.md."""
-    t, started = snapshot["totals"], snapshot["started_at"] or snapshot["now"]
-    rows = [
-        ("start_time", int(started)), ("last_update", int(snapshot["now"])), ("run_time", int(snapshot["elapsed_s"])),
-        ("fuzzer_pid", pid), ("execs_done", t["executions"]),
-        ("execs_per_sec", f"{snapshot['rates']['executions_per_s']:.2f}"), ("corpus_count", t["corpus"]),
-        ("corpus_found", t["unique"]), ("saved_crashes", snapshot["saved_crashes"]),
-        ("saved_hangs", snapshot["saved_hangs"]),
-        ("last_find", int(started + snapshot["last_novel_s"]) if snapshot["last_novel_s"] is not None else 0),
-        ("last_crash", int(snapshot["last_crash"] or 0)), ("last_hang", int(snapshot["last_hang"] or 0)),
-        # AFL++'s queue cycle and favourites have no counterpart in a campaign: 0, as in a fresh AFL++ run
-        ("cycles_done", 0), ("cur_item", 0), ("pending_favs", 0), ("pending_total", 0), ("bitmap_cvg", "0.00%"),
-        ("edges_found", t["coverage_ids"]), ("afl_banner", Path(snapshot["state_dir"]).name),
-        ("afl_version", f"symcc-ulfm {__version__}"), ("target_mode", f"mpi campaign ({snapshot['executor']})"),
-        ("campaign_phase", snapshot["phase"]), ("campaign_outcome", snapshot["outcome"] or "-"),
-        ("generation", snapshot["generation"] if snapshot["generation"] is not None else "-"),
-        ("inputs_analyzed", t["analyzed"]), ("novel_inputs", t["novel"]), ("findings_unique", snapshot["findings"]["unique"]),
-        ("deadline_left", int(snapshot["deadline_left_s"]) if snapshot["deadline_left_s"] is not None else 0),
-        ("command_line", command_line),
-    ]
-    return "".join(f"{key:<18}: {_plain(value)}\n" for key, value in rows)
-
-
-def _plain(value: object) -> str:
-    """A value as one line of harmless characters: ``afl-whatsup`` sources these lines as shell
-    assignments (in double quotes), so a state directory named with ``$`` or a backquote would
-    run code there."""
-    return "".join(c if c.isalnum() or c in " ._/+-,=%()@" else "_" for c in str(value))
-
-
-def plot_data_row(sample: dict, previous: dict | None) -> str:
-    """One ``stats/plot_data`` line (:data:`PLOT_HEADER`'s columns; those with no counterpart here,
-    cycles_done, cur_item, pending_total, pending_favs, max_depth, are 0 and map_size 0.00%);
-    execs_per_sec over the interval since ``previous`` (the first line: since the start). Times
-    are whole seconds since the campaign start and increase from line to line."""
-    if previous is not None and sample["t"] > previous["t"]:
-        rate = (sample["executions"] - previous["executions"]) / (sample["t"] - previous["t"])
-    else:
-        rate = sample["executions"] / sample["elapsed_s"] if sample["elapsed_s"] > 0 else 0.0
-    return (f"{int(sample['elapsed_s'])}, 0, 0, {sample['corpus']}, 0, 0, 0.00%, {sample['crashes']}, "
-            f"{sample['hangs']}, 0, {rate:.2f}, {sample['executions']}, {sample['coverage_ids']}\n")
-
-
-class StatsWriter:
-    """Keeps ``stats/fuzzer_stats`` and ``stats/plot_data`` of a state up to date from a Tracker's
-    snapshots, each file replaced atomically; a plot line at most every ``interval_s`` (and one
-    for the last snapshot). Only samples taken while the campaign runs are plotted."""
-
-    def __init__(self, tracker: Tracker, command_line: str, interval_s: float = 5.0, pid: int | None = None):
-        self.tracker, self.command_line, self.interval_s = tracker, command_line, interval_s
-        self.pid = os.getpid() if pid is None else pid
-        self._rows = self._earlier_rows()  # a resumed campaign's plot goes on
-        self._plotted: dict | None = None
-
-    def _earlier_rows(self) -> list[str]:
-        try:
-            text = read_bytes(self.tracker.state.plot_data).decode("utf-8", "replace")
-        except FileNotFoundError:
-            return []
-        return [line + "\n" for line in text.splitlines() if line and not line.startswith("#")]
-
-    def write(self, snapshot: dict, final: bool = False) -> None:
-        state = self.tracker.state
-        sample = self.tracker.history[-1]
-        if snapshot["started_at"] is not None and (self._plotted is None or (
-                int(sample["elapsed_s"]) > int(self._plotted["elapsed_s"])
-                and (final or sample["t"] - self._plotted["t"] >= self.interval_s))):
-            self._rows.append(plot_data_row(sample, self._plotted))
-            self._plotted = sample
-        ensure_dir(state.stats, state.modes.snapshot_dir)
-        write_replace(state.fuzzer_stats, fuzzer_stats_text(snapshot, self.pid, self.command_line).encode(),
-                      state.modes.snapshot)
-        write_replace(state.plot_data, (PLOT_HEADER + "\n" + "".join(self._rows)).encode(), state.modes.snapshot)
-
-
-class LiveView:
-    """A notebook's live view of a campaign run on engines: ``show`` gets the HTML of what start-up
-    waits for (:meth:`waiting`, ``launch.engines``' ``startup``), then of the status, redrawn at
-    most every ``every_s`` (:meth:`__call__`, its ``progress``); ``draw`` gets a small chart of
-    corpus and coverage over time (``plots.status_chart``) at most every ``chart_every_s``. The
-    stats files are written as ``launch`` writes them. :meth:`finish` draws the final state, once
-    the engines have returned: only then does the view say the campaign finished."""
-
-    def __init__(self, tracker: Tracker, writer: StatsWriter, show: Callable[[str], Any],
-                 draw: Callable[[Any], Any] | None = None, every_s: float = 1.0, chart_every_s: float = 3.0,
-                 clock: Callable[[], float] = time.monotonic):
-        self.tracker, self.writer, self.show, self.draw = tracker, writer, show, draw
-        self.every_s, self.chart_every_s, self.clock = every_s, chart_every_s, clock
-        self._shown: float | None = None
-        self._drawn: float | None = None
-        self.snapshot: dict | None = None
-
-    def waiting(self, words: str) -> None:
-        self.show(render_html(None, words))
-
-    def __call__(self) -> None:
-        now = self.clock()
-        if self._shown is None or now - self._shown >= self.every_s:
-            self._shown = now
-            self._update(final=False)
-
-    def finish(self) -> dict:
-        """The final status (also returned)."""
-        self._update(final=True)
-        return self.snapshot
-
-    def _update(self, final: bool) -> None:
-        self.snapshot = self.tracker.poll(job_running=not final)
-        self.writer.write(self.snapshot, final=final)
-        if self.snapshot["phase"] == "starting":
-            self.show(render_html(None, f"campaign starting: {self.snapshot['ranks_started']} of "
-                                        f"{self.snapshot['ranks']} ranks up, waiting for generation 0"))
-        else:
-            self.show(render_html(self.snapshot))
-        now = self.clock()
-        if self.draw is not None and (final or self._drawn is None or now - self._drawn >= self.chart_every_s):
-            from .. import plots
-
-            self._drawn = now
-            self.draw(plots.status_chart(self.tracker.history))

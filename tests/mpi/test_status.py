@@ -23,7 +23,7 @@ import pytest
 from helpers.mpi import launch
 
 from symcc_ulfm.launch import json_child as launch_process
-from symcc_ulfm.tools.status import PLOT_HEADER
+from symcc_ulfm.tools.stats_files import PLOT_HEADER
 
 pytestmark = pytest.mark.mpi
 
