@@ -12,10 +12,11 @@ Layers, each importing only the ones above it in this list (a newcomer reads the
   run, the instrumented code and the symbolic twin that applies the models for a symbolic run;
 * :mod:`.hybrid`: the concrete half of a run: havoc mutants, input-to-state children, and the
   words of the target's own modules;
-* :mod:`.search` (generational search over a recorded path) and :mod:`.executor` (the Executor,
-  which ties them together).
+* :mod:`.search` (generational search over a recorded path), :mod:`.engine_options` (the
+  options, their defaults and checks) and :mod:`.executor` (the Executor, which ties them together).
 """
 
-from .executor import DEFAULTS, ENGINE_VERSION, ConcolicExecutor
+from .engine_options import DEFAULTS
+from .executor import ENGINE_VERSION, ConcolicExecutor
 
 __all__ = ["ConcolicExecutor", "DEFAULTS", "ENGINE_VERSION"]

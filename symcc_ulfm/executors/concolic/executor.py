@@ -30,58 +30,33 @@ limit is not a bug of the target).
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
 import random
 import sys
 import time
 import traceback
-import types
 from collections.abc import Mapping
 from typing import Any
 
 from ...core.coverage import branch_coverage, edge_of
-from ...errors import PolicyError
 from ...targets import DEFAULT_TARGET, TargetInfo, rejections, resolve_target
 from ..base import Executor, Finding, Measurement, RunResult
 from ..dictionary import tokens_of
 from ..outcome import Outcome
+from .engine_options import import_modules, parse_options
 from .expressions import path as P
 from .expressions.expr import MAX_LENGTH as E_MAX_LENGTH
 from .expressions.z3conv import SAT, Converter, solve
 from .hybrid import havoc, input_to_state
 from .hybrid.module_words import module_words
 from .search import Child, GenerationalSearch, QueryCache, child_from_hint, hint_of, repair_query, signature
-from .tracing.run_outcome import Expected, classify, parse_expected
+from .tracing.run_outcome import Expected, classify
 from .tracing.shadow import symbolic_twin
 from .tracing.tracer import Tracer, execute
 from .values.symbytes import SymBytes
 
 ENGINE_VERSION = "1.1"
 DEFAULT_SEED = bytes(16)
-DEFAULTS: dict[str, Any] = {
-    "query_timeout_ms": 1000,
-    "max_branches_per_run": 64,
-    "site_budget": 8,
-    "exec_timeout_s": 2.0,
-    "max_children": 64,
-    "run_timeout_s": 10.0,
-    "max_repairs": 64,
-    "max_frames": 400,
-    "max_path": 50000,
-    "memory_mb": 2048,
-    "seeds": None,
-    "expected_exceptions": None,
-    "modules": None,
-    "mutate_share": 0.5,
-    "mutations": 2000,
-    "mutate_seed": 0,
-    "dictionary": None,  # the user's (launch --dictionary, executors.dictionary): havoc words
-    "stdlib_rejections": True,
-}
-_NON_NEGATIVE = {"mutate_share", "mutations", "mutate_seed"}  # 0 is meaningful (no hybrid phase, seed 0)
-_FLAGS = {"stdlib_rejections"}
-_POSITIVE = {k for k, v in DEFAULTS.items() if v is not None} - _NON_NEGATIVE - _FLAGS
 _MAX_SPLICE_PARTNERS = 32
 _MIN_MUTATE_S = 0.01  # a fast symbolic run still gives its mutants this long
 _MIN_MUTANTS = 16  # and at least this many, however loaded the machine, ...
@@ -90,61 +65,6 @@ _MAX_MUTANT_LENGTH = 4096  # or twice the input, whichever is longer (at most th
 _REPAIR_ROUNDS = 4
 _MAX_TEXT_CHILDREN = 64  # text-comparison input-to-state children measured first in the hybrid phase
 _MAX_REGEX_CHILDREN = 64  # regex input-to-state children measured next
-
-
-def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(raw) - set(DEFAULTS))
-    if unknown:
-        raise PolicyError("executor.options", f"unknown concolic option(s) {unknown}; known: {sorted(DEFAULTS)}")
-    options = dict(DEFAULTS)
-    for key, value in raw.items():
-        if key in _POSITIVE:
-            kind = float if isinstance(DEFAULTS[key], float) else int
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise PolicyError(f"executor.options.{key}", f"must be a positive number, got {value!r}")
-            options[key] = kind(value)
-        elif key in _NON_NEGATIVE:
-            kind = float if key == "mutate_share" else int
-            if (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
-                    or (kind is int and value != int(value)) or (key == "mutate_share" and value >= 1)):
-                bound = "a number in [0, 1)" if key == "mutate_share" else "a non-negative integer"
-                raise PolicyError(f"executor.options.{key}", f"must be {bound}, got {value!r}")
-            options[key] = kind(value)
-        elif key in _FLAGS:
-            if not isinstance(value, bool):
-                raise PolicyError(f"executor.options.{key}", f"must be true or false, got {value!r}")
-            options[key] = value
-        else:
-            options[key] = value
-    if options["seeds"] is not None:
-        seeds = options["seeds"]
-        try:
-            if isinstance(seeds, str) or not seeds:
-                raise ValueError
-            options["seeds"] = [bytes.fromhex(s).hex() for s in seeds]
-        except (TypeError, ValueError):
-            raise PolicyError("executor.options.seeds", "must be a non-empty list of hex strings") from None
-    tokens_of(options["dictionary"])
-    if options["expected_exceptions"] is not None:
-        options["expected_exceptions"] = list(parse_expected(options["expected_exceptions"]))
-    if options["modules"] is not None:
-        modules = options["modules"]
-        if isinstance(modules, str) or not isinstance(modules, (list, tuple)) or not all(
-                isinstance(m, str) and m for m in modules):
-            raise PolicyError("executor.options.modules", "must be a list of module names")
-        options["modules"] = list(modules)
-    return options
-
-
-def _import_modules(names) -> list[types.ModuleType]:
-    """The modules named in the ``modules`` option (traced and instrumented like the target's)."""
-    modules = []
-    for name in names or ():
-        try:
-            modules.append(importlib.import_module(name))
-        except ImportError as exc:
-            raise PolicyError("executor.options.modules", f"cannot import {name!r}: {exc}") from None
-    return modules
 
 
 class ConcolicExecutor(Executor):
@@ -174,11 +94,11 @@ class ConcolicExecutor(Executor):
     takes_dictionary = True
 
     def __init__(self, target: str | None = None, options: Mapping[str, Any] | None = None):
-        self.options = _options(dict(options or {}))
+        self.options = parse_options(dict(options or {}))
         self.info: TargetInfo = resolve_target(target if target is not None else DEFAULT_TARGET)
         modules = self.info.modules if self.options["modules"] is None else self.options["modules"]
         self._twin = symbolic_twin(self.info.function, modules)
-        imported = _import_modules(modules)
+        imported = import_modules(modules)
         self._files = frozenset(self.info.files) | {m.__file__ for m in imported if getattr(m, "__file__", None)}
         own = sys.modules.get(getattr(self.info.function, "__module__", None) or "")
         self._constant_modules = ([own] if own is not None else []) + imported
