@@ -443,6 +443,8 @@ def campaign_args(ctx: Context, kinds: str | None, workers: int) -> list[str]:
             "--ranks", str(workers + 1), "--warm-spares", "0", "--workers-per-master", str(workers)]
     if kinds:
         args += ["--worker-kinds", kinds, "--slice", f"{ctx.args.slice:g}"]
+    if ctx.args.symcc_env:
+        args += ["--executor-option", f"env={ctx.args.symcc_env}"]
     return args
 
 
@@ -678,6 +680,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slice", type=float, default=5.0, help="an AFL worker's slice in the hybrid campaigns")
     parser.add_argument("--helper-feed", default="secondary",
                         help="the AFL instance whose queue feeds the helper (upstream's docs: the secondary)")
+    parser.add_argument("--symcc-env", default=None,
+                        help='the campaigns\' SymCC runtime variables, a JSON object (executor option env), '
+                             'e.g. \'{"SYMCC_ENABLE_LINEARIZATION":"0"}\' for an ablation')
     parser.add_argument("--mpi-workers", type=int, default=1, help="SymCC worker ranks of the MPI helper")
     parser.add_argument("--cache", type=Path, default=ROOT / "runs" / "hybrid-cache",
                         help="library sources and archives, kept between runs")

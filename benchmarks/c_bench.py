@@ -107,8 +107,8 @@ def without_symcc_vars() -> dict[str, str]:
 
 
 def symcc_env(output_dir: Path) -> dict[str, str]:
-    """What the symcc executor gives a run: no inherited SYMCC_*, an output dir, linearization."""
-    return {**without_symcc_vars(), "SYMCC_OUTPUT_DIR": str(output_dir), "SYMCC_ENABLE_LINEARIZATION": "1"}
+    """What the symcc executor gives a run: no inherited SYMCC_*, an output dir, no linearization."""
+    return {**without_symcc_vars(), "SYMCC_OUTPUT_DIR": str(output_dir), "SYMCC_ENABLE_LINEARIZATION": "0"}
 
 
 def exited(pid: int, timeout_s: float) -> bool:

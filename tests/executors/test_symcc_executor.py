@@ -438,7 +438,7 @@ def test_identity_pins_binary_runtime_args_and_mode(stand_in, runtime, build):
     assert ident["runtime_sha256"] == hashlib.sha256(runtime.read_bytes()).hexdigest()
     assert ident["args"] == ["@@"] and ident["input_mode"] == "file" and ident["timeout_s"] == 5.0
     assert ident["coverage"] == {"kind": "none", "note": NO_COVERAGE}
-    assert ident["env"] == {"SYMCC_ENABLE_LINEARIZATION": "1"}
+    assert ident["env"] == {"SYMCC_ENABLE_LINEARIZATION": "0"}
     other = compile_c("gcc", build / "fake_symcc.other", SOURCE, "-DUNUSED_VARIANT=1", "-g",
                      f"-L{runtime.parent}", "-lsymcc-rt", f"-Wl,-rpath,{runtime.parent}")
     assert SymccExecutor(target=str(other), options={"args": ["@@"], "timeout_s": 5}).identity() != ident

@@ -3,7 +3,7 @@
 One :meth:`SymccExecutor.run` is one concolic execution of the binary on one input:
 
 - a fresh, existing, empty ``SYMCC_OUTPUT_DIR`` per run (SymCC exits with status 255 when the
-  directory does not exist), ``SYMCC_ENABLE_LINEARIZATION=1`` unless ``env`` says otherwise;
+  directory does not exist), ``SYMCC_ENABLE_LINEARIZATION=0`` unless ``env`` says otherwise;
 - the input on stdin, or (``@@`` in ``args``) in a file whose path replaces ``@@`` and is also
   exported as ``SYMCC_INPUT_FILE``, because SymCC only treats reads of the file named there as
   symbolic;

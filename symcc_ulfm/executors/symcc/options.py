@@ -51,7 +51,10 @@ def _map_path(value: str) -> str | None:
 # (a run would write nothing; reproduce() sets it), SYMCC_MEMORY_INPUT (needs a harness that
 # calls symcc_make_symbolic, not stdin or @@), SYMCC_LOG_FILE (a file per run nobody reads).
 RUNTIME_ENV = {
-    # QSYM's pruning of expressions (linearization of non-linear ones); SymCC's drivers set 1.
+    # QSYM's pruning of expressions (linearization of non-linear ones). SymCC's drivers set 1;
+    # the campaign's default is 0: with 1, SymCC's test cases that negate an opcode behind a
+    # checksum-guarded header (benchmarks/c_targets/hdr_opcode.c) fail the checksum, and the two
+    # libraries measured gained nothing from it (benchmarks/README.md, "Hybrid campaigns").
     "SYMCC_ENABLE_LINEARIZATION": _flag,
     # QSYM's record of the branches it already tried to negate, read at start and rewritten at
     # each new one; later runs skip those branches. A file name is a map per worker (in the
@@ -106,10 +109,10 @@ def parse_options(options: dict[str, Any]) -> SymccOptions:
 
 
 def _runtime_env(value: Any) -> dict[str, str]:
-    """``{"SYMCC_ENABLE_LINEARIZATION": "1"}`` updated with the checked ``env`` option."""
+    """``{"SYMCC_ENABLE_LINEARIZATION": "0"}`` updated with the checked ``env`` option."""
     if not isinstance(value, dict):
         raise PolicyError("executor_options.env", f"{value!r}: expected a mapping of SymCC runtime variables")
-    env = {"SYMCC_ENABLE_LINEARIZATION": "1"}
+    env = {"SYMCC_ENABLE_LINEARIZATION": "0"}
     for name, setting in value.items():
         field = f"executor_options.env.{name}"
         check = RUNTIME_ENV.get(name)
