@@ -92,7 +92,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
     try:
         job = run_job(policy, state, echo=echo, extra_args=None if policy.hosts else placement_flags(hosts),
                       progress=progress)
-    except (KeyboardInterrupt, Interrupted):
+    except (KeyboardInterrupt, Interrupted, BrokenPipeError):
         progress.finish()
         print(f"symcc-ulfm: the campaign is resumable: {resume_command(state.root)}", file=sys.stderr)
         raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -336,3 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("symcc-ulfm: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # stdout's reader went away (``| head``): stop quietly, as a shell tool would
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())  # the interpreter's last flush of stdout must not fail again
+        os.close(null)
+        return 128 + signal.SIGPIPE
