@@ -34,7 +34,8 @@ from ..store.joblock import running
 from ..store.paths import StateDir
 from ..store.reads import read_bytes
 from ..store.record import parse_record_file
-from ..store.runlog import Event, LogFollower
+from ..store.heartbeat import last_heartbeat
+from ..store.runlog import Event, LogFollower, last_event_time
 
 STATUS_FORMAT = "symcc-ulfm-status/1"
 RATE_WINDOW_S = 10.0  # the "now" rates are taken over the samples of this window
@@ -200,10 +201,7 @@ class Tracker:
         deadlines = read_deadlines(self.state, Policy.from_json(policy))  # a resume may have extended it
         deadline_s = deadlines.of_epoch(epoch) if snap else deadlines.latest
         deadline_at = epoch_deadline(snap["epoch_started_at"], snap["consumed_s"], deadline_s) if snap else None
-        if finished:
-            elapsed = outcome["ended_at"] - (started or outcome["ended_at"])
-        else:
-            elapsed = max(0.0, now - started) if started is not None else 0.0
+        elapsed = self._campaign_time(snap, outcome, now, is_running)
         members = _members(snap, layout, policy) if snap else {}
         since = outcome["ended_at"] if outcome is not None and not finished else 0.0
         by_kind: dict[str, int] = {}
@@ -243,6 +241,23 @@ class Tracker:
             "injected": list(self._injected),
             "unreadable_records": unreadable,
         }
+
+    def _campaign_time(self, snap: dict | None, outcome: dict | None, now: float, is_running: bool) -> float:
+        """Seconds the campaign has run, over all its jobs and without the gaps between them (as
+        AFL++'s ``run_time``): what earlier epochs consumed (the snapshot's ``consumed_s``) plus this
+        epoch's time, up to its outcome, else up to now while it runs, else (a job killed before it
+        wrote one) up to the last sign of life in its logs, which a resume charges it (``mpi.campaign``)."""
+        if snap is None:
+            return 0.0
+        begun = float(snap["epoch_started_at"])
+        if outcome is not None and outcome.get("epoch") == snap["epoch"]:
+            end = float(outcome["ended_at"])
+        elif is_running:
+            end = now
+        else:
+            signs = [last_event_time(self.state.logs, before=now), last_heartbeat(self.state.logs, before=now)]
+            end = max((t for t in signs if t is not None), default=begun)
+        return float(snap["consumed_s"]) + max(0.0, end - begun)
 
     def _started_at(self) -> float | None:
         snap0 = self._json(self.state.membership / "generation-0-snapshot.json")

@@ -31,6 +31,13 @@ pytestmark = pytest.mark.mpi
 SMALL = ["--ranks", "4", "--warm-spares", "0", "--workers-per-master", "3", "--failure-schedule", ""]
 
 
+def status_json(state: Path) -> dict:
+    done = subprocess.run([sys.executable, "-m", "symcc_ulfm", "status", str(state), "--json"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 def start(state: Path, *args: str) -> subprocess.Popen:
     return launch_process.start(state, args)
 
@@ -120,10 +127,16 @@ def test_a_killed_launch_takes_its_job_along_and_resume_charges_what_was_used(tm
         line = next(x for x in err.splitlines() if "the campaign is resumable: " in x)
         words = shlex.split(line.split("the campaign is resumable: ", 1)[1])
         assert words == ["symcc-ulfm", "launch", "--state-dir", str(state), "--resume"]
+    time.sleep(2)  # a gap between the jobs: the campaign's time (status) does not count it
+    stopped = status_json(state)
+    assert stopped["phase"] == "stopped" and abs(stopped["elapsed_s"] - (killed_at - started)) < 1.5, stopped
     resumed = launch(state, "--resume")  # the stored policy, nothing repeated
     receipt = json.loads((state / "membership" / "receipt-1.json").read_text())
     assert resumed.returncode == 0, resumed.stderr[-2000:] + json.dumps(resumed.verdict.get("problems"))
     assert receipt["kind"] == "resume" and abs(receipt["consumed_s"] - (killed_at - started)) < 1.5, receipt
+    ended = status_json(state)
+    assert ended["phase"] == "finished" and 11 <= ended["elapsed_s"] < 13.5, ended  # ran to its deadline
+    assert ended["elapsed_s"] < time.time() - started - 2, ended
 
 
 # -- what the file system can do -------------------------------------------------------------------
