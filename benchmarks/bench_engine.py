@@ -10,6 +10,18 @@ the same window on one core and leaves a corpus directory:
 * ``atheris``: libFuzzer on the parser with every loaded Python function instrumented;
 * ``crosshair``: ``crosshair cover --coverage_type=path`` on the adapter; its examples are the corpus.
 
+Four more tools take two cores each (run them with ``--jobs 1`` on a 2-core machine): two
+processes or workers searching one corpus for the same window.
+
+* ``atheris2``: two atheris processes on one corpus directory (libFuzzer reloads it every second,
+  so each imports what the other wrote: libFuzzer's own parallel arrangement);
+* ``campaign``: a campaign (``launch``) with two ``concolic`` workers and ``--keep novel``;
+* ``havoc2``: a campaign with two ``havoc`` workers (the engine's mutation phase as a fuzzer);
+* ``hybrid``: a campaign with one ``havoc`` and one ``concolic`` worker on one corpus.
+
+A campaign's master is a third process; its window is the campaign's ``--deadline`` (the job's
+start is not counted), and its corpus is the campaign's corpus objects.
+
 Then ONE measurer replays every corpus (plus the parser's seed, so every tool starts from the
 same baseline) in a fresh process under ``coverage.py`` with branch coverage restricted to the
 parser's own module files, and the table shows covered/total branches per tool per parser. A tool
@@ -36,6 +48,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TOOLS = ("engine", "engine-before", "atheris", "crosshair")
+CAMPAIGN_KINDS = {"campaign": None, "havoc2": "havoc:2", "hybrid": "havoc:1,concolic:1"}
+TWO_CORE_TOOLS = ("atheris2", *CAMPAIGN_KINDS)
+CAMPAIGN_EXTRA_S = 180  # beyond the window: a campaign's start, endpoint measurement and oracle
 BASE_COMMIT = "6096f1d"
 REPLAY_TIMEOUT_S = 5
 
@@ -95,6 +110,45 @@ def _run_atheris(parser: str, corpus: Path, seconds: float) -> dict:
     return {}
 
 
+def _run_atheris2(parser: str, corpus: Path, seconds: float) -> dict:
+    """Two ``atheris`` tools on one corpus directory at once."""
+    command = [sys.executable, "-m", "benchmarks.bench_engine", "_tool", "atheris", parser, str(corpus), str(seconds)]
+    procs = [subprocess.Popen(command, cwd=corpus, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    errors = [p.communicate(timeout=seconds + 120)[1] for p in procs]
+    failed = [(p.returncode, e) for p, e in zip(procs, errors) if p.returncode]
+    if failed and not any(corpus.iterdir()):
+        raise RuntimeError(f"atheris exit {failed[0][0]}: {failed[0][1].strip().splitlines()[-1:]}")
+    return {"processes": 2, "exits": [p.returncode for p in procs]}
+
+
+def _run_campaign(parser: str, corpus: Path, seconds: float, kinds: str | None) -> dict:
+    """A campaign of two workers (``kinds``, else two concolic ones) on the parser; its corpus
+    objects are copied into ``corpus``."""
+    from benchmarks import engine_parsers
+    from symcc_ulfm.launch import json_child
+
+    state = corpus.parent / f".state-{corpus.name}"
+    args = ["--target", f"{HERE / 'engine_parsers.py'}:t_{parser}", "--executor", "concolic",
+            "--executor-option", f"modules={json.dumps(engine_parsers.MODULES[parser])}",
+            "--executor-option", f"seeds={json.dumps([engine_parsers.SEEDS[parser].hex()])}",
+            "--keep", "novel", "--failure-schedule", "", "--deadline", f"{seconds:g}", "--run-to-deadline",
+            "--ranks", "3", "--warm-spares", "0", "--workers-per-master", "2"]
+    if kinds:
+        args += ["--worker-kinds", kinds]
+    proc = json_child.start(state, args, cwd=ROOT, new_session=True)
+    done = json_child.finish(proc, timeout=seconds + CAMPAIGN_EXTRA_S)
+    verdict = done.verdict
+    objects = state / "corpus" / "objects"
+    for path in objects.iterdir() if objects.is_dir() else ():
+        _write(corpus, path.read_bytes())
+    if done.returncode or not verdict.get("passed"):
+        raise RuntimeError(f"launch exit {done.returncode}, passed={verdict.get('passed')}: "
+                           f"{done.stderr.strip().splitlines()[-1:]}")
+    return {"kinds": kinds or "concolic:2", **{k: verdict.get(f"wal_{k}") for k in ("analyzed", "generated",
+                                                                                     "unique", "novel")}}
+
+
 def _run_crosshair(parser: str, corpus: Path, seconds: float) -> dict:
     command = [sys.executable, "-m", "crosshair", "cover", f"engine_parsers.t_{parser}",
                "--example_output_format=arg_dictionary", "--coverage_type=path",
@@ -122,6 +176,10 @@ def _tool_main(tool: str, parser: str, corpus: str, seconds: str) -> None:
         stats = _run_engine(parser, corpus_dir, float(seconds), tool == "engine-before")
     elif tool == "atheris":
         stats = _run_atheris(parser, corpus_dir, float(seconds))
+    elif tool == "atheris2":
+        stats = _run_atheris2(parser, corpus_dir, float(seconds))
+    elif tool in CAMPAIGN_KINDS:
+        stats = _run_campaign(parser, corpus_dir, float(seconds), CAMPAIGN_KINDS[tool])
     else:
         stats = _run_crosshair(parser, corpus_dir, float(seconds))
     print(json.dumps(stats))
@@ -254,12 +312,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--jobs", type=int, default=2, help="cells run at once (one core each)")
     parser.add_argument("--parsers", nargs="*", default=engine_parsers.PARSERS)
-    parser.add_argument("--tools", nargs="*", default=list(TOOLS))
+    parser.add_argument("--tools", nargs="*", default=list(TOOLS),
+                        help=f"from {', '.join(TOOLS + TWO_CORE_TOOLS)} (the last {len(TWO_CORE_TOOLS)} take two cores)")
     parser.add_argument("--base", default=BASE_COMMIT, help="commit of the engine before issue 16")
     parser.add_argument("--out", default=None)
     parser.add_argument("--engine-options", default=None,
                         help="JSON object of concolic options for the `engine` tool (e.g. '{\"mutate_share\": 0.8}')")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.tools) - set(TOOLS + TWO_CORE_TOOLS))
+    if unknown:
+        parser.error(f"unknown tools {unknown}")
+    cores = 2 if set(args.tools) & set(TWO_CORE_TOOLS) else 1
+    if args.jobs * cores > (os.cpu_count() or 1):
+        parser.error(f"--jobs {args.jobs} with tools of {cores} cores needs {args.jobs * cores} cores; "
+                     f"this machine has {os.cpu_count()}")
     if args.engine_options is not None:
         if not isinstance(json.loads(args.engine_options), dict):
             parser.error("--engine-options must be a JSON object")
