@@ -30,11 +30,11 @@ from ..core.policy import Policy
 from ..errors import SymccUlfmError
 from ..store.deadline_file import read_deadlines
 from ..store.findings import state_of
+from ..store.heartbeat import last_heartbeat
 from ..store.joblock import running
 from ..store.paths import StateDir
 from ..store.reads import read_bytes
 from ..store.record import parse_record_file
-from ..store.heartbeat import last_heartbeat
 from ..store.runlog import Event, LogFollower, last_event_time
 
 STATUS_FORMAT = "symcc-ulfm-status/1"
