@@ -116,7 +116,7 @@ def _run_atheris2(parser: str, corpus: Path, seconds: float) -> dict:
     procs = [subprocess.Popen(command, cwd=corpus, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
     errors = [p.communicate(timeout=seconds + 120)[1] for p in procs]
-    failed = [(p.returncode, e) for p, e in zip(procs, errors) if p.returncode]
+    failed = [(p.returncode, e) for p, e in zip(procs, errors, strict=True) if p.returncode]
     if failed and not any(corpus.iterdir()):
         raise RuntimeError(f"atheris exit {failed[0][0]}: {failed[0][1].strip().splitlines()[-1:]}")
     return {"processes": 2, "exits": [p.returncode for p in procs]}
