@@ -29,13 +29,12 @@ from ..executors.sandbox.parent import Sandbox
 from ..store.corpus import Corpus
 from ..store.deadline_file import read_deadlines, write_deadlines
 from ..store.dirs import ensure_dir
-from ..store.heartbeat import last_heartbeat
+from ..store.heartbeat import last_sign_of_life
 from ..store.identity import require_same, write_identity
 from ..store.joblock import OwnerLock
 from ..store.paths import StateDir, foreign_entries
 from ..store.policy_file import holds_policy, read_policy, write_policy
 from ..store.reads import read_bytes
-from ..store.runlog import last_event_time
 from ..store.seed_record import record_seeds
 from ..store.snapshots import SnapshotStore
 from ..store.trust import check_entries, check_layout, check_state_dir
@@ -259,6 +258,5 @@ def preflight(state: StateDir) -> Membership:
     problems = [str(problem) for _, _, problem in wal.scan() if problem is not None]
     if problems:
         raise WalCorruption(f"{len(problems)} WAL record(s) cannot be trusted; refusing to resume: " + "; ".join(problems))
-    last_event_time(state.logs, before=float("inf"))  # every log and heartbeat is a regular file
-    last_heartbeat(state.logs, before=float("inf"))
+    last_sign_of_life(state.logs, before=float("inf"))  # every log and heartbeat is a regular file
     return current

@@ -28,11 +28,11 @@ from ..runtime.backoff import Backoff, hot_rounds_for
 from ..runtime.master_driver import MasterDriver
 from ..runtime.worker_loop import WorkerLoop
 from ..store.atomic import write_replace
-from ..store.heartbeat import Heartbeat, last_heartbeat
+from ..store.heartbeat import Heartbeat, last_sign_of_life
 from ..store.joblock import RanksLock
 from ..store.paths import StateDir
 from ..store.policy_file import read_policy
-from ..store.runlog import Event, last_event_time
+from ..store.runlog import Event
 from ..store.trust import check_layout
 from .capability import compare, ft_enabled, probe, require_ulfm
 from .channels import MpiTransport
@@ -191,9 +191,7 @@ def open_next_epoch(ctx: RankContext, hosts: tuple[str, ...], job_started: float
     not count, and its heartbeats start after this.
     """
     previous = ctx.snapshots.current()
-    signs = [t for t in (last_event_time(ctx.state.logs, before=job_started),
-                         last_heartbeat(ctx.state.logs, before=job_started)) if t is not None]
-    last = max(signs, default=previous.epoch_started_at)
+    last = last_sign_of_life(ctx.state.logs, before=job_started) or previous.epoch_started_at
     consumed = consumed_after(previous.consumed_s, previous.epoch_started_at, last,
                               ctx.deadlines.of_epoch(previous.epoch))
     nxt, receipt = resume(previous, time.time(), consumed, hosts)

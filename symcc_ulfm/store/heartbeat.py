@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..errors import StoreError
 from .reads import check_regular
+from .runlog import last_event_time
 
 INTERVAL_S = 0.5
 WIDTH = 32
@@ -66,6 +67,13 @@ class Heartbeat:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def last_sign_of_life(logs_dir: Path, before: float) -> float | None:
+    """The latest time before ``before`` at which a rank was seen alive: its last log line or
+    heartbeat, whichever is later (what a resume charges a lost job up to)."""
+    signs = [t for t in (last_event_time(logs_dir, before), last_heartbeat(logs_dir, before)) if t is not None]
+    return max(signs, default=None)
 
 
 def last_heartbeat(logs_dir: Path, before: float) -> float | None:

@@ -30,12 +30,12 @@ from ..core.policy import Policy
 from ..errors import SymccUlfmError
 from ..store.deadline_file import read_deadlines
 from ..store.findings import state_of
-from ..store.heartbeat import last_heartbeat
+from ..store.heartbeat import last_sign_of_life
 from ..store.joblock import running
 from ..store.paths import StateDir
 from ..store.reads import read_bytes
 from ..store.record import parse_record_file
-from ..store.runlog import Event, LogFollower, last_event_time
+from ..store.runlog import Event, LogFollower
 
 STATUS_FORMAT = "symcc-ulfm-status/1"
 RATE_WINDOW_S = 10.0  # the "now" rates are taken over the samples of this window
@@ -255,8 +255,7 @@ class Tracker:
         elif is_running:
             end = now
         else:
-            signs = [last_event_time(self.state.logs, before=now), last_heartbeat(self.state.logs, before=now)]
-            end = max((t for t in signs if t is not None), default=begun)
+            end = last_sign_of_life(self.state.logs, before=now) or begun
         return float(snap["consumed_s"]) + max(0.0, end - begun)
 
     def _started_at(self) -> float | None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,3 +28,11 @@ class Launch:
 def launch(state: Path, *args: str, env: dict | None = None, timeout: float = 300) -> Launch:
     done = launch_process.run(state, args, timeout=timeout, env=env)
     return Launch(done.returncode, done.verdict, done.stderr, state)
+
+
+def status_json(state: Path) -> dict:
+    """``symcc-ulfm status STATE --json``, which must exit 0."""
+    done = subprocess.run([sys.executable, "-m", "symcc_ulfm", "status", str(state), "--json"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)

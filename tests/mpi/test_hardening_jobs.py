@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.mpi import FAST_SIMULATE, launch
+from helpers.mpi import FAST_SIMULATE, launch, status_json
 from helpers.store import mounted_tmpfs
 
 from symcc_ulfm.evidence.oracle.judge import judge
@@ -29,13 +29,6 @@ from symcc_ulfm.store.runlog import BURST
 
 pytestmark = pytest.mark.mpi
 SMALL = ["--ranks", "4", "--warm-spares", "0", "--workers-per-master", "3", "--failure-schedule", ""]
-
-
-def status_json(state: Path) -> dict:
-    done = subprocess.run([sys.executable, "-m", "symcc_ulfm", "status", str(state), "--json"],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 def start(state: Path, *args: str) -> subprocess.Popen:

@@ -17,10 +17,9 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-from helpers.mpi import launch
+from helpers.mpi import launch, status_json
 
 from symcc_ulfm.launch import json_child as launch_process
 from symcc_ulfm.tools.stats_files import PLOT_HEADER
@@ -33,12 +32,6 @@ CAMPAIGN = ["--ranks", "4", "--warm-spares", "0", "--workers-per-master", "3", "
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "symcc_ulfm", *args], capture_output=True, text=True, timeout=timeout)
-
-
-def status_json(state: Path) -> dict:
-    done = cli("status", str(state), "--json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 @pytest.fixture(scope="module")
