@@ -7,6 +7,11 @@ STAMP := $(VENV)/.installed-stamp
 KERNEL := symcc-ulfm
 KERNEL_SPEC := $(VENV)/share/jupyter/kernels/$(KERNEL)/kernel.json
 
+# pytest-xdist workers of `make test`/`make test-all` (TEST_WORKERS=0: one process); a test file stays
+# on one worker and the host_wide tests never run side by side (tests/conftest.py).
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+
 .PHONY: setup test test-all evidence lab
 
 setup: $(STAMP) $(KERNEL_SPEC)
@@ -19,11 +24,11 @@ $(STAMP): pyproject.toml
 
 test: setup
 	$(BIN)/ruff check symcc_ulfm tests
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest $(XDIST) -m "not slow"
 
 test-all: setup
 	$(BIN)/ruff check symcc_ulfm tests
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(XDIST)
 
 # -- evidence: run notebooks/f447_run.ipynb into evidence/<run-id>/, seal, verify ----------------
 # Notebook parameters as NAME=VALUE words, e.g. make evidence EVIDENCE_PARAMS="ranks=6 executor=simulate".

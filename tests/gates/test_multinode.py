@@ -29,6 +29,8 @@ from symcc_ulfm.gates.netns.agent import render
 from symcc_ulfm.gates.netns.session import RUNTIME
 from symcc_ulfm.gates.netns.topology import leftovers, unavailable_reason
 
+pytestmark = pytest.mark.host_wide  # network namespaces: one at a time under xdist
+
 REASON = unavailable_reason()
 
 

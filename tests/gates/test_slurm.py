@@ -16,6 +16,8 @@ from symcc_ulfm.gates.netns.topology import leftovers
 from symcc_ulfm.gates.slurm import EXPECTED, NODES, RUNTIME, unavailable
 from symcc_ulfm.gates.slurmd.cluster import leftover_processes
 
+pytestmark = pytest.mark.host_wide  # network namespaces: one at a time under xdist
+
 REASON = unavailable()
 
 

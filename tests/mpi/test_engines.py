@@ -21,6 +21,8 @@ from symcc_ulfm.launch.engines import (
     ipp_root,
 )
 
+pytestmark = pytest.mark.host_wide  # ipyparallel's profile root: one at a time under xdist
+
 
 class FakeRemoteError(Exception):
     def __init__(self, ename: str, evalue: str):

@@ -21,7 +21,7 @@ NOTEBOOK = REPO / "notebooks" / "f447_run.ipynb"
 SMALL = {"ranks": "6", "warm_spares": "1", "workers_per_master": "2", "failure_schedule": "0:2",
          "deadline_s": "6", "executor": "simulate"}
 
-pytestmark = [pytest.mark.notebook, pytest.mark.mpi]
+pytestmark = [pytest.mark.notebook, pytest.mark.mpi, pytest.mark.host_wide]
 
 
 def papermill(output: Path, run_dir: Path, **params: str) -> subprocess.CompletedProcess:

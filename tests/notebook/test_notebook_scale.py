@@ -14,6 +14,8 @@ import pytest
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.experiment import study
 
+pytestmark = pytest.mark.host_wide  # a notebook's kernel and cluster: one at a time under xdist
+
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 TINY = {"tiers": [1, 2, 3], "repeats": 2, "window_s": 2, "cores": 2, "executor": "simulate", "target": None,
