@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from symcc_ulfm.core.coverage import branch_coverage, coverage_id, is_branch_coverage
 from symcc_ulfm.core.master.frontier import PRIORITY_NOVEL, PRIORITY_SEED, PRIORITY_UNIQUE, FrontierQueue
 from symcc_ulfm.core.master.ownership import owner, weight
 
@@ -143,6 +144,13 @@ def test_absorb_returns_new_ids():
     assert s.absorb([1, 2, 2]) == {1, 2}
     assert s.absorb([2, 3]) == {3}
     assert s.coverage == {1, 2, 3}
+
+
+def test_edges_count_the_edge_ids_absorbed_once_and_no_branch_direction():
+    s = FrontierQueue(me=0, masters=(0,))
+    s.absorb([coverage_id(5, 1), coverage_id(5, 2), branch_coverage(9, True)])
+    s.absorb([coverage_id(5, 1), coverage_id(6, 1), branch_coverage(9, True), branch_coverage(9, False)])
+    assert s.edges == 3 == sum(1 for c in s.coverage if not is_branch_coverage(c))
 
 
 def test_route_groups_by_owner_and_queues_own_items():

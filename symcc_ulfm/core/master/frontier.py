@@ -39,6 +39,7 @@ class FrontierQueue:
     me: int
     masters: tuple[int, ...]
     coverage: set[int] = field(default_factory=set)
+    edges: int = 0  # ids in ``coverage`` that are edges, not branch directions (kept by ``absorb``)
     lengths: dict[str, int] = field(default_factory=dict)  # of the inputs whose length a manifest told
     _queue: list[tuple[int, int, int, str]] = field(default_factory=list)
     _known: set[str] = field(default_factory=set)
@@ -99,6 +100,7 @@ class FrontierQueue:
         """Add coverage; returns the ids that were new."""
         new = set(coverage_ids) - self.coverage
         self.coverage |= new
+        self.edges += sum(1 for c in new if not is_branch_coverage(c))
         return new
 
     def route(self, items: list[tuple[str, int]]) -> dict[int, list[tuple[str, int]]]:
@@ -179,7 +181,7 @@ class Frontier:
                 "slice": sliced, "generated": manifest["generated"], "dropped": len(manifest["dropped"]),
                 "unique": len(objects), "novel": len(novel), "replayed": replayed,
                 "findings": len(manifest["findings"]), "executions": manifest["stats"].get("executions", 0),
-                "edges": sum(1 for c in self.queue.coverage if not is_branch_coverage(c))}
+                "edges": self.queue.edges}
         forward = self.queue.route([(o["sha256"], self.priority[o["sha256"]]) for o in objects
                                     if o["sha256"] not in stopped])
         out = []
