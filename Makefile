@@ -129,7 +129,7 @@ bench-engine: setup $(BENCH_STAMP)
 # -- bench-hybrid: AFL++, SymCC, SymCC's fuzzing helpers and our hybrid campaigns on the C targets and two
 # Debian-source libraries, one measurer (benchmarks/bench_hybrid.py, benchmarks/README.md "Hybrid campaigns").
 # Full: 5 targets x 8 systems x 2 rounds x 600 s (~14 h on 2 cores); BENCH_QUICK=1: 2 targets, 4 systems, 45 s
-# (~10 min). SYMCC_CC, SYMCC_HELPER (the Rust helper) and MPI_HELPER (upstream's mpi_fuzzing_helper.py)
+# (~10 min); HYBRID_ARGS='--out DIR --resume' takes an interrupted run up again. SYMCC_CC, SYMCC_HELPER (the Rust helper) and MPI_HELPER (upstream's mpi_fuzzing_helper.py)
 # default to the builds of benchmarks/README.md in /work/scratch when they are there.
 SYMCC_CC ?= $(firstword $(wildcard /work/scratch/symcc-build/symcc))
 SYMCC_HELPER ?= $(firstword $(wildcard /work/scratch/symcc-helper/release/symcc_fuzzing_helper))

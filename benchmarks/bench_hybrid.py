@@ -15,8 +15,10 @@ round to the next, ABC CBA): ``afl1`` (afl-fuzz alone), ``afl2`` (afl-fuzz -M an
 workers), ``helper`` (AFL main + secondary + SymCC's fuzzing helper: the Rust one when
 ``SYMCC_HELPER`` names a build of it, else ``helper_baseline.py``), ``mpi-helper`` (AFL main +
 upstream's ``util/mpi_fuzzing_helper.py`` of symcc 7dc2ee66 under mpiexec, when ``MPI_HELPER``
-names it), ``hybrid`` (our campaign, one AFL and one SymCC worker), ``hybrid-2a1s`` (two AFL
-workers and one SymCC worker: the helper's arrangement as a campaign).
+names it), ``hybrid`` (our campaign, one AFL and one SymCC worker; the SymCC worker runs its
+own afl-fuzz while it has nothing to analyze, ``launch --idle fuzz``), ``hybrid-2a1s`` (two AFL
+workers and one SymCC worker: the helper's arrangement as a campaign). One ablation, not in the
+full mode's list: ``hybrid-wait`` (``hybrid`` with ``--idle wait``: the SymCC worker waits).
 
 One measurer for every system (:class:`Measurer`): the corpus a system holds at the end of its
 window (its corpus directories as listed at that instant, seeds included): inputs, AFL edges
@@ -25,6 +27,14 @@ pairs of the plain build) and unique crashes (distinct sanitizer ``SUMMARY`` lin
 of the ASan+UBSan build); edges over time from the corpus listed every window/10. Everything
 stays in ``--out`` (default ``runs/hybrid-<time>/``): ``results.json``, ``table.txt``,
 ``edges-<target>.png``, ``edges.png``, each system's directories and logs.
+
+A full run (5 targets x 8 systems x 2 rounds x 600 s) takes longer than one sitting, so it can be
+taken up again: every window writes ``round<r>/<target>/<system>/outcome.json`` (its figures, the
+commit it ran on, when it started and the load average before and after), and ``--resume`` with
+the same ``--out`` keeps those windows, runs the others in the same order on the same binaries
+(``run.json`` records the settings and each binary's SHA-256; a resume with other settings or
+other binaries is refused) and prints one table over all of them. A window that was interrupted
+is moved aside (``<system>.interrupted-<n>``) and run again.
 """
 
 from __future__ import annotations
@@ -66,11 +76,12 @@ AFL_ENV = {
     "AFL_NO_WARN_INSTABILITY": "1", "AFL_FAST_CAL": "1", "AFL_QUIET": "1",
 }
 AFL_SYNC_ENV = {"AFL_SYNC_TIME": "1", "AFL_IMPORT_FIRST": "1"}
-ALL_SYSTEMS = ["afl1", "afl2", "symcc-loop", "campaign-symcc", "helper", "mpi-helper", "hybrid", "hybrid-2a1s"]
-NEEDS_SYMCC = {"symcc-loop", "campaign-symcc", "helper", "mpi-helper", "hybrid", "hybrid-2a1s"}
+FULL_SYSTEMS = ["afl1", "afl2", "symcc-loop", "campaign-symcc", "helper", "mpi-helper", "hybrid", "hybrid-2a1s"]
+ALL_SYSTEMS = [*FULL_SYSTEMS, "hybrid-wait"]
+NEEDS_SYMCC = set(ALL_SYSTEMS) - {"afl1", "afl2"}
 QUICK = {"seconds": 45.0, "rounds": 1, "targets": "hdr_opcode,cjson", "systems": "afl2,helper,campaign-symcc,hybrid"}
 FULL = {"seconds": 600.0, "rounds": 2, "targets": "hdr_opcode,tlv_records,crash_dispatch,libpng,cjson",
-        "systems": ",".join(ALL_SYSTEMS)}
+        "systems": ",".join(FULL_SYSTEMS)}
 PAD = 48  # the c_targets' seeds are padded as bench_symcc's are (SymCC never changes an input's length)
 
 
@@ -250,6 +261,9 @@ class Outcome:
     crashes: int = 0
     timeline: list = field(default_factory=list)  # [t, inputs, edges]
     notes: dict = field(default_factory=dict)
+    commit: str = ""  # of this checkout when the window ran ("+" when benchmarks/ or symcc_ulfm/ had changes)
+    started: str = ""  # UTC
+    load: list = field(default_factory=list)  # 1-minute load average before and after the window
 
 
 # -- the systems ----------------------------------------------------------------------------------
@@ -436,23 +450,23 @@ def system_loop(ctx: Context) -> tuple[Sampler, dict]:
     return sampler, {"analyzed": m.analyzed, "generated": m.generated, **m.notes}
 
 
-def campaign_args(ctx: Context, kinds: str | None, workers: int) -> list[str]:
+def campaign_args(ctx: Context, kinds: str | None, workers: int, idle: str = "fuzz") -> list[str]:
     args = ["--executor", "symcc", "--target", str(ctx.binaries["symcc"]),
             "--executor-option", f"afl_binary={ctx.binaries['afl']}", "--seeds", str(ctx.seed_dir),
             "--keep", "novel", "--failure-schedule", "", "--deadline", f"{ctx.seconds:g}", "--run-to-deadline",
             "--ranks", str(workers + 1), "--warm-spares", "0", "--workers-per-master", str(workers)]
     if kinds:
-        args += ["--worker-kinds", kinds, "--slice", f"{ctx.args.slice:g}"]
+        args += ["--worker-kinds", kinds, "--slice", f"{ctx.args.slice:g}", "--idle", idle]
     if ctx.args.symcc_env:
         args += ["--executor-option", f"env={ctx.args.symcc_env}"]
     return args
 
 
-def system_campaign(ctx: Context, kinds: str | None, workers: int) -> tuple[Sampler, dict]:
+def system_campaign(ctx: Context, kinds: str | None, workers: int, idle: str = "fuzz") -> tuple[Sampler, dict]:
     from symcc_ulfm.launch import json_child
 
     state = ctx.run_dir / "state"
-    args = campaign_args(ctx, kinds, workers)
+    args = campaign_args(ctx, kinds, workers, idle)
     start = time.monotonic()
     sampler = Sampler([(state, "corpus/objects")], ctx.seconds, start)
     sampler.start()
@@ -470,7 +484,7 @@ def system_campaign(ctx: Context, kinds: str | None, workers: int) -> tuple[Samp
     notes = {"command": json_child.command(state, args), "returncode": done.returncode,
              "passed": verdict.get("passed"), "problems": verdict.get("problems"),
              "analyzed": verdict.get("wal_analyzed"), "generated": verdict.get("wal_generated"),
-             "wal_unique": verdict.get("wal_unique")}
+             "wal_unique": verdict.get("wal_unique"), "lent_slices": verdict.get("lent_slices")}
     if done.returncode != 0 or verdict.get("passed") is False:
         notes["failed"] = campaign_failure(state, done)
     elif kinds:
@@ -520,6 +534,8 @@ def run_system(system: str, ctx: Context) -> tuple[Sampler | None, dict, str | N
         return (*system_campaign(ctx, "afl:1,symcc:1", 2), None)
     if system == "hybrid-2a1s":
         return (*system_campaign(ctx, "afl:2,symcc:1", 3), None)
+    if system == "hybrid-wait":
+        return (*system_campaign(ctx, "afl:1,symcc:1", 2, "wait"), None)
     raise ValueError(f"unknown system {system}; known: {', '.join(ALL_SYSTEMS)}")
 
 
@@ -668,6 +684,64 @@ def set_cores(count: int | None) -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
+def checkout() -> str:
+    """The commit this checkout is at, with "+" when the code a window runs (benchmarks/, symcc_ulfm/)
+    differs from it; "?" outside git."""
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        changed = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "benchmarks", "symcc_ulfm"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+    return head + ("+" if changed else "")
+
+
+def settings_of(args: argparse.Namespace, symcc_cc: str | None, cores: int) -> dict:
+    """What every window of one run must share (``run.json``)."""
+    return {"seconds": args.seconds, "rounds": args.rounds, "targets": args.targets, "systems": args.systems,
+            "cores": cores, "slice": args.slice, "helper_feed": args.helper_feed, "symcc_env": args.symcc_env,
+            "mpi_workers": args.mpi_workers, "symcc_cc": symcc_cc, "symcc_helper": args.symcc_helper,
+            "mpi_helper": args.mpi_helper}
+
+
+def kept_binaries(recorded: dict, target: str) -> dict[str, Path] | None:
+    """A resumed run's binaries of ``target``, when they are all still there unchanged (else None)."""
+    mine = recorded.get(target)
+    if not mine:
+        return None
+    paths = {kind: Path(entry["path"]) for kind, entry in mine.items()}
+    if all(p.is_file() and sha256(p.read_bytes()) == mine[kind]["sha256"] for kind, p in paths.items()):
+        return paths
+    return None
+
+
+def load_outcome(path: Path) -> Outcome:
+    return Outcome(**json.loads(path.read_text()))
+
+
+def move_aside(run_dir: Path) -> Path:
+    """An interrupted window's directory, kept under a name no window uses."""
+    n = 1
+    while (aside := run_dir.with_name(f"{run_dir.name}.interrupted-{n}")).exists():
+        n += 1
+    run_dir.rename(aside)
+    return aside
+
+
+def spread(results: list[Outcome]) -> str:
+    """The commits and load averages of the windows of a table."""
+    commits: dict[str, int] = {}
+    for o in results:
+        if o.commit:
+            commits[o.commit] = commits.get(o.commit, 0) + 1
+    loads = [v for o in results for v in o.load]
+    starts = sorted(o.started for o in results if o.started)
+    return (f"windows: {starts[0] if starts else '-'} .. {starts[-1] if starts else '-'}; commits: "
+            + (", ".join(f"{c} ({n})" for c, n in commits.items()) or "-")
+            + (f"; load average {min(loads):.2f}-{max(loads):.2f}" if loads else ""))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"short run: {QUICK}")
@@ -687,7 +761,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=ROOT / "runs" / "hybrid-cache",
                         help="library sources and archives, kept between runs")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--resume", action="store_true",
+                        help="take up the run in --out: keep its finished windows, run the others")
     args = parser.parse_args(argv)
+    if args.resume and args.out is None:
+        parser.error("--resume takes up the run in --out: name it")
     mode = QUICK if args.quick else FULL
     for key in ("seconds", "rounds", "targets", "systems"):
         if getattr(args, key) is None:
@@ -698,7 +776,18 @@ def main(argv: list[str] | None = None) -> int:
     cpus = set_cores(args.cores)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = (args.out or ROOT / "runs" / f"hybrid-{stamp}").resolve()
-    (out / "bin").mkdir(parents=True)
+    settings = settings_of(args, symcc_cc, len(cpus))
+    if args.resume:
+        try:
+            recorded = json.loads((out / "run.json").read_text())
+        except (OSError, ValueError) as exc:
+            parser.error(f"--resume: {out} holds no readable run.json ({exc})")
+        differ = {k: (recorded["settings"].get(k), v) for k, v in settings.items() if recorded["settings"].get(k) != v}
+        if differ:
+            parser.error(f"--resume: {out} was run with other settings (recorded, now): {differ}")
+    else:
+        (out / "bin").mkdir(parents=True)
+        recorded = {"settings": settings, "binaries": {}, "libraries": {}}
     jobs = len(cpus)
     log_lines: list[str] = []
 
@@ -717,8 +806,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     for name in args.targets.split(","):
         target = known[name]
+        kept = kept_binaries(recorded["binaries"], name) if args.resume else None
         try:
-            builds[name], versions = build_target(target, symcc_cc, out / "bin", args.cache.resolve(), log, jobs)
+            if kept:
+                builds[name], versions = kept, recorded["libraries"].get(name, {})
+            else:
+                builds[name], versions = build_target(target, symcc_cc, out / "bin", args.cache.resolve(), log, jobs)
         except (LibraryUnavailable, RuntimeError) as exc:
             log(f"target {name} skipped: {exc}")
             results += [Outcome(name, s, 0, args.seconds, skipped=f"target not built: {str(exc)[:200]}")
@@ -727,16 +820,30 @@ def main(argv: list[str] | None = None) -> int:
         for package, version in versions.items():
             libraries[package] = version
             log(f"library {package} {version} (Debian source package, apt-get source) for {name}")
-        seed_dirs[name] = write_seeds(target, out)
+        shas = {kind: {"path": str(path), "sha256": sha256(Path(path).read_bytes())} for kind, path in builds[name].items()}
+        if args.resume and not kept and name in recorded["binaries"] and shas != recorded["binaries"][name]:
+            parser.error(f"--resume: {name}'s binaries were rebuilt differently from the run's: start a new --out")
+        recorded["binaries"][name], recorded["libraries"][name] = shas, versions
+        seed_dirs[name] = out / "seeds" / name if (out / "seeds" / name).is_dir() else write_seeds(target, out)
+    (out / "run.json").write_text(json.dumps(recorded, indent=1))
     build_s = time.monotonic() - started
+    commit = checkout()
     measurers = {name: Measurer(builds[name], out, jobs) for name in builds}
     for rnd in range(args.rounds):
         for system in systems if rnd % 2 == 0 else systems[::-1]:
             for name in builds:
                 run_dir = out / f"round{rnd}" / name / system
+                if (run_dir / "outcome.json").is_file():
+                    o = load_outcome(run_dir / "outcome.json")
+                    log(f"round {rnd} {name} {system}: kept from {o.started} ({o.commit}): edges {o.edges}")
+                    results.append(o)
+                    continue
+                if run_dir.exists():
+                    log(f"round {rnd} {name} {system}: interrupted earlier, moved to {move_aside(run_dir).name}")
                 run_dir.mkdir(parents=True)
                 ctx = Context(known[name], builds[name], seed_dirs[name], args.seconds, run_dir, args)
-                o = Outcome(name, system, rnd, args.seconds)
+                o = Outcome(name, system, rnd, args.seconds, commit=commit,
+                            started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), load=[os.getloadavg()[0]])
                 cpu0 = children_cpu() + self_cpu()
                 t0 = time.monotonic()
                 try:
@@ -747,6 +854,7 @@ def main(argv: list[str] | None = None) -> int:
                 o.busy_s = sampler.busy_s if sampler else None
                 o.notes = {**notes, "wall_s": round(time.monotonic() - t0, 2)}
                 o.failed = o.notes.pop("failed", None)
+                o.load.append(os.getloadavg()[0])
                 if skipped:
                     o.skipped = skipped
                     log(f"round {rnd} {name} {system}: skipped: {skipped}")
@@ -755,6 +863,7 @@ def main(argv: list[str] | None = None) -> int:
                     measurers[name].score(o, sampler, seeds)
                     log(f"round {rnd} {name} {system}: corpus {o.corpus}, edges {o.edges}, behaviours "
                         f"{o.behaviours}, crashes {o.crashes}" + (f"; FAILED: {o.failed}" if o.failed else ""))
+                (run_dir / "outcome.json").write_text(json.dumps(asdict(o), indent=1, default=str))
                 results.append(o)
     header = (f"bench_hybrid: {args.seconds:g} s windows, {args.rounds} round(s), cores={len(cpus)}, {stamp}, "
               f"{'quick' if args.quick else 'full'} mode\n"
@@ -762,7 +871,7 @@ def main(argv: list[str] | None = None) -> int:
               f"SYMCC_CC={symcc_cc or '-'}; helper: "
               f"{'rust ' + args.symcc_helper if args.symcc_helper else 'python re-implementation (helper_baseline.py)'}"
               f"; MPI_HELPER={args.mpi_helper or '-'}\n"
-              f"libraries: {', '.join(f'{p} {v}' for p, v in libraries.items()) or '-'}")
+              f"libraries: {', '.join(f'{p} {v}' for p, v in libraries.items()) or '-'}\n{spread(results)}")
     text = table(results, header)
     print(text)
     written = figures(results, out)

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python (symcc-ulfm .venv)
 #     language: python
@@ -148,10 +148,11 @@ display(Markdown("| | |\n|---|---|\n" + "\n".join(f"| {k} | `{v}` |" for k, v in
 # what each worker kind found first (the oracle's own recount of the WAL)
 attribution = (verdict.get("summary") or {}).get("attribution", {})  # a run that could not be judged has none
 if attribution:
-    display(Markdown("| worker kind | corpus inputs found first | of them adding coverage | findings | leases |\n"
-                     "|---|---|---|---|---|\n" + "\n".join(
-                         f"| {kind} | {row['inputs']} | {row['novel']} | {row['findings']} | {row['works']} |"
-                         for kind, row in attribution.items())))
+    lent = verdict.get("lent_slices", {})  # slices analysis workers ran while they had nothing to analyze
+    display(Markdown("| worker kind | corpus inputs found first | of them adding coverage | findings | leases "
+                     "| of them lent |\n|---|---|---|---|---|---|\n" + "\n".join(
+                         f"| {kind} | {row['inputs']} | {row['novel']} | {row['findings']} | {row['works']} "
+                         f"| {lent.get(kind, 0)} |" for kind, row in attribution.items())))
 
 # %%
 failures = [f"oracle: {p}" for p in verdict["problems"]] + engines.problems()

@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "or holding a finding (novel, as SymCC's fuzzing helper keeps test cases)")
     p.add_argument("--slice", type=float, default=5.0, metavar="SECONDS", dest="slice_s",
                    help="how long a fuzzer worker's lease runs before it returns what it kept")
+    p.add_argument("--idle", choices=("fuzz", "wait"), default="fuzz",
+                   help="what an analysis worker with nothing to analyze does in a campaign with a fuzzer kind: "
+                        "runs slices of the first fuzzer kind of --worker-kinds until inputs come (fuzz), or waits")
     p.add_argument("--isolation", choices=("namespaces", "none"), default=REFERENCE["isolation"],
                    help="target code runs in user, mount and PID namespaces where the campaign's files are "
                         "read-only and every process it starts dies with its sandbox (default); none: only where "

@@ -39,6 +39,7 @@ def _policy_options(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
         "worker_kinds": ("worker_kinds", args.worker_kinds),
         "keep": ("keep", args.keep),
         "slice_s": ("slice_s", args.slice_s),
+        "idle": ("idle", args.idle),
         "isolation": ("isolation", args.isolation),
     }
 

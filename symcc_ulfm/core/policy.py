@@ -2,7 +2,7 @@
 
 Every rank reads the same ``policy.json`` and the ranks compare the SHA-256 at start-up; a
 mismatch fails closed. Rejections name the field and the accepted form. Fields added after the
-first format (``worker_kinds``, ``keep``, ``slice_s``, ``isolation``) are written only when they differ from
+first format (``worker_kinds``, ``keep``, ``slice_s``, ``isolation``, ``idle``) are written only when they differ from
 their defaults, so a policy that does not use them keeps its bytes and its SHA-256.
 """
 
@@ -81,6 +81,7 @@ class Policy(Canonical):
     keep: str = "all"  # which candidates enter the corpus: "all" distinct ones, or only "novel" ones (and findings)
     slice_s: float = 5.0  # how long a fuzzer worker's lease runs before it returns what it kept
     isolation: str = "namespaces"  # target code in namespaces (executors.sandbox.isolation), or "none"
+    idle: str = "fuzz"  # an analysis worker with nothing to analyze: runs slices of the campaign's fuzzer kind, or "wait"
 
     def __post_init__(self):
         self._validate()
@@ -134,6 +135,8 @@ class Policy(Canonical):
             raise PolicyError("isolation", f"{self.isolation!r}: expected namespaces or none")
         if self.keep not in ("all", "novel"):
             raise PolicyError("keep", f"{self.keep!r}: expected all or novel")
+        if self.idle not in ("fuzz", "wait"):
+            raise PolicyError("idle", f"{self.idle!r}: expected fuzz or wait")
         if not _positive_number(self.slice_s) or not 0.2 <= self.slice_s <= 3600:
             raise PolicyError("slice_s", f"{self.slice_s!r}: expected seconds in 0.2..3600")
         if self.worker_kinds and self.slice_s > self.timeouts.lease_s / 2:
@@ -186,6 +189,7 @@ class Policy(Canonical):
             **({"keep": self.keep} if self.keep != "all" else {}),
             **({"slice_s": self.slice_s} if self.slice_s != 5.0 else {}),
             **({"isolation": self.isolation} if self.isolation != "namespaces" else {}),
+            **({"idle": self.idle} if self.idle != "fuzz" else {}),
         }
 
 
@@ -226,7 +230,7 @@ def fields_of(policy: Policy) -> dict[str, Any]:
     too), with ``timeouts.NAME`` and ``executor_options.KEY`` one entry each: what a resume
     compares the options it is given with (:func:`differences`)."""
     data = {"worker_kinds": format_kinds(policy.worker_kinds), "keep": policy.keep, "slice_s": policy.slice_s,
-            "isolation": policy.isolation, **policy.to_json()}
+            "isolation": policy.isolation, "idle": policy.idle, **policy.to_json()}
     del data["format"]
     for nested in ("timeouts", "executor_options"):
         data.update({f"{nested}.{key}": value for key, value in data.pop(nested).items()})

@@ -124,9 +124,10 @@ def _per_master(commits: list[dict]) -> list[dict[str, Any]]:
 def handoffs(state_dir: str | Path) -> dict[str, list[float]]:
     """Seconds from an input's publication to its first use by a worker of another kind, in a
     hybrid campaign: ``to_analysis`` (an analysis worker begins a lease on an input a fuzzer
-    found), ``to_fuzzers`` (a fuzzer worker is handed an input an analysis worker found; afl-fuzz
-    then imports it at its next sync). Publication is the master's ``commit`` line of the record
-    that claimed the input; seeds are nobody's find and not counted."""
+    found), ``to_fuzzers`` (a fuzzer, also one an idle analysis worker is lent to, is handed an
+    input a worker of another kind found; afl-fuzz then imports it at its next sync). Publication
+    is the master's ``commit`` line of the record that claimed the input; seeds are nobody's find
+    and not counted."""
     state = Path(state_dir)
     wal = WorkWAL(state / "wal", state, Corpus(state / "corpus", 0o644, 0o600), 0o600)
     found_by: dict[str, tuple[str, str]] = {}  # input -> (its record's work hash, the finder's kind)
@@ -146,7 +147,7 @@ def handoffs(state_dir: str | Path) -> dict[str, list[float]]:
             names, direction = event["inputs"], "to_fuzzers"
         else:
             continue
-        mine = kinds.get((event["rank"], event["generation"]))
+        mine = event.get("kind") or kinds.get((event["rank"], event["generation"]))  # OFFERED names its fuzzer
         for name in names:
             work, finder = found_by.get(name, (None, None))
             if work in published and finder != mine and (name, direction) not in first:

@@ -85,6 +85,9 @@ class Executor(abc.ABC):
     # ran (its targets are processes); False: the child kills them after each target execution.
     adopts_orphans: ClassVar[bool] = False
     takes_dictionary: ClassVar[bool] = False  # uses the shared option ``dictionary`` (executors.dictionary)
+    # A fuzzer whose processes go on fuzzing between its slices (afl-fuzz): an analysis worker lent
+    # to it (core.policy ``idle``) closes it before it analyzes again (runtime.rank_state.pause_lent).
+    runs_between_slices: ClassVar[bool] = False
     on_execution = staticmethod(_ignore)  # called with the input before each target execution, None after
     scratch_dir: Path | None = None  # where executions may write files (the runtime's, under the state dir)
     # A hybrid executor (``concolic``) executes mutants of its input inside ``run``; False asks it not to

@@ -13,10 +13,11 @@ from ..core.canonical import digest
 from ..core.deadlines import Deadlines
 from ..core.membership import Membership
 from ..core.policy import Policy
-from ..executors import Executor, create
+from ..errors import PolicyError
+from ..executors import Executor, create, executor_class, is_fuzzer
 from ..store.corpus import Corpus
 from ..store.deadline_file import read_deadlines
-from ..store.dirs import clear_dir, remove_dir
+from ..store.dirs import clear_dir, ensure_dir, remove_dir
 from ..store.identity import kind_sha256, require_same
 from ..store.joblock import RanksLock
 from ..store.paths import StateDir
@@ -25,6 +26,17 @@ from ..store.snapshots import SnapshotStore
 from ..store.wal import WorkWAL
 from .backoff import HOT_ROUNDS
 from .injection import Injector
+
+
+@dataclass
+class HeldExecutor:
+    """An executor a rank runs: its kind, the corpus objects it was offered (a fuzzer), and
+    whether its identity was checked against the campaign's (before its first execution)."""
+
+    kind: str
+    executor: Executor
+    offered: set[str] = field(default_factory=set)
+    checked: bool = False
 
 
 @dataclass
@@ -39,11 +51,9 @@ class RankState:
     opened_at: float = field(default_factory=time.time)  # before this process wrote any log line
     ranks_lock: RanksLock | None = None  # this rank's share of ranks.lock (store.joblock), held for its life
     hot_rounds: int = HOT_ROUNDS  # of every Backoff of this rank (backoff.hot_rounds_for)
-    _executor: Executor | None = field(default=None, repr=False)
-    _executor_kind: str | None = None  # the kind _executor runs
+    _own: HeldExecutor | None = field(default=None, repr=False)  # the executor of its current kind
+    _lent: HeldExecutor | None = field(default=None, repr=False)  # the fuzzer it runs while it has nothing to analyze
     _kind_shas: dict[str, str] = field(default_factory=dict)
-    offered: set[str] = field(default_factory=set)  # corpus objects the executor (a fuzzer) was offered
-    _executor_checked: bool = False
 
     @property
     def generation(self) -> int:
@@ -83,19 +93,45 @@ class RankState:
         return self.membership.layout.kind_of(self.stable) or self.policy.executor
 
     @property
-    def executor(self) -> Executor:
-        """This rank's executor of its current kind (contained when it runs target code), kept across
-        generations while the kind stays; a rank whose slot changes kind starts the other one afresh."""
-        kind = self.kind
-        if self._executor is not None and self._executor_kind != kind:
+    def lent_kind(self) -> str | None:
+        """The fuzzer kind whose slices an analysis worker runs while it has nothing to analyze
+        (``Policy.idle``): the first fuzzer kind of the worker slots; None: it waits."""
+        if self.policy.idle != "fuzz":
+            return None
+        return next((kind for kind in self.policy.slots if is_fuzzer(kind)), None)
+
+    def held(self, kind: str) -> HeldExecutor:
+        """The executor that runs work of ``kind``. The rank's own is of its current kind (contained
+        when it runs target code), kept across generations while the kind stays; a rank whose slot
+        changes kind starts the other one afresh. For an analysis worker given
+        a slice of ``lent_kind``, that fuzzer, started in ``lent-<kind>/`` of its scratch and kept
+        there (a fuzzer resumes its directory after :meth:`pause_lent`)."""
+        own = self.kind
+        if self._own is not None and self._own.kind != own:
             self.close_executor()
-        if self._executor is None:
+        if self._own is None:
             scratch = self.state.worker_scratch(self.stable)
             clear_dir(scratch, self.state.modes.snapshot_dir)
-            self._executor = create(kind, self.policy.target, self.policy.executor_options, scratch,
-                                    self.policy.isolation)
-            self._executor_kind, self._executor_checked, self.offered = kind, False, set()
-        return self._executor
+            self._own = HeldExecutor(own, create(own, self.policy.target, self.policy.executor_options, scratch,
+                                                 self.policy.isolation))
+        if kind == own:
+            return self._own
+        if kind != self.lent_kind or is_fuzzer(own):
+            raise PolicyError("idle", f"worker {self.stable} ({own}) was given work of {kind!r}: only an analysis "
+                                      f"worker runs slices of another kind, the idle kind {self.lent_kind!r}")
+        if self._lent is None:
+            scratch = ensure_dir(self.state.worker_scratch(self.stable) / f"lent-{kind}", self.state.modes.snapshot_dir)
+            self._lent = HeldExecutor(kind, create(kind, self.policy.target, self.policy.executor_options, scratch,
+                                                   self.policy.isolation))
+        return self._lent
+
+    def pause_lent(self) -> None:
+        """Before this analysis worker analyzes again: stop the fuzzer it was lent to if that one
+        runs on between slices (``afl``: its sandbox and afl-fuzz end, the directory stays and the
+        next slice resumes it), so that the two never share the worker's core."""
+        if self._lent is not None and executor_class(self._lent.kind).runs_between_slices:
+            self._lent.executor.close()
+            self._lent = None
 
     def clear_failed_scratch(self) -> None:
         """The lowest live rank removes what failed ranks' executions left in their scratch."""
@@ -103,17 +139,19 @@ class RankState:
             for rank in self.membership.failed:
                 remove_dir(self.state.worker_scratch(rank))
 
-    def check_executor(self) -> None:
-        """Before the first execution: the executor must be the one the campaign was prepared with."""
-        if not self._executor_checked:
-            require_same(self.state.executor, digest(self.executor.identity()), f"rank {self.stable}'s executor",
-                         self._recorded_kind(self._executor_kind))
-            self._executor_checked = True
+    def check_executor(self, held: HeldExecutor) -> None:
+        """Before its first execution: an executor must be the one the campaign was prepared with."""
+        if not held.checked:
+            require_same(self.state.executor, digest(held.executor.identity()), f"rank {self.stable}'s executor",
+                         self._recorded_kind(held.kind))
+            held.checked = True
 
     def close_executor(self) -> None:
-        if self._executor is not None:
-            self._executor.close()
-            self._executor = None
+        """Close every executor this rank runs (its own kind's and a lent fuzzer)."""
+        for held in (self._lent, self._own):
+            if held is not None:
+                held.executor.close()
+        self._own = self._lent = None
 
     @property
     def executor_sha(self) -> str:

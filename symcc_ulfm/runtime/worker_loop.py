@@ -30,13 +30,14 @@ from ..core.finding import MAX_PER_RESULT
 from ..core.limits import MAX_OBJECT_BYTES
 from ..core.master.slices import is_descriptor, slice_hash
 from ..core.schedule import Phase
-from ..errors import IntegrityError, ProtocolError, SymccUlfmError
+from ..errors import IntegrityError, PolicyError, ProtocolError, SymccUlfmError
+from ..executors import Executor
 from ..store.durability import Barrier
 from ..store.runlog import Event
 from ..store.staging import WorkerStaging
 from .adversary import adversary_mode, misbehave
 from .backoff import Backoff
-from .rank_state import RankState
+from .rank_state import HeldExecutor, RankState
 from .transport import DATA, Transport
 
 MAX_LOGGED_INPUTS = 256  # of one OFFERED line
@@ -56,7 +57,7 @@ class WorkerLoop:
         # the master's syncfs covers staged files only when it runs on the same host (kernel)
         self.sync_before_result = ctx.peers[self.master]["host"] != ctx.peers[ctx.stable]["host"]
         self.executed = 0
-        self.executor = ctx.executor  # the rank's sandbox, started once and kept across generations
+        ctx.held(ctx.kind)  # the rank's own executor (its sandbox), started now and kept across generations
         self.adversary = adversary_mode(ctx.stable) if self.gen == 0 else None
         self.give_up = worker_give_up(ctx.deadline, ctx.policy.timeouts)
         self.queue: deque[dict] = deque()  # leased WORK in the order the master sent it
@@ -164,18 +165,23 @@ class WorkerLoop:
         findings: list[dict] = []
         stats: dict[str, float] = {}
         error = None
-        ctx.check_executor()
         try:
-            data = self._input(work)
-            deaths = self._deaths()
-            self.staging.mark_running(self.gen, work["lease"])
+            held = self._held_for(work)
+        except PolicyError as exc:  # a slice of a kind this worker is not lent to
+            held, error = None, f"{type(exc).__name__}: {exc}"
+        if held is not None:
+            ctx.check_executor(held)
             try:
-                candidates, findings, stats = self._analyze(work, data)
-            finally:
-                self.staging.mark_running(self.gen, None)
-            stats["sandbox_deaths"] = self._deaths() - deaths
-        except (IntegrityError, SymccUlfmError) as exc:
-            error = f"{type(exc).__name__}: {exc}"
+                data = self._input(work, held)
+                deaths = _deaths(held.executor)
+                self.staging.mark_running(self.gen, work["lease"])
+                try:
+                    candidates, findings, stats = self._analyze(work, data, held.executor)
+                finally:
+                    self.staging.mark_running(self.gen, None)
+                stats["sandbox_deaths"] = _deaths(held.executor) - deaths
+            except (IntegrityError, SymccUlfmError) as exc:
+                error = f"{type(exc).__name__}: {exc}"
         stats["seconds"] = time.perf_counter() - started
         self.executed += 1
         try:
@@ -197,13 +203,22 @@ class WorkerLoop:
                 named = {c["sha256"] for c in candidates} | {work["input_hash"]}
                 findings = [f for f in findings if f["sha256"] in named]
 
-    def _input(self, work: dict) -> bytes:
+    def _held_for(self, work: dict) -> HeldExecutor:
+        """The executor of the work's kind: the worker's own, or for a slice of the idle kind given
+        to this analysis worker, the fuzzer it is lent to; before it analyzes, that fuzzer is paused."""
+        hint = work["hint"]
+        kind = hint["kind"] if is_descriptor(hint) else self.ctx.kind
+        if kind == self.ctx.kind:
+            self.ctx.pause_lent()
+        return self.ctx.held(kind)
+
+    def _input(self, work: dict, held: HeldExecutor) -> bytes:
         """The lease's input, read back from the corpus and verified; a fuzzer's slice has none
         (its hint is the slice's descriptor, which its input hash names)."""
         if is_descriptor(work["hint"]):
             if slice_hash(work["hint"]) != work["input_hash"]:
                 raise IntegrityError(f"slice descriptor does not hash to the lease's input {work['input_hash'][:12]}")
-            self._offer_corpus()
+            self._offer_corpus(held)
             return b""
         data = self.ctx.corpus.read(work["input_hash"])
         if self.executed == 0:
@@ -212,23 +227,20 @@ class WorkerLoop:
             self.ctx.log.event(Event.LEASE_START, input_hash=work["input_hash"])
         return data
 
-    def _offer_corpus(self) -> None:
+    def _offer_corpus(self, held: HeldExecutor) -> None:
         """Before a fuzzer's slice: what the others published since the last one, read back and
         verified, shortest first (``executors.base.Executor.offer``)."""
-        fresh = [name for name in self.ctx.corpus.names() if name not in self.ctx.offered]
-        self.ctx.offered.update(fresh)
+        fresh = [name for name in self.ctx.corpus.names() if name not in held.offered]
+        held.offered.update(fresh)
         inputs = sorted((self.ctx.corpus.read(name) for name in fresh), key=len)
         if inputs:
-            self.executor.offer(inputs)
-            self.ctx.log.event(Event.OFFERED, count=len(fresh), inputs=fresh[:MAX_LOGGED_INPUTS])
+            held.executor.offer(inputs)
+            self.ctx.log.event(Event.OFFERED, count=len(fresh), inputs=fresh[:MAX_LOGGED_INPUTS], kind=held.kind)
 
-    def _deaths(self) -> int:
-        return getattr(self.executor, "deaths", 0)
-
-    def _analyze(self, work: dict, data: bytes) -> tuple[list[dict], list[dict], dict[str, float]]:
+    def _analyze(self, work: dict, data: bytes, executor: Executor) -> tuple[list[dict], list[dict], dict[str, float]]:
         """Run the input, stage and measure its distinct children; (candidates, findings, stats)."""
         lease = work["lease"]
-        result = self.executor.run(data, work["hint"])
+        result = executor.run(data, work["hint"])
         hints = result.hints or [None] * len(result.candidates)
         reaches = result.reaches or [()] * len(result.candidates)
         staged: dict[str, tuple[bytes, dict | None]] = {}
@@ -243,7 +255,7 @@ class WorkerLoop:
         # coverage runs stop well before the master's lease timeout would fence this worker, and at
         # the deadline (a child not measured by then is kept with the directions it was solved for)
         budget = min(self.ctx.policy.timeouts.lease_s / 2 - result.seconds, self.ctx.deadline - self.clock())
-        measured = self.executor.measure_many([child for child, _ in staged.values()], budget_s=max(0.0, budget))
+        measured = executor.measure_many([child for child, _ in staged.values()], budget_s=max(0.0, budget))
         candidates = []
         reports = {}
         for (sha256, (child, hint)), m in zip(staged.items(), measured, strict=True):
@@ -266,3 +278,7 @@ class WorkerLoop:
             "run_seconds": result.seconds,
         }
         return candidates, list(reports.values())[:MAX_PER_RESULT], stats
+
+
+def _deaths(executor: Executor) -> int:
+    return getattr(executor, "deaths", 0)

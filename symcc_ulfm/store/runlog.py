@@ -52,7 +52,7 @@ class Event(StrEnum):
     FIRST_WORK = "first-work"  # worker: a master's first lease of a generation
     # hybrid campaigns only (worker kinds): when a worker took up an input another kind found
     LEASE_START = "lease-start"  # input_hash: an analysis worker begins a lease
-    OFFERED = "offered"  # inputs (SHA-256s, at most 256), count: a fuzzer worker was handed them
+    OFFERED = "offered"  # inputs (SHA-256s, at most 256), count, kind: a fuzzer (kind) of this worker was handed them
 
 
 class RankLog:

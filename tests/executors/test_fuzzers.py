@@ -133,12 +133,12 @@ def test_havoc_fuzzes_a_python_target_contained_and_keeps_what_is_new(tmp_path):
 def test_a_hybrid_campaign_survives_the_death_of_its_fuzzer_worker(twin, tmp_path):
     """afl and symcc workers on one corpus: the afl worker (rank 1) dies by the schedule; in the
     next generation the slots are refilled in order (the spare, rank 3, takes the last one, a
-    symcc slot; rank 2 moves to the afl slot and runs afl-fuzz); nothing is lost or counted twice,
-    and the oracle counts what each kind found."""
+    symcc slot; rank 2 moves to the afl slot and runs afl-fuzz); nothing is lent (``--idle
+    wait``), lost or counted twice, and the oracle counts what each kind found."""
     binary = stand_in(tmp_path / "build")
     seeds = json.dumps([b"ZZZZ".hex()])
     run = launch(tmp_path / "state", "--ranks", "4", "--warm-spares", "1", "--workers-per-master", "2",
-                 "--worker-kinds", "afl:1,symcc:1", "--keep", "novel", "--slice", "2",
+                 "--worker-kinds", "afl:1,symcc:1", "--keep", "novel", "--slice", "2", "--idle", "wait",
                  "--failure-schedule", "0:1", "--deadline", "14", "--executor", "symcc", "--target", str(binary),
                  "--executor-option", f"afl_binary={twin}", "--executor-option", f"seeds={seeds}",
                  "--executor-option", "timeout_s=5")
@@ -156,6 +156,32 @@ def test_a_hybrid_campaign_survives_the_death_of_its_fuzzer_worker(twin, tmp_pat
     assert verdict["double_counted"] == 0 and verdict["lost_objects"] == 0
     leftovers = [p for p in (run.state / "scratch").rglob("*") if p.is_file() and "afl-fuzz" in p.name]
     assert afl_processes(run.state) == [], leftovers
+    assert verdict["lent_slices"] == {}
+
+
+@pytest.mark.mpi
+def test_an_idle_symcc_worker_fuzzes_with_afl_until_it_has_inputs_again(twin, tmp_path):
+    """With one seed the SymCC worker soon has nothing to analyze: it is lent to the afl kind (its
+    own afl-fuzz in ``lent-afl/``, stopped before each analysis and resumed after), its slices are
+    published and attributed to afl, it still analyzes what the fuzzers find, and nothing is lost,
+    counted twice or left running."""
+    binary = stand_in(tmp_path / "build")
+    seeds = json.dumps([b"ZZZZ".hex()])
+    run = launch(tmp_path / "state", "--ranks", "3", "--warm-spares", "0", "--workers-per-master", "2",
+                 "--worker-kinds", "afl:1,symcc:1", "--keep", "novel", "--slice", "1", "--failure-schedule", "",
+                 "--deadline", "12", "--run-to-deadline", "--executor", "symcc", "--target", str(binary),
+                 "--executor-option", f"afl_binary={twin}", "--executor-option", f"seeds={seeds}",
+                 "--executor-option", "timeout_s=5")
+    verdict = run.verdict
+    assert run.returncode == 0, run.stderr[-3000:] + json.dumps(verdict.get("problems"))
+    assert verdict["passed"] and verdict["lent_slices"].get("afl", 0) >= 1, verdict.get("lent_slices")
+    commits = [e for e in run.log_events("commit") if e["generation"] == 0]
+    lent = [e for e in commits if e.get("slice") and e["worker"] == 2]
+    assert len(lent) == verdict["lent_slices"]["afl"]
+    assert {e["worker"] for e in commits if not e.get("slice")} == {2}  # it analyzed, too
+    assert verdict["wal_slices"] == verdict["attribution"]["afl"]["works"]
+    assert verdict["double_counted"] == 0 and verdict["lost_objects"] == 0
+    assert afl_processes(run.state) == []
 
 
 IDIOMS = Path(__file__).resolve().parents[1] / "fixtures" / "idioms.py"

@@ -1,5 +1,6 @@
 """Smoke test of ``benchmarks/bench_hybrid.py``'s machinery (builds, one AFL system, the measurer,
-the table, the figure), never its figures: afl1 on hdr_opcode for a 5 s window, without SymCC."""
+the table, the figure, taking a run up again), never its figures: afl1 on hdr_opcode for a 5 s
+window, without SymCC."""
 
 from __future__ import annotations
 
@@ -35,6 +36,24 @@ def test_afl_alone_on_one_c_target(tmp_path, monkeypatch):
     text = (out / "table.txt").read_text()
     assert "afl1" in text and "skipped" in text
     assert (out / "edges-hdr_opcode.png").read_bytes()[:4] == b"\x89PNG"
+    assert afl1["commit"] and afl1["started"] and len(afl1["load"]) == 2 and "commits: " in text
+
+    # --resume keeps a finished window (same figures, not run again) and runs an interrupted one anew
+    window = out / "round0" / "hdr_opcode" / "afl1"
+    args = ["--seconds", "5", "--rounds", "1", "--targets", "hdr_opcode", "--systems", "afl1,hybrid", "--cores", "0",
+            "--out", str(out), "--cache", str(tmp_path / "cache"), "--resume"]
+    assert bench_hybrid.main(args) == 0
+    kept = json.loads((out / "results.json").read_text())["results"][0]
+    assert kept == afl1
+    (window / "outcome.json").unlink()
+    assert bench_hybrid.main(args) == 0
+    again = json.loads((out / "results.json").read_text())["results"][0]
+    assert again["started"] > afl1["started"] and again["edges"] > 0
+    assert (window.parent / "afl1.interrupted-1" / "afl").is_dir() and (window / "outcome.json").is_file()
+
+    with pytest.raises(SystemExit) as refused:  # other settings are another run
+        bench_hybrid.main([*args[:1], "6", *args[2:]])
+    assert refused.value.code == 2
 
 
 def test_measurer_edges_are_the_union_of_afl_showmap_maps(tmp_path):

@@ -115,6 +115,7 @@ class Scenario:
     setup: Callable[[Path], None] | None = None  # on the prepared state, before the first stage
     worker_kinds: str = ""  # e.g. simfuzz:1,simulate:1 (core.kinds)
     keep: str = "all"
+    idle: str = "fuzz"  # what an analysis worker with nothing to analyze does (core.policy)
 
 
 def policy_of(scenario: Scenario) -> Policy:
@@ -122,7 +123,7 @@ def policy_of(scenario: Scenario) -> Policy:
                         executor="simulate", executor_options=scenario.options, ulfm=False,
                         max_message_bytes=LIMIT, stop_when_exhausted=scenario.stop_when_exhausted,
                         timeouts={"lease_s": scenario.lease_s, "shutdown_grace_s": GRACE_S},
-                        worker_kinds=scenario.worker_kinds, keep=scenario.keep, slice_s=0.2)
+                        worker_kinds=scenario.worker_kinds, keep=scenario.keep, slice_s=0.2, idle=scenario.idle)
 
 
 def prepare(root: Path, scenario: Scenario, started_at: float) -> None:
@@ -1007,6 +1008,24 @@ def check_fuzzer_slices(root: Path, observed: dict[int, dict]) -> None:
     assert stop["totals"]["slices"] == len(slices) and stop["totals"]["analyzed"] == len(analyzed)
     check_counted_once(root)
 
+
+def check_idle_analyst_fuzzes(root: Path, observed: dict[int, dict]) -> None:
+    """Once the fuzzer's few inputs are analyzed, the analysis worker is lent to the fuzzer kind:
+    its slices name that kind and itself (manifest and descriptor), are published and counted
+    once like the fuzzer worker's, and it still analyzes what comes in."""
+    done = [r for r in records(root).values() if r["state"] == "done"]
+    lent = [r for r in done if r["manifest"]["slice"] is not None and r["manifest"]["worker"] == W2]
+    assert lent, "the idle analysis worker ran no slice"
+    assert all(r["manifest"]["kind"] == "simfuzz" and r["manifest"]["slice"]["kind"] == "simfuzz"
+               and r["manifest"]["slice"]["worker"] == W2 and slice_hash(r["manifest"]["slice"]) == r["input_hash"]
+               for r in lent)
+    analyzed = [r for r in done if r["manifest"]["slice"] is None]
+    assert analyzed and all(r["manifest"]["kind"] == "simulate" and r["manifest"]["worker"] == W2 for r in analyzed)
+    slices = [r for r in done if r["manifest"]["slice"] is not None]
+    assert len({(r["manifest"]["slice"]["worker"], r["manifest"]["slice"]["seq"]) for r in slices}) == len(slices)
+    check_counted_once(root)
+
+
 SCENARIOS = (
     # scripted workers and peers against the real master
     Scenario("commit", (Stage({MASTER: MASTER_ROLE, W1: play_commit, PEER: collect_frontier}),), check_commit),
@@ -1060,5 +1079,8 @@ SCENARIOS = (
     Scenario("fuzzer-slices-feed-the-analysis-worker", (Stage({MASTER: MASTER_ROLE, W1: WORKER_ROLE,
                                                                W2: WORKER_ROLE}),), check_fuzzer_slices,
              options={**busy_for(MASTER), "simfuzz": {"kept": 6, "space": 40, "findings": 5}}, seeds=None,
+             worker_kinds="simfuzz:1,simulate:1", keep="novel", idle="wait"),
+    Scenario("an-idle-analysis-worker-fuzzes", (Stage({MASTER: MASTER_ROLE, W1: WORKER_ROLE, W2: WORKER_ROLE}),),
+             check_idle_analyst_fuzzes, options={"cost_s": 0, "children": 1, "space": 4, "simfuzz": {"kept": 2, "space": 4}},
              worker_kinds="simfuzz:1,simulate:1", keep="novel"),
 )

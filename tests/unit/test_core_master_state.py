@@ -245,6 +245,34 @@ def test_work_is_sent_only_after_the_barrier_that_makes_its_lease_durable():
     assert stimulus.startswith("tick-")
 
 
+@pytest.mark.parametrize("idle_kind", ["simfuzz", None])
+def test_an_analysis_worker_with_nothing_to_analyze_is_lent_to_the_idle_kind(idle_kind):
+    """Worker 1 fuzzes (simfuzz), worker 2 analyzes: one queued input goes to worker 2; once the
+    queue is empty worker 2 gets a slice of the idle kind (its manifest names that kind), or
+    nothing when the campaign's analysis workers wait."""
+    model = started(corpus=[h(1)], kinds={1: "simfuzz"}, fuzzers=frozenset({"simfuzz"}), idle_kind=idle_kind)
+    model.feed(ev.FromWorker(2.0, 1, ready(1)))
+    model.feed(ev.FromWorker(2.0, 2, ready(2)))
+    model.feed(ev.Tick(2.0))
+    first = {w["worker"]: w for w in model.sent("WORK")}
+    assert first[2]["input_hash"] == h(1) and first[2]["hint"] is None
+    assert first[1]["hint"]["kind"] == "simfuzz" and first[1]["hint"]["worker"] == 1
+    model.feed(ev.FromWorker(3.0, 2, result_for(first[2])))
+    model.feed(ev.Tick(3.1))
+    model.feed(ev.Tick(3.2))
+    later = [w for w in model.sent("WORK") if w["worker"] == 2 and w["lease"] != first[2]["lease"]]
+    if idle_kind is None:
+        assert later == []
+        return
+    (lent,) = later
+    assert lent["hint"]["kind"] == "simfuzz" and lent["hint"]["worker"] == 2
+    model.feed(ev.FromWorker(4.0, 2, result_for(lent, [7])))
+    model.feed(ev.Tick(4.1))
+    model.feed(ev.Tick(4.2))
+    manifest = model.records[lent["work_hash"]]["manifest"]
+    assert manifest["kind"] == "simfuzz" and manifest["slice"] == lent["hint"] and manifest["worker"] == 2
+
+
 def test_a_result_is_committed_then_published_and_done_in_the_next_round():
     model = started(corpus=[h(1)])
     model.feed(ev.FromWorker(2.0, 1, ready(1)))

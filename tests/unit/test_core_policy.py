@@ -117,6 +117,14 @@ def test_policy_sha_stable_across_processes():
         assert out.stdout.strip() == here
 
 
+def test_idle_is_written_only_when_the_workers_wait():
+    """``idle`` came after the first format: a policy that keeps the default keeps its bytes."""
+    assert "idle" not in Policy().to_json() and Policy().idle == "fuzz"
+    waiting = Policy(idle="wait")
+    assert waiting.to_json()["idle"] == "wait" and Policy.from_json(waiting.to_json()) == waiting
+    assert waiting.sha256 != Policy().sha256
+
+
 def test_policy_from_json_subset_uses_defaults():
     assert Policy.from_json({}) == Policy()
     assert Policy.from_json({"format": POLICY_FORMAT, "ranks": 6, "warm_spares": 1}).ranks == 6
@@ -195,6 +203,8 @@ def test_policy_from_json_rejects_unknown_timeout_field_and_format():
         ({"failure_schedule": ((0, 2),)}, "failure_schedule"),
         ({"hosts": "node-a:10"}, "hosts"),
         ({"hosts": (("node-a", "10"),)}, "hosts"),
+        ({"idle": "sleep"}, "idle"),
+        ({"idle": None}, "idle"),
     ],
 )
 def test_policy_rejections_name_the_field(overrides, field):

@@ -68,12 +68,18 @@ class MasterConfig:
     fuzzers: frozenset[str] = frozenset()  # kinds whose leases are time slices (core.master.slices)
     slice_s: float = 5.0
     keep: str = "all"  # "novel": only candidates that add coverage (or hold a finding) enter the corpus
+    idle_kind: str | None = None  # the fuzzer kind an analysis worker with nothing to analyze runs (None: it waits)
 
     def kind_of(self, worker: int) -> str:
         return self.kinds.get(worker, self.executor)
 
     def fuzzes(self, worker: int) -> bool:
         return self.kind_of(worker) in self.fuzzers
+
+    def slice_kind(self, worker: int) -> str:
+        """The kind of the slices ``worker`` runs: its own, or, for an analysis worker lent to
+        fuzzing while it has nothing to analyze, ``idle_kind``."""
+        return self.kind_of(worker) if self.fuzzes(worker) else self.idle_kind
 
 
 class MasterState(StartPhase, CommitRounds):
@@ -174,6 +180,14 @@ class MasterState(StartPhase, CommitRounds):
     def _idle_fuzzers(self) -> list[int]:
         """Ready fuzzer workers without a slice: each gets its next one in the next round."""
         return [w for w in self.config.workers if self.config.fuzzes(w) and w in self.ready and not self.outstanding[w]]
+
+    def _idle_analysts(self) -> list[int]:
+        """Ready analysis workers left without a lease once the round has leased every queued
+        input: with an ``idle_kind`` each runs a slice of it (they are lent to fuzzing) rather
+        than wait for the fuzzers' next finds."""
+        if self.config.idle_kind is None:
+            return []
+        return [w for w in self.config.workers if not self.config.fuzzes(w) and w in self.ready and not self.outstanding[w]]
 
     def status(self) -> Status:
         """Idle: nothing queued, leased, waiting to be committed or counted (``core.master.termination``)."""
@@ -311,7 +325,7 @@ class MasterState(StartPhase, CommitRounds):
                 w in self.ready and len(self.outstanding[w]) < PIPELINE - 1 and not self.config.fuzzes(w)
                 for w in self.config.workers):
             return True
-        if dispatch and self._idle_fuzzers():
+        if dispatch and (self._idle_fuzzers() or self._idle_analysts()):
             return True
         if not self.waiting and not self.pending:
             return False

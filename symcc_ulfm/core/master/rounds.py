@@ -56,6 +56,7 @@ class Round:
     finishing: deque = field(default_factory=deque)
     leasing: str = ""  # the input of the lease being taken
     leasing_slice: dict | None = None  # or the descriptor of the slice being leased
+    lent: bool = False  # whether the idle analysis workers were added to ``fuzzers``
 
 
 def findings_of(message: dict, now: float) -> list[dict]:
@@ -110,7 +111,8 @@ class CommitRounds:
             self._leased_to_queued(worker, held, str(exc))
             return self._leased_to_committing()
         kept, dropped = self._kept(judged, findings, held)
-        manifest = result_manifest(self.gen, self.config.me, worker, self.config.kind_of(worker), fence, kept,
+        kind = held.slice["kind"] if held.slice is not None else self.config.kind_of(worker)  # a lent worker's too
+        manifest = result_manifest(self.gen, self.config.me, worker, kind, fence, kept,
                                    dropped, findings, message["stats"], message["error"], held.slice)
         self._round.current = (worker, message, held, judged)
         self._ask(ev.WriteManifest, Step.COMMITTING, fence.work_hash, held.lease, manifest)
@@ -189,7 +191,8 @@ class CommitRounds:
 
     def _to_leased(self) -> None:
         """``none -> leased``: fill every ready analysis worker's pipeline while inputs are queued,
-        then give every idle fuzzer worker its next slice."""
+        then give every idle fuzzer worker its next slice, and every analysis worker still without
+        a lease a slice of the idle kind (``MasterConfig.idle_kind``)."""
         r = self._round
         r.leasing_slice = None
         if r.slots:
@@ -199,10 +202,13 @@ class CommitRounds:
                 self._ask(ev.Lease, Step.LEASED, r.slots[0], input_hash)
                 return
             r.slots.clear()
+        if not r.lent:
+            r.lent = True
+            r.fuzzers.extend(self._idle_analysts())
         if r.fuzzers:
             worker = r.fuzzers[0]
             self._slices += 1
-            kind = self.config.kind_of(worker)
+            kind = self.config.slice_kind(worker)
             r.leasing_slice = descriptor(kind, self.gen, self.config.me, worker, self._slices, self.config.slice_s)
             r.leasing = slice_hash(r.leasing_slice)
             self._ask(ev.Lease, Step.LEASED, worker, r.leasing, kind)

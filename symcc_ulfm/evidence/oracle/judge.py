@@ -213,6 +213,7 @@ def _judge(j: _Judge, result: dict[str, Any], minimum_hosts: int | None) -> dict
         logged_generated=logs["logged_generated"],
         injected=[e.get("spec") for e in logs["injected"]],
         findings=findings["list"],
+        lent_slices=j.lent,  # done slices of analysis workers lent to a fuzzer kind (part of its attribution)
         problems=j.problems,
         notes=j.notes,
         summary=summary,

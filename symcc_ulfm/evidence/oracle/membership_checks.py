@@ -14,7 +14,7 @@ import math
 import os
 import re
 
-from .rules import canonical, expected_groups, expected_kinds, kind_in, sha256
+from .rules import canonical, expected_groups, expected_kinds, kind_in, lent_kind, sha256
 
 
 class MembershipChecks:
@@ -27,6 +27,8 @@ class MembershipChecks:
         self.extensions = self.read_deadlines(policy, policy_sha)
         wpm = policy["workers_per_master"]
         self.slots = expected_kinds(policy)
+        self.lent_kind = lent_kind(policy, self.slots)
+        self.lent: dict[str, int] = {}  # slices run by analysis workers lent to a fuzzer kind, per kind
         snaps: list[dict] = []
         snap0, raw0 = self.read_json("membership/generation-0-snapshot.json")
         if raw0 != canonical(snap0):

@@ -112,6 +112,15 @@ def expected_kinds(policy: dict) -> list[str]:
     return out
 
 
+def lent_kind(policy: dict, slots: list[str]) -> str | None:
+    """The kind whose slices an analysis worker runs while it has nothing to analyze: with
+    ``idle`` ``fuzz`` (the default) the first slot kind other than the executor (every such kind
+    is a fuzzer: a campaign has one analysis kind); None when the workers wait."""
+    if policy.get("idle", "fuzz") != "fuzz":
+        return None
+    return next((kind for kind in slots if kind != policy["executor"]), None)
+
+
 def kind_in(group: list[int], worker: int, slots: list[str], executor: str) -> str:
     """The kind of ``worker`` of ``group`` (master first): its position's slot kind, or the executor's."""
     return slots[(group.index(worker) - 1) % len(slots)] if slots else executor

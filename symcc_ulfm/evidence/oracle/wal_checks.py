@@ -95,15 +95,23 @@ class WalChecks:
         return {"records": records, "done": done}
 
     def _check_kind(self, work: str, record: dict, grps: list[list[int]], executor: str) -> None:
-        """The worker kind a manifest names is its slot's in that generation; a slice's descriptor
-        is the one its input hash names, of that worker, master and generation."""
+        """The worker kind a manifest names is its slot's in that generation, or, for a slice of an
+        analysis worker lent to fuzzing while it had nothing to analyze, the campaign's idle kind
+        (counted in ``lent``); a slice's descriptor is the one its input hash names, of that
+        worker, master and generation."""
         manifest = record["manifest"]
+        sliced = manifest.get("slice")
         if "quarantine" not in manifest:
             group = next((g for g in grps if g[0] == manifest["master"] and manifest["worker"] in g[1:]), None)
-            if group is not None and manifest.get("kind") != kind_in(group, manifest["worker"], self.slots, executor):
-                self.fail(f"WAL record {work}: worker {manifest['worker']} is named {manifest.get('kind')!r}, "
-                          f"its slot's kind is {kind_in(group, manifest['worker'], self.slots, executor)!r}")
-        sliced = manifest.get("slice")
+            slot = kind_in(group, manifest["worker"], self.slots, executor) if group is not None else None
+            named = manifest.get("kind")
+            lent = (isinstance(sliced, dict) and sliced.get("kind") == named and slot == executor
+                    and named is not None and named == self.lent_kind)
+            if lent:
+                self.lent[named] = self.lent.get(named, 0) + 1
+            elif group is not None and named != slot:
+                self.fail(f"WAL record {work}: worker {manifest['worker']} is named {named!r}, "
+                          f"its slot's kind is {slot!r}")
         if sliced is None:
             return
         if (not isinstance(sliced, dict) or set(sliced) != _SLICE_KEYS or sha256(canonical(sliced)) != record["input_hash"]

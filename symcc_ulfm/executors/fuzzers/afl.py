@@ -72,6 +72,7 @@ class AflFuzzer(Executor):
     batch_measure: ClassVar[bool] = True  # one afl-showmap per chunk
     adopts_orphans: ClassVar[bool] = True
     takes_dictionary: ClassVar[bool] = True
+    runs_between_slices: ClassVar[bool] = True
 
     def __init__(self, target: str | None = None, options: dict[str, Any] | None = None):
         options = dict(options or {})
