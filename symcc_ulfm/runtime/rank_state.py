@@ -34,7 +34,7 @@ class HeldExecutor:
     whether its identity was checked against the campaign's (before its first execution)."""
 
     kind: str
-    executor: Executor
+    executor: Executor | None  # None while paused (``RankState.pause_lent``)
     offered: set[str] = field(default_factory=set)
     checked: bool = False
 
@@ -103,9 +103,10 @@ class RankState:
     def held(self, kind: str) -> HeldExecutor:
         """The executor that runs work of ``kind``. The rank's own is of its current kind (contained
         when it runs target code), kept across generations while the kind stays; a rank whose slot
-        changes kind starts the other one afresh. For an analysis worker given
-        a slice of ``lent_kind``, that fuzzer, started in ``lent-<kind>/`` of its scratch and kept
-        there (a fuzzer resumes its directory after :meth:`pause_lent`)."""
+        changes kind starts the other one afresh. For an analysis worker given a slice of
+        ``lent_kind``, that fuzzer, started in ``lent-<kind>/`` of its scratch and kept there: after
+        :meth:`pause_lent` it is started again on that directory (afl-fuzz resumes it and knows what
+        it was offered), so it is offered only what is new."""
         own = self.kind
         if self._own is not None and self._own.kind != own:
             self.close_executor()
@@ -120,18 +121,22 @@ class RankState:
             raise PolicyError("idle", f"worker {self.stable} ({own}) was given work of {kind!r}: only an analysis "
                                       f"worker runs slices of another kind, the idle kind {self.lent_kind!r}")
         if self._lent is None:
+            self._lent = HeldExecutor(kind, None)
+        if self._lent.executor is None:  # lent for the first time, or again after a pause
             scratch = ensure_dir(self.state.worker_scratch(self.stable) / f"lent-{kind}", self.state.modes.snapshot_dir)
-            self._lent = HeldExecutor(kind, create(kind, self.policy.target, self.policy.executor_options, scratch,
-                                                   self.policy.isolation))
+            self._lent.executor = create(kind, self.policy.target, self.policy.executor_options, scratch,
+                                         self.policy.isolation)
+            self._lent.checked = False
         return self._lent
 
     def pause_lent(self) -> None:
         """Before this analysis worker analyzes again: stop the fuzzer it was lent to if that one
         runs on between slices (``afl``: its sandbox and afl-fuzz end, the directory stays and the
         next slice resumes it), so that the two never share the worker's core."""
-        if self._lent is not None and executor_class(self._lent.kind).runs_between_slices:
-            self._lent.executor.close()
-            self._lent = None
+        lent = self._lent
+        if lent is not None and lent.executor is not None and executor_class(lent.kind).runs_between_slices:
+            lent.executor.close()
+            lent.executor = None
 
     def clear_failed_scratch(self) -> None:
         """The lowest live rank removes what failed ranks' executions left in their scratch."""
@@ -149,7 +154,7 @@ class RankState:
     def close_executor(self) -> None:
         """Close every executor this rank runs (its own kind's and a lent fuzzer)."""
         for held in (self._lent, self._own):
-            if held is not None:
+            if held is not None and held.executor is not None:
                 held.executor.close()
         self._own = self._lent = None
 
