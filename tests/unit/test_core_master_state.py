@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from symcc_ulfm.core import envelope
 from symcc_ulfm.core.master import events as ev
 from symcc_ulfm.core.master.machine import MasterConfig, MasterState
-from symcc_ulfm.core.master.rounds import MAX_REJECTIONS, PIPELINE
+from symcc_ulfm.core.master.rounds import LENT_SLICE_S, MAX_REJECTIONS, PIPELINE
 from symcc_ulfm.core.membership import Receipt
 
 LIMIT = 1 << 20
@@ -266,6 +266,7 @@ def test_an_analysis_worker_with_nothing_to_analyze_is_lent_to_the_idle_kind(idl
         return
     (lent,) = later
     assert lent["hint"]["kind"] == "simfuzz" and lent["hint"]["worker"] == 2
+    assert lent["hint"]["seconds"] == min(LENT_SLICE_S, first[1]["hint"]["seconds"])  # short: inputs wait behind it
     model.feed(ev.FromWorker(4.0, 2, result_for(lent, [7])))
     model.feed(ev.Tick(4.1))
     model.feed(ev.Tick(4.2))

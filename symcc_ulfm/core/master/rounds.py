@@ -28,6 +28,9 @@ from .steps import After, Step
 
 MAX_REJECTIONS = 3
 PIPELINE = 3  # leases a worker may hold: a worker runs one, the next ones are already there
+# The slice of an analysis worker lent to fuzzing (``MasterConfig.idle_kind``): an input that comes
+# meanwhile waits behind it, so it is short; the fuzzer runs on from one such slice to the next.
+LENT_SLICE_S = 1.0
 
 
 @dataclass
@@ -209,7 +212,8 @@ class CommitRounds:
             worker = r.fuzzers[0]
             self._slices += 1
             kind = self.config.slice_kind(worker)
-            r.leasing_slice = descriptor(kind, self.gen, self.config.me, worker, self._slices, self.config.slice_s)
+            seconds = self.config.slice_s if self.config.fuzzes(worker) else min(self.config.slice_s, LENT_SLICE_S)
+            r.leasing_slice = descriptor(kind, self.gen, self.config.me, worker, self._slices, seconds)
             r.leasing = slice_hash(r.leasing_slice)
             self._ask(ev.Lease, Step.LEASED, worker, r.leasing, kind)
             return
