@@ -84,12 +84,16 @@ def test_more_failures_than_spares_continues_with_fewer_workers(tmp_path):
 
 
 def test_failure_during_recovery_is_absorbed(tmp_path):
-    # 10 s: the recovery that absorbs the second failure must end before the deadline on a loaded host
     run = launch(tmp_path / "state", "--failure-schedule", "0:2,0:5@recovery", "--deadline", "10", *FAST_SIMULATE)
     v = run.verdict
     assert run.returncode == 0, run.stderr + json.dumps(v.get("problems"))
-    assert v["receipts"] == [{"generation": 1, "missing": [2, 5]}]
-    assert v["promoted"] == [8, 9]
+    (receipt,) = v["receipts"]
+    assert receipt["generation"] == 1 and {2, 5} <= set(receipt["missing"])
+    extra = sorted(set(receipt["missing"]) - {2, 5})
+    if extra:  # Open MPI 5.0.11 can crash a rank in MPIX_Comm_shrink when a failure comes meanwhile (README)
+        assert f"ranks {extra} failed without being scheduled" in v["notes"], v["notes"]
+        assert "ompi_comm_revoke_local" in (run.state / "job-output.txt").read_text(errors="replace")
+    assert v["promoted"] == [r for r in (8, 9) if r not in extra]
     phases = {e["rank"]: e["phase"] for e in run.log_events("inject")}
     assert phases == {2: "work", 5: "recovery"}
 
