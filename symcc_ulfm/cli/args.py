@@ -4,38 +4,60 @@ reference campaign's from ``core.reference``)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from .. import executors
 from ..core.reference import REFERENCE, REFERENCE_SCHEDULE
 
 
-def _show_defaults(parser: argparse.ArgumentParser) -> None:
-    """End every option's help with its default unless the help already says it
-    (``argparse.ArgumentDefaultsHelpFormatter`` shows defaults only beside a help text)."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                _show_defaults(sub)
-            continue
-        shown = action.option_strings and action.default not in (None, False, "", argparse.SUPPRESS)
-        if shown and "default" not in (action.help or ""):
-            action.help = f"{action.help or ''} (default: %(default)s)".lstrip()
+class CommandParser(argparse.ArgumentParser):
+    """An ArgumentParser that keeps what it is built from: the actions ``add_argument`` returned
+    (``arguments``) and the parsers of its subcommands by name (``commands``, made through
+    :meth:`subcommands`), so that the functions below need none of argparse's private attributes."""
+
+    def __init__(self, *args, **kwargs):
+        self.arguments: list[argparse.Action] = []
+        self.commands: dict[str, CommandParser] = {}
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args, **kwargs) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.arguments.append(action)
+        return action
+
+    def subcommands(self, **kwargs) -> Callable[..., CommandParser]:
+        """``add_subparsers(**kwargs)``; what it returns adds one subcommand and keeps its parser."""
+        group = self.add_subparsers(**kwargs)
+
+        def command(name: str, **options) -> CommandParser:
+            self.commands[name] = group.add_parser(name, **options)
+            return self.commands[name]
+
+        return command
 
 
 def given_options(argv: list[str]) -> set[str]:
     """The options (by dest) that ``argv``, a subcommand and its arguments, gives on the command
     line, whatever their defaults: a resume checks only those against the stored policy.
 
-    The subcommand's parser fills only the names a namespace does not have yet, so it parses
-    ``argv`` again into one holding a marker for each (None for the repeatable options)."""
-    parser = build_parser()
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    command = commands.choices[argv[0]]
-    unset = object()
-    namespace = argparse.Namespace(**{a.dest: None if isinstance(a, argparse._AppendAction) else unset
-                                      for a in command._actions})
+    A parser fills in defaults only for the names a namespace does not have yet, so ``argv`` is
+    parsed into one that holds None for every option (none is None once given: each takes a
+    value, a flag stores True, a repeatable one a list)."""
+    command = build_parser().commands[argv[0]]
+    namespace = argparse.Namespace(**{action.dest: None for action in command.arguments})
     command.parse_args(argv[1:], namespace)
-    return {dest for dest, value in vars(namespace).items() if value is not unset and value is not None}
+    return {dest for dest, value in vars(namespace).items() if value is not None}
+
+
+def _show_defaults(parser: CommandParser) -> None:
+    """End every option's help with its default unless the help already says it
+    (``argparse.ArgumentDefaultsHelpFormatter`` shows defaults only beside a help text)."""
+    for command in parser.commands.values():
+        _show_defaults(command)
+    for action in parser.arguments:
+        shown = action.option_strings and action.default not in (None, False, "", argparse.SUPPRESS)
+        if shown and "default" not in (action.help or ""):
+            action.help = f"{action.help or ''} (default: %(default)s)".lstrip()
 
 
 def _watch_seconds(text: str) -> float:
@@ -58,17 +80,17 @@ def _triage_target(p: argparse.ArgumentParser) -> None:
     p.add_argument("--isolation", choices=("namespaces", "none"), default=REFERENCE["isolation"], help="with --input")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> CommandParser:
+    parser = CommandParser(
         prog="symcc-ulfm",
         description="Fault-tolerant multi-master concolic execution campaigns on MPI with ULFM, sealed as evidence.",
         epilog="Exit codes: 0 pass, 1 check failed, 2 bad input, 3 matrix cells failed, 4 integrity, "
         "5 capability missing (ULFM, isolation), 6 provenance changed, 7 store failure, 8 campaign running, "
         "70 internal error.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    command = parser.subcommands(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("launch", help="run a campaign under mpiexec --with-ft ulfm, then the oracle")
+    p = command("launch", help="run a campaign under mpiexec --with-ft ulfm, then the oracle")
     p.add_argument("--ranks", type=int, default=REFERENCE["ranks"])
     p.add_argument("--warm-spares", type=int, default=REFERENCE["warm_spares"])
     p.add_argument("--workers-per-master", type=int, default=REFERENCE["workers_per_master"])
@@ -120,22 +142,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep the ranks up until the deadline even when the search is exhausted")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("oracle", help="judge a state or run directory independently")
+    p = command("oracle", help="judge a state or run directory independently")
     p.add_argument("dir")
     p.add_argument("--minimum-hosts", type=int)
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("findings", help="list the unique findings of a state or run directory")
+    p = command("findings", help="list the unique findings of a state or run directory")
     p.add_argument("dir")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("status", help="a running or finished campaign's progress, from its files (read-only)")
+    p = command("status", help="a running or finished campaign's progress, from its files (read-only)")
     p.add_argument("dir", help="a state directory, or a run directory holding one")
     p.add_argument("--json", action="store_true", help="the status as JSON (one object per line with --watch)")
     p.add_argument("--watch", type=_watch_seconds, nargs="?", const=2.0, default=None, metavar="SECONDS",
                    help="redraw every SECONDS (default 2) until the campaign has ended or Ctrl-C")
 
-    p = sub.add_parser("replay", help="re-run a finding's input (or --input FILE), contained, --repeat times; "
+    p = command("replay", help="re-run a finding's input (or --input FILE), contained, --repeat times; "
                                       "exit 0 when its measured reproduction rate is at least --min-rate")
     p.add_argument("dir", nargs="?", help="a state, run or explore --out directory (not with --input)")
     p.add_argument("finding", nargs="?", help="finding id (or 4+ of its first characters) or the SHA-256 of its input")
@@ -145,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-rate", type=float, default=0.8, help="the reproduction rate that passes")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("minimize", help="shrink a finding's input (or --input FILE) while it keeps its signature")
+    p = command("minimize", help="shrink a finding's input (or --input FILE) while it keeps its signature")
     p.add_argument("dir", nargs="?", help="a state, run or explore --out directory (not with --input)")
     p.add_argument("finding", nargs="?", help="finding id (or 4+ of its first characters) or the SHA-256 of its input")
     _triage_target(p)
@@ -154,12 +176,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-executions", type=int, default=1000, help="contained executions the reduction may spend")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("sarif", help="write the unique findings of a directory as a SARIF 2.1.0 log")
+    p = command("sarif", help="write the unique findings of a directory as a SARIF 2.1.0 log")
     p.add_argument("dir")
     p.add_argument("out", help="a new file, e.g. findings.sarif")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("export", help="write a campaign's seeds, coverage-adding inputs and findings as AFL++ "
+    p = command("export", help="write a campaign's seeds, coverage-adding inputs and findings as AFL++ "
                                       "(OUT/default/queue/, crashes/, hangs/, exceptions/) or libFuzzer "
                                       "(OUT/corpus/, OUT/artifacts/) lay them out")
     p.add_argument("dir")
@@ -167,14 +189,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layout", default="afl", choices=("afl", "libfuzzer"))
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("seal", help="write SHA256SUMS.txt over every file of a run directory")
+    p = command("seal", help="write SHA256SUMS.txt over every file of a run directory")
     p.add_argument("run_dir")
 
-    p = sub.add_parser("verify", help="check a sealed run: file list, digests, oracle agreement")
+    p = command("verify", help="check a sealed run: file list, digests, oracle agreement")
     p.add_argument("run_dir")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("explore", help="one process, no MPI: search a target and keep what it finds")
+    p = command("explore", help="one process, no MPI: search a target and keep what it finds")
     p.add_argument("--target", required=True)
     p.add_argument("--executor", default=REFERENCE["executor"])
     p.add_argument("--executor-option", action="append", metavar="KEY=VALUE")
@@ -187,27 +209,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the target in namespaces where it cannot write the campaign's files (default), or not")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("targets", help="list the built-in targets")
+    p = command("targets", help="list the built-in targets")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("matrix", help="run a preregistered scaling matrix")
+    p = command("matrix", help="run a preregistered scaling matrix")
     p.add_argument("protocol")
     p.add_argument("--out", required=True)
     p.add_argument("--resume", action="store_true")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("analyze", help="selection, intervals, models and ceiling of a matrix directory")
+    p = command("analyze", help="selection, intervals, models and ceiling of a matrix directory")
     p.add_argument("dir")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("model", help="scaling models on published numbers")
-    models = p.add_subparsers(dest="model", required=True)
-    m = models.add_parser("usl", help="fit the Universal Scalability Law")
+    p = command("model", help="scaling models on published numbers")
+    model = p.subcommands(dest="model", required=True)
+    m = model("usl", help="fit the Universal Scalability Law")
     m.add_argument("--workers", required=True)
     m.add_argument("--throughput", required=True)
     m.add_argument("--gain", type=float, default=0.10)
     m.add_argument("--json", action="store_true")
-    m = models.add_parser("wilson", help="Wilson 95%% interval of a failure rate")
+    m = model("wilson", help="Wilson 95%% interval of a failure rate")
     m.add_argument("--failures", type=int, required=True)
     m.add_argument("--trials", type=int, required=True)
     m.add_argument("--json", action="store_true")

@@ -32,7 +32,7 @@ def test_the_printed_line_is_a_shell_line_with_the_root_variables_when_root():
 
 def test_launch_help_shows_defaults():
     parser = build_parser()
-    launch = next(a for a in parser._actions if a.dest == "command").choices["launch"]
+    launch = parser.commands["launch"]
     text = launch.format_help()
     assert f"(default: {REFERENCE['ranks']})" in text
     assert f"(default: {REFERENCE['warm_spares']})" in text
