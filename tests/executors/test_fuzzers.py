@@ -184,6 +184,50 @@ def test_an_idle_symcc_worker_fuzzes_with_afl_until_it_has_inputs_again(twin, tm
     assert afl_processes(run.state) == []
 
 
+
+def lent_afl_processes(root: Path) -> list[int]:
+    """afl-fuzz processes an idle analysis worker runs (in its ``lent-afl/``)."""
+    return [pid for pid in afl_processes(root) if b"lent-afl" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+
+
+@pytest.mark.mpi
+def test_a_symcc_worker_killed_while_it_fuzzes_takes_its_afl_fuzz_along(twin, tmp_path):
+    """``kill -9`` of the SymCC worker while its own afl-fuzz runs: that afl-fuzz dies with it,
+    the spare takes the slot, and the oracle passes with nothing lost or counted twice."""
+    from symcc_ulfm.launch import json_child
+    from symcc_ulfm.store.paths import StateDir
+    from symcc_ulfm.store.runlog import Event, read_log
+
+    binary = stand_in(tmp_path / "build")
+    state = tmp_path / "state"
+    args = ["--ranks", "4", "--warm-spares", "1", "--workers-per-master", "2", "--worker-kinds", "afl:1,symcc:1",
+            "--keep", "novel", "--slice", "1", "--failure-schedule", "", "--deadline", "16", "--run-to-deadline",
+            "--executor", "symcc", "--target", str(binary), "--executor-option", f"afl_binary={twin}",
+            "--executor-option", f"seeds={json.dumps([b'ZZZZ'.hex()])}", "--executor-option", "timeout_s=5"]
+    process = json_child.start(state, args)
+    try:
+        deadline = time.time() + 60
+        while not lent_afl_processes(state) and time.time() < deadline and process.poll() is None:
+            time.sleep(0.1)
+        lent = lent_afl_processes(state)
+        assert lent, "the SymCC worker never ran an afl-fuzz of its own"
+        (pid,) = [row["pid"] for row in read_log(StateDir(state).rank_log(2)) if row["event"] == Event.STARTUP]
+        os.kill(pid, signal.SIGKILL)
+        gone = time.time() + 10
+        while any(Path(f"/proc/{p}").exists() for p in lent) and time.time() < gone:
+            time.sleep(0.1)
+        assert not [p for p in lent if Path(f"/proc/{p}").exists()], "its afl-fuzz outlived the worker"
+        done = json_child.finish(process, timeout=120)
+    finally:
+        if process.poll() is None:
+            json_child.kill(process)
+    verdict = done.verdict
+    assert done.returncode == 0, done.stderr[-3000:] + json.dumps(verdict.get("problems"))
+    assert verdict["passed"] and verdict["receipts"] == [{"generation": 1, "missing": [2]}]
+    assert verdict["double_counted"] == 0 and verdict["lost_objects"] == 0
+    assert afl_processes(state) == []
+
+
 IDIOMS = Path(__file__).resolve().parents[1] / "fixtures" / "idioms.py"
 
 
