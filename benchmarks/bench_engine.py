@@ -25,7 +25,10 @@ start is not counted), and its corpus is the campaign's corpus objects.
 Then ONE measurer replays every corpus (plus the parser's seed, so every tool starts from the
 same baseline) in a fresh process under ``coverage.py`` with branch coverage restricted to the
 parser's own module files, and the table shows covered/total branches per tool per parser. A tool
-that cannot run shows its error in the table.
+that cannot run shows its error in the table. ``--rounds N`` runs every cell N times, the tools in
+reversed order from one round to the next (``corpus/round<r>/<tool>/<parser>``); the table shows
+each round's figure (``a/b``), the best mean in bold, and its header the commit and the load
+average over the cells.
 
     python -m benchmarks.bench_engine --seconds 60 --jobs 2 --out /tmp/bench-engine
 """
@@ -243,9 +246,10 @@ def _stats(stdout: str) -> dict:
     return {}
 
 
-def _cell(tool: str, parser: str, seconds: float, out: Path, base: Path) -> dict:
-    corpus = out / "corpus" / tool / parser
+def _cell(rnd: int, tool: str, parser: str, seconds: float, out: Path, base: Path) -> dict:
+    corpus = out / "corpus" / f"round{rnd}" / tool / parser
     corpus.mkdir(parents=True, exist_ok=True)
+    started, load = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), os.getloadavg()[0]
     path = [base, ROOT] if tool == "engine-before" else [ROOT]
     command = ["nice", "-n", "10", sys.executable, "-m", "benchmarks.bench_engine", "_tool", tool, parser,
                str(corpus), str(seconds)]
@@ -261,12 +265,13 @@ def _cell(tool: str, parser: str, seconds: float, out: Path, base: Path) -> dict
         stats = _stats(done.stdout)
     except subprocess.TimeoutExpired:
         error, stats = "did not finish in the window + 180 s", {}
-    return {"tool": tool, "parser": parser, "seconds": round(time.monotonic() - start, 1), "error": error,
-            "stats": stats, "corpus": str(corpus), "corpus_size": sum(1 for _ in corpus.iterdir())}
+    return {"round": rnd, "tool": tool, "parser": parser, "seconds": round(time.monotonic() - start, 1),
+            "error": error, "stats": stats, "corpus": str(corpus), "corpus_size": sum(1 for _ in corpus.iterdir()),
+            "started": started, "load": [load, os.getloadavg()[0]]}
 
 
 def _measure(cell: dict, out: Path) -> dict:
-    result = out / "measure" / f"{cell['tool']}-{cell['parser']}.json"
+    result = out / "measure" / f"round{cell['round']}" / f"{cell['tool']}-{cell['parser']}.json"
     result.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "benchmarks.bench_engine", "_measure", cell["parser"], cell["corpus"],
                str(result)]
@@ -277,23 +282,29 @@ def _measure(cell: dict, out: Path) -> dict:
 
 
 def table(cells: list[dict], parsers: list[str], tools: list[str]) -> str:
-    rows = {(c["parser"], c["tool"]): c for c in cells}
+    """Covered branches (corpus inputs) of each tool on each parser, round by round (``a/b``); the
+    best mean over the rounds in bold."""
+    rows: dict[tuple[str, str], list[dict]] = {}
+    for c in sorted(cells, key=lambda c: c["round"]):
+        rows.setdefault((c["parser"], c["tool"]), []).append(c)
     lines = ["| parser | branches | " + " | ".join(tools) + " |", "|---|---|" + "---|" * len(tools)]
     for parser in parsers:
-        total = next((rows[(parser, t)]["num_branches"] for t in tools if "num_branches" in rows.get((parser, t), {})),
-                     "?")
+        mine = {t: rows.get((parser, t), []) for t in tools}
+        total = next((c["num_branches"] for t in tools for c in mine[t] if "num_branches" in c), "?")
+        means = {t: sum(c["covered_branches"] for c in mine[t]) / len(mine[t]) for t in tools
+                 if mine[t] and all("covered_branches" in c and not c["error"] for c in mine[t])}
+        best = max(means.values(), default=None)
         marks = []
-        best = max((rows[(parser, t)].get("covered_branches", -1) for t in tools if not rows[(parser, t)]["error"]),
-                   default=-1)
         for tool in tools:
-            cell = rows[(parser, tool)]
-            if cell["error"]:
-                marks.append(f"error: {cell['error']}")
-            elif "covered_branches" not in cell:
-                marks.append(f"measure error: {cell.get('measure_error')}")
-            else:
-                text = f"{cell['covered_branches']} ({cell['corpus_size']} inputs)"
-                marks.append(f"**{text}**" if cell["covered_branches"] == best else text)
+            broken = [c for c in mine[tool] if c["error"] or "covered_branches" not in c]
+            if broken:
+                c = broken[0]
+                marks.append(f"round {c['round']} error: {c['error']}" if c["error"]
+                             else f"round {c['round']} measure error: {c.get('measure_error')}")
+                continue
+            text = (f"{'/'.join(str(c['covered_branches']) for c in mine[tool])} "
+                    f"({'/'.join(str(c['corpus_size']) for c in mine[tool])} inputs)")
+            marks.append(f"**{text}**" if best is not None and means[tool] == best else text)
         lines.append(f"| {parser} | {total} | " + " | ".join(marks) + " |")
     return "\n".join(lines)
 
@@ -314,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parsers", nargs="*", default=engine_parsers.PARSERS)
     parser.add_argument("--tools", nargs="*", default=list(TOOLS),
                         help=f"from {', '.join(TOOLS + TWO_CORE_TOOLS)} (the last {len(TWO_CORE_TOOLS)} take two cores)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="rounds, each with the tools in the order reversed from the round before")
     parser.add_argument("--base", default=BASE_COMMIT, help="commit of the engine before issue 16")
     parser.add_argument("--out", default=None)
     parser.add_argument("--engine-options", default=None,
@@ -333,12 +346,20 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out or tempfile.mkdtemp(prefix="bench-engine-"))
     out.mkdir(parents=True, exist_ok=True)
     base = _extract_base(args.base, out / "before")
-    jobs = [(tool, p) for p in args.parsers for tool in args.tools]
+    from benchmarks.harness import checkout
+
+    commit = checkout()
+    jobs = [(rnd, tool, p) for rnd in range(args.rounds) for p in args.parsers
+            for tool in (args.tools if rnd % 2 == 0 else args.tools[::-1])]
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        cells = list(pool.map(lambda job: _cell(job[0], job[1], args.seconds, out, base), jobs))
+        cells = list(pool.map(lambda job: _cell(*job, args.seconds, out, base), jobs))
         measured = list(pool.map(lambda cell: _measure(cell, out), cells))
     (out / "results.json").write_text(json.dumps(measured, indent=1))
-    text = table(measured, args.parsers, args.tools)
+    loads = [v for c in measured for v in c["load"]]
+    header = (f"{args.seconds:g}-s windows, {args.rounds} round(s), commit {commit}, "
+              f"{min(c['started'] for c in measured)} .. {max(c['started'] for c in measured)}, "
+              f"load average {min(loads):.2f}-{max(loads):.2f}")
+    text = header + "\n\n" + table(measured, args.parsers, args.tools)
     (out / "table.md").write_text(text + "\n")
     print(text)
     print(f"\nresults: {out / 'results.json'}")

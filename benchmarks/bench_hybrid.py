@@ -684,19 +684,6 @@ def set_cores(count: int | None) -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def checkout() -> str:
-    """The commit this checkout is at, with "+" when the code a window runs (benchmarks/, symcc_ulfm/)
-    differs from it; "?" outside git."""
-    try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-        changed = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "benchmarks", "symcc_ulfm"],
-                                 capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "?"
-    return head + ("+" if changed else "")
-
-
 def settings_of(args: argparse.Namespace, symcc_cc: str | None, cores: int) -> dict:
     """What every window of one run must share (``run.json``)."""
     return {"seconds": args.seconds, "rounds": args.rounds, "targets": args.targets, "systems": args.systems,
@@ -827,6 +814,8 @@ def main(argv: list[str] | None = None) -> int:
         seed_dirs[name] = out / "seeds" / name if (out / "seeds" / name).is_dir() else write_seeds(target, out)
     (out / "run.json").write_text(json.dumps(recorded, indent=1))
     build_s = time.monotonic() - started
+    from benchmarks.harness import checkout
+
     commit = checkout()
     measurers = {name: Measurer(builds[name], out, jobs) for name in builds}
     for rnd in range(args.rounds):

@@ -44,6 +44,19 @@ PYTHON = sys.executable
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+def checkout() -> str:
+    """The commit this checkout is at, with "+" when the code a benchmark runs (benchmarks/,
+    symcc_ulfm/) differs from it; "?" outside git: what each window or cell records."""
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        changed = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "benchmarks", "symcc_ulfm"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+    return head + ("+" if changed else "")
+
+
 def cores() -> int:
     """The cores this process may run on (what every run of the benchmark shares)."""
     return len(os.sched_getaffinity(0))
