@@ -42,7 +42,8 @@ def _record_lines(raw: bytes) -> tuple[list[bytes], bool]:
 
 
 class WalChecks:
-    """Mixin of the oracle's judge: needs ``fail``, ``notes``, ``root``, ``read_json`` and ``slots``."""
+    """Mixin of the oracle's judge: needs ``fail``, ``notes``, ``root``, ``read_json``, ``slots``,
+    ``lent_kind`` and ``lent`` (set by the membership checks)."""
 
     def wal(self, snaps: list[dict], executor: str) -> dict:
         records = {}
