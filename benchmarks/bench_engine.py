@@ -129,14 +129,14 @@ def _run_campaign(parser: str, corpus: Path, seconds: float, kinds: str | None) 
     """A campaign of two workers (``kinds``, else two concolic ones) on the parser; its corpus
     objects are copied into ``corpus``."""
     from benchmarks import engine_parsers
+    from benchmarks.harness import window_args
     from symcc_ulfm.launch import json_child
 
     state = corpus.parent / f".state-{corpus.name}"
     args = ["--target", f"{HERE / 'engine_parsers.py'}:t_{parser}", "--executor", "concolic",
             "--executor-option", f"modules={json.dumps(engine_parsers.MODULES[parser])}",
             "--executor-option", f"seeds={json.dumps([engine_parsers.SEEDS[parser].hex()])}",
-            "--keep", "novel", "--failure-schedule", "", "--deadline", f"{seconds:g}", "--run-to-deadline",
-            "--ranks", "3", "--warm-spares", "0", "--workers-per-master", "2"]
+            *window_args(seconds, 2)]
     if kinds:
         args += ["--worker-kinds", kinds]
     proc = json_child.start(state, args, cwd=ROOT, new_session=True)

@@ -451,10 +451,11 @@ def system_loop(ctx: Context) -> tuple[Sampler, dict]:
 
 
 def campaign_args(ctx: Context, kinds: str | None, workers: int, idle: str = "fuzz") -> list[str]:
+    from benchmarks.harness import window_args
+
     args = ["--executor", "symcc", "--target", str(ctx.binaries["symcc"]),
             "--executor-option", f"afl_binary={ctx.binaries['afl']}", "--seeds", str(ctx.seed_dir),
-            "--keep", "novel", "--failure-schedule", "", "--deadline", f"{ctx.seconds:g}", "--run-to-deadline",
-            "--ranks", str(workers + 1), "--warm-spares", "0", "--workers-per-master", str(workers)]
+            *window_args(ctx.seconds, workers)]
     if kinds:
         args += ["--worker-kinds", kinds, "--slice", f"{ctx.args.slice:g}", "--idle", idle]
     if ctx.args.symcc_env:

@@ -177,17 +177,20 @@ class MasterState(StartPhase, CommitRounds):
     def held(self) -> int:
         return sum(len(queue) for queue in self.outstanding.values())
 
+    def _free(self, fuzzers: bool) -> list[int]:
+        """Ready workers without a lease, the fuzzers or the analysis workers."""
+        return [w for w in self.config.workers
+                if self.config.fuzzes(w) == fuzzers and w in self.ready and not self.outstanding[w]]
+
     def _idle_fuzzers(self) -> list[int]:
         """Ready fuzzer workers without a slice: each gets its next one in the next round."""
-        return [w for w in self.config.workers if self.config.fuzzes(w) and w in self.ready and not self.outstanding[w]]
+        return self._free(fuzzers=True)
 
     def _idle_analysts(self) -> list[int]:
         """Ready analysis workers left without a lease once the round has leased every queued
         input: with an ``idle_kind`` each runs a slice of it (they are lent to fuzzing) rather
         than wait for the fuzzers' next finds."""
-        if self.config.idle_kind is None:
-            return []
-        return [w for w in self.config.workers if not self.config.fuzzes(w) and w in self.ready and not self.outstanding[w]]
+        return [] if self.config.idle_kind is None else self._free(fuzzers=False)
 
     def status(self) -> Status:
         """Idle: nothing queued, leased, waiting to be committed or counted (``core.master.termination``)."""
