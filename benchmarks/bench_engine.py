@@ -246,7 +246,7 @@ def _stats(stdout: str) -> dict:
     return {}
 
 
-def _cell(rnd: int, tool: str, parser: str, seconds: float, out: Path, base: Path) -> dict:
+def _cell(rnd: int, tool: str, parser: str, seconds: float, out: Path, base: Path | None) -> dict:
     corpus = out / "corpus" / f"round{rnd}" / tool / parser
     corpus.mkdir(parents=True, exist_ok=True)
     started, load = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), os.getloadavg()[0]
@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["BENCH_ENGINE_OPTIONS"] = args.engine_options
     out = Path(args.out or tempfile.mkdtemp(prefix="bench-engine-"))
     out.mkdir(parents=True, exist_ok=True)
-    base = _extract_base(args.base, out / "before")
+    base = _extract_base(args.base, out / "before") if "engine-before" in args.tools else None
     from benchmarks.harness import checkout
 
     commit = checkout()
