@@ -1,3 +1,4 @@
+import signal
 import sys
 from pathlib import Path
 
@@ -6,6 +7,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 HOST_WIDE = "host_wide"
+
+
+def pytest_configure(config):
+    """A shell starts a background command (``make test &``, ``nohup``) with SIGINT ignored, and
+    children inherit that: the tests that Ctrl-C a ``launch`` or a ``watch`` need the default."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(tryfirst=True)
