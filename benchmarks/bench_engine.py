@@ -343,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         if not isinstance(json.loads(args.engine_options), dict):
             parser.error("--engine-options must be a JSON object")
         os.environ["BENCH_ENGINE_OPTIONS"] = args.engine_options
-    out = Path(args.out or tempfile.mkdtemp(prefix="bench-engine-"))
+    out = Path(args.out or tempfile.mkdtemp(prefix="bench-engine-")).resolve()  # the tools run elsewhere
     out.mkdir(parents=True, exist_ok=True)
     base = _extract_base(args.base, out / "before") if "engine-before" in args.tools else None
     from benchmarks.harness import checkout
