@@ -51,6 +51,7 @@ class Model:
         self.tokens = 0
         self.lease_outcome = {}  # input hash -> outcome other than "leased"
         self.reject_accept: set[str] = set()  # tokens the QueryStore refuses
+        self.refuse_manifest: set[str] = set()  # inputs whose next manifest cannot be written
 
     def feed(self, event: ev.Event) -> list[ev.Instruction]:
         performed = []
@@ -77,6 +78,9 @@ class Model:
         if isinstance(i, ev.Accept):
             return ev.Accepted(now, "refused by the store" if i.token in self.reject_accept else None)
         if isinstance(i, ev.WriteManifest):
+            if i.manifest["input_hash"] in self.refuse_manifest:
+                self.refuse_manifest.discard(i.manifest["input_hash"])
+                return ev.Committing(now, "no space left on device")
             self.records[i.work] = {"work_hash": i.work, "state": "committing", "manifest": i.manifest,
                                     "input_hash": i.manifest["input_hash"], "lease": i.lease}
             return ev.Committing(now)
@@ -307,6 +311,76 @@ def test_results_wait_for_the_commit_delay_to_share_a_barrier():
     model.feed(ev.FromWorker(3.0, 1, result_for(works[0])))
     assert ev.WriteManifest not in [type(i) for i in model.feed(ev.Tick(3.001))]  # waits
     assert ev.WriteManifest in [type(i) for i in model.feed(ev.Tick(3.03))]  # the delay is over
+
+
+def finding_result(work: dict, *children: tuple[int, int, str | None]) -> bytes:
+    """A RESULT whose children are ``(name, coverage id, signature of an exception or None)``."""
+    cands = [{"sha256": h(name), "length": 1, "coverage": [edge], "hint": None} for name, edge, _ in children]
+    found = [{"kind": "exception", "signature": sig, "detail": "d", "sha256": h(name)}
+             for name, _, sig in children if sig is not None]
+    fence = {k: work[k] for k in ("generation", "shard", "lease", "work_hash", "input_hash", "worker")}
+    return envelope.encode("RESULT", LIMIT, **fence, candidates=cands, findings=found, stats={"seconds": 0.01},
+                           error=None)
+
+
+def committed(model: Model, work: dict) -> dict:
+    return model.records[work["work_hash"]]["manifest"]
+
+
+def test_keep_novel_keeps_the_first_input_of_each_finding_and_drops_repeated_hits():
+    model = started(corpus=[h(1), h(2)], workers=(1,), keep="novel")
+    model.feed(ev.FromWorker(2.0, 1, ready(1)))
+    model.feed(ev.Tick(2.0))
+    first = model.sent("WORK")[-1]
+    model.feed(ev.FromWorker(2.5, 1, finding_result(first, (10, 7, "A"), (11, 7, "B"), (12, 7, "A"), (13, 7, None))))
+    model.feed(ev.Tick(3.0))
+    manifest = committed(model, first)
+    assert [o["sha256"] for o in manifest["objects"]] == [h(10), h(11)]  # novel; the first of "B"
+    assert sorted(manifest["dropped"]) == sorted([h(12), h(13)])  # a repeated hit of "A"; nothing new
+    assert [(f["signature"], f["sha256"]) for f in manifest["findings"]] == [("A", h(10)), ("B", h(11))]
+    second = model.sent("WORK")[-1]
+    assert second["lease"] != first["lease"]
+    model.feed(ev.FromWorker(3.5, 1, finding_result(second, (14, 7, "B"), (15, 7, "C"), (16, 8, "B"))))
+    model.feed(ev.Tick(4.0))
+    manifest = committed(model, second)
+    assert [o["sha256"] for o in manifest["objects"]] == [h(15), h(16)]  # the first of "C"; novel
+    assert manifest["dropped"] == [h(14)]
+    assert [(f["signature"], f["sha256"]) for f in manifest["findings"]] == [("C", h(15)), ("B", h(16))]
+
+
+def test_a_finding_whose_manifest_was_not_written_is_kept_from_the_next_result():
+    model = started(corpus=[h(1), h(2)], workers=(1,), keep="novel")
+    model.refuse_manifest.add(h(1))
+    model.feed(ev.FromWorker(2.0, 1, ready(1)))
+    model.feed(ev.Tick(2.0))
+    first = model.sent("WORK")[-1]
+    assert first["input_hash"] == h(1)
+    model.feed(ev.FromWorker(2.5, 1, finding_result(first, (10, 7, None), (11, 7, "A"))))
+    model.feed(ev.Tick(3.0))
+    assert first["work_hash"] not in model.records and model.logs("result-rejected")
+    second = model.sent("WORK")[-1]
+    assert second["lease"] != first["lease"]
+    model.feed(ev.FromWorker(3.5, 1, finding_result(second, (12, 7, None), (13, 7, "A"))))
+    model.feed(ev.Tick(4.0))
+    manifest = committed(model, second)
+    assert [(f["signature"], f["sha256"]) for f in manifest["findings"]] == [("A", h(13))]
+    assert h(13) in [o["sha256"] for o in manifest["objects"]]
+
+
+def test_a_master_learns_the_findings_its_corpus_holds_from_the_done_records():
+    manifest = {"master": 0, "generation": 0, "worker": 1, "objects": [], "dropped": [], "kind": "test",
+                "slice": None, "generated": 1, "stats": {},
+                "findings": [{"kind": "exception", "signature": "A", "detail": "d", "sha256": h(1), "time": 1.0}]}
+    record = {"work_hash": h("w"), "state": "done", "input_hash": h(1), "manifest": manifest,
+              "done": {"generation": 0, "master": 0, "claimed": []}}
+    model = started(corpus=[h(1), h(2)], records=[record], workers=(1,), keep="novel")
+    model.feed(ev.FromWorker(2.0, 1, ready(1)))
+    model.feed(ev.Tick(2.0))
+    (work,) = model.sent("WORK")
+    model.feed(ev.FromWorker(2.5, 1, finding_result(work, (10, 7, None), (11, 7, "A"))))
+    model.feed(ev.Tick(3.0))
+    manifest = committed(model, work)
+    assert manifest["dropped"] == [h(11)] and manifest["findings"] == []
 
 
 def test_a_refused_result_requeues_its_input_until_it_is_dropped():

@@ -115,6 +115,11 @@ class FrontierQueue:
         return forward
 
 
+def signatures(findings: list[dict]) -> set[tuple[str, str]]:
+    """``(kind, signature)`` of finding records (a manifest's: the corpus holds an input of each)."""
+    return {(f["kind"], f["signature"]) for f in findings}
+
+
 def terminal(manifest: dict) -> set[str]:
     """Inputs of the manifest's ``crash``, ``hang`` and ``oom`` findings: never expanded further."""
     return {f["sha256"] for f in manifest["findings"] if f["kind"] in TERMINAL_KINDS}
@@ -129,6 +134,8 @@ class Frontier:
         self.queue = FrontierQueue(me, masters)
         self.priority: dict[str, int] = {}
         self.hints: dict[str, dict | None] = {}
+        # findings whose input the corpus holds (learned, accounted, or marked by a result being committed)
+        self.signatures: set[tuple[str, str]] = set()
         self.totals = {"analyzed": 0, "slices": 0, "generated": 0, "unique": 0, "novel": 0, "findings": 0,
                        "dropped": 0}
         self.items_sent = 0  # FRONTIER messages that carried inputs, sent and received (core.master.termination)
@@ -146,6 +153,7 @@ class Frontier:
                 self.priority[obj["sha256"]] = PRIORITY_NOVEL if obj["novel"] else PRIORITY_UNIQUE
                 self.hints[obj["sha256"]] = obj["hint"]
                 self.queue.absorb(obj["coverage"])
+        self.signatures |= signatures(record["manifest"]["findings"])
         return terminal(record["manifest"])
 
     def account(self, record: dict) -> tuple[dict, list[tuple[int, bytes]]]:
@@ -161,6 +169,7 @@ class Frontier:
         objects = [o for o in manifest["objects"] if o["sha256"] in claimed]
         novel = [o for o in objects if o["novel"]]
         stopped = terminal(manifest)
+        self.signatures |= signatures(manifest["findings"])
         for name in stopped:
             self.queue.forget(name)
         new_coverage: set[int] = set()

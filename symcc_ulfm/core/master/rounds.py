@@ -21,6 +21,7 @@ from .. import envelope
 from ..envelope import Fence
 from ..schedule import Phase
 from . import events as ev
+from .frontier import signatures
 from .manifest import result_manifest
 from .report import check_stats, distinct_objects
 from .slices import descriptor, slice_hash
@@ -113,16 +114,19 @@ class CommitRounds:
         except FenceError as exc:
             self._leased_to_queued(worker, held, str(exc))
             return self._leased_to_committing()
-        kept, dropped = self._kept(judged, findings, held)
+        kept, dropped, findings = self._kept(judged, findings, held)
+        marked = signatures(findings) - self.frontier.signatures
+        self.frontier.signatures |= marked
         kind = held.slice["kind"] if held.slice is not None else self.config.kind_of(worker)  # a lent worker's too
         manifest = result_manifest(self.gen, self.config.me, worker, kind, fence, kept,
                                    dropped, findings, message["stats"], message["error"], held.slice)
-        self._round.current = (worker, message, held, judged)
+        self._round.current = (worker, message, held, judged, marked)
         self._ask(ev.WriteManifest, Step.COMMITTING, fence.work_hash, held.lease, manifest)
 
     def _committing(self, fact: ev.Committing) -> None:
-        worker, message, held, judged = self._round.current
+        worker, message, held, judged, marked = self._round.current
         if fact.error is not None:
+            self.frontier.signatures -= marked  # not recorded after all: a later result may hold them
             self._leased_to_queued(worker, held, fact.error)
             return self._leased_to_committing()
         seconds = message["stats"].get("seconds", 0.0)
@@ -132,17 +136,26 @@ class CommitRounds:
         self._round.staged.append(held.fence.work_hash)
         self._leased_to_committing()
 
-    def _kept(self, judged: list, findings: list[dict], held: Outstanding) -> tuple[list, list[str]]:
-        """The candidates that enter the corpus and the SHA-256s of those dropped: with ``keep =
-        novel`` only an analysis worker's test cases that add coverage or hold a finding (as SymCC's
-        fuzzing helper keeps only test cases that show new bits). A fuzzer's slice keeps all it
-        returned: its fuzzer kept each entry for new bits of its own map (AFL++'s queue), and those
-        are the inputs the helper runs SymCC on, coverage the campaign holds already or not."""
+    def _kept(self, judged: list, findings: list[dict], held: Outstanding) -> tuple[list, list[str], list[dict]]:
+        """The candidates that enter the corpus, the SHA-256s of those dropped, and the findings
+        recorded. With ``keep = novel`` an analysis worker's test case is kept when it adds
+        coverage (as SymCC's fuzzing helper keeps only test cases that show new bits) or is the
+        first input of a finding the corpus holds none of; a finding is recorded only when its
+        input is the lease's or a kept one, so repeated hits of a known finding are dropped with
+        their inputs (a fuzzer's crashes directory keeps one per signature the same way). A
+        fuzzer's slice keeps all it returned: its fuzzer kept each entry for new bits of its own
+        map (AFL++'s queue), and those are the inputs the helper runs SymCC on, coverage the
+        campaign holds already or not."""
         if self.config.keep == "all" or held.slice is not None:
-            return judged, []
-        found = {f["sha256"] for f in findings}
-        kept = [j for j in judged if j.novel or j.sha256 in found]
-        return kept, [j.sha256 for j in judged if not (j.novel or j.sha256 in found)]
+            return judged, [], findings
+        keep = {j.sha256 for j in judged if j.novel} | {held.fence.input_hash}
+        held_already = self.frontier.signatures | signatures([f for f in findings if f["sha256"] in keep])
+        for f in findings:
+            if (f["kind"], f["signature"]) not in held_already:
+                held_already.add((f["kind"], f["signature"]))
+                keep.add(f["sha256"])
+        return ([j for j in judged if j.sha256 in keep], [j.sha256 for j in judged if j.sha256 not in keep],
+                [f for f in findings if f["sha256"] in keep])
 
     def _leased_to_queued(self, worker: int, held: Outstanding, reason: str) -> None:
         """``leased -> queued``: release the lease, put the input back (or drop it); a slice is not
