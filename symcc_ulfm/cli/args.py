@@ -118,7 +118,7 @@ def build_parser() -> CommandParser:
                         "targets), havoc (Python targets)")
     p.add_argument("--keep", choices=("all", "novel"), default="all",
                    help="which candidates enter the corpus: every distinct one (all), or only those adding coverage "
-                        "or holding a finding (novel, as SymCC's fuzzing helper keeps test cases)")
+                        "or first holding a finding (novel, as SymCC's fuzzing helper keeps test cases)")
     p.add_argument("--slice", type=float, default=5.0, metavar="SECONDS", dest="slice_s",
                    help="how long a fuzzer worker's lease runs before it returns what it kept")
     p.add_argument("--idle", choices=("fuzz", "wait"), default="fuzz",

@@ -67,7 +67,7 @@ class MasterConfig:
     kinds: dict[int, str] = field(default_factory=dict)  # worker -> its kind, where it is not the executor
     fuzzers: frozenset[str] = frozenset()  # kinds whose leases are time slices (core.master.slices)
     slice_s: float = 5.0
-    keep: str = "all"  # "novel": only candidates that add coverage (or hold a finding) enter the corpus
+    keep: str = "all"  # "novel": only candidates that add coverage (or first hold a finding) enter the corpus
     idle_kind: str | None = None  # the fuzzer kind an analysis worker with nothing to analyze runs (None: it waits)
 
     def kind_of(self, worker: int) -> str:
