@@ -140,6 +140,13 @@ def build_parser() -> CommandParser:
                         "against it: only --deadline may differ, longer; --seeds adds seeds)")
     p.add_argument("--run-to-deadline", action="store_true",
                    help="keep the ranks up until the deadline even when the search is exhausted")
+    p.add_argument("--stop-after", type=int, default=0, metavar="N",
+                   help="a budget by count: end the campaign once every worker has N results (analyses or fuzzer "
+                        "slices) committed in one generation, however fast the machine; --deadline still bounds it "
+                        "(0: the deadline only)")
+    p.add_argument("--stop-from", type=int, default=0, metavar="G",
+                   help="count the --stop-after budget only in generation G or later (generations that a scheduled "
+                        "failure is still to end never count)")
     p.add_argument("--json", action="store_true")
 
     p = command("oracle", help="judge a state or run directory independently")

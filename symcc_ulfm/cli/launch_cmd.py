@@ -36,6 +36,8 @@ def _policy_options(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
         "no_ulfm": ("ulfm", not args.no_ulfm),
         "timeout": ("timeouts", timeouts(args.timeout)),
         "run_to_deadline": ("stop_when_exhausted", not args.run_to_deadline),
+        "stop_after": ("stop_after", args.stop_after),
+        "stop_from": ("stop_from", args.stop_from),
         "worker_kinds": ("worker_kinds", args.worker_kinds),
         "keep": ("keep", args.keep),
         "slice_s": ("slice_s", args.slice_s),

@@ -112,8 +112,10 @@ SCHEMAS: dict[str, dict[str, Callable[[Any], bool]]] = {
     "FRONTIER": {"generation": _int, "master": _int, "items": _items, "coverage": _coverage},
     "STOP": {"generation": _int, "reason": _str},
     "PROBE": {"generation": _int, "master": _int, "wave": _int},
-    "STATUS": {"generation": _int, "master": _int, "wave": _int, "idle": _bool, "sent": _int, "received": _int},
-    "EXHAUSTED": {"generation": _int, "master": _int},
+    "STATUS": {"generation": _int, "master": _int, "wave": _int, "idle": _bool, "sent": _int, "received": _int,
+               "satisfied": _bool},
+    # the coordinator's decision (core.master.termination): "exhausted" or "budget"
+    "EXHAUSTED": {"generation": _int, "master": _int, "reason": _str},
 }
 
 

@@ -2,8 +2,8 @@
 
 Every rank reads the same ``policy.json`` and the ranks compare the SHA-256 at start-up; a
 mismatch fails closed. Rejections name the field and the accepted form. Fields added after the
-first format (``worker_kinds``, ``keep``, ``slice_s``, ``isolation``, ``idle``) are written only when they differ from
-their defaults, so a policy that does not use them keeps its bytes and its SHA-256.
+first format (``worker_kinds``, ``keep``, ``slice_s``, ``isolation``, ``idle``, ``stop_after``, ``stop_from``) are written
+only when they differ from their defaults, so a policy that does not use them keeps its bytes and its SHA-256.
 """
 
 from __future__ import annotations
@@ -82,6 +82,10 @@ class Policy(Canonical):
     slice_s: float = 5.0  # how long a fuzzer worker's lease runs before it returns what it kept
     isolation: str = "namespaces"  # target code in namespaces (executors.sandbox.isolation), or "none"
     idle: str = "fuzz"  # an analysis worker with nothing to analyze: runs slices of the campaign's fuzzer kind, or "wait"
+    # a budget by count (core.master.termination): the campaign ends once, in a generation >= stop_from that no
+    # scheduled failure is still to end, every worker has that many results committed in it; 0: the deadline only
+    stop_after: int = 0
+    stop_from: int = 0
 
     def __post_init__(self):
         self._validate()
@@ -137,6 +141,10 @@ class Policy(Canonical):
             raise PolicyError("keep", f"{self.keep!r}: expected all or novel")
         if self.idle not in ("fuzz", "wait"):
             raise PolicyError("idle", f"{self.idle!r}: expected fuzz or wait")
+        _int_in("stop_after", self.stop_after, 0, 10**9)
+        _int_in("stop_from", self.stop_from, 0, 10**6)
+        if self.stop_from and not self.stop_after:
+            raise PolicyError("stop_from", f"{self.stop_from}: a generation from which a budget counts needs stop_after")
         if not _positive_number(self.slice_s) or not 0.2 <= self.slice_s <= 3600:
             raise PolicyError("slice_s", f"{self.slice_s!r}: expected seconds in 0.2..3600")
         if self.worker_kinds and self.slice_s > self.timeouts.lease_s / 2:
@@ -190,6 +198,8 @@ class Policy(Canonical):
             **({"slice_s": self.slice_s} if self.slice_s != 5.0 else {}),
             **({"isolation": self.isolation} if self.isolation != "namespaces" else {}),
             **({"idle": self.idle} if self.idle != "fuzz" else {}),
+            **({"stop_after": self.stop_after} if self.stop_after else {}),
+            **({"stop_from": self.stop_from} if self.stop_from else {}),
         }
 
 

@@ -192,7 +192,7 @@ def recompute(state: Path) -> dict[str, Any]:
     outcome_path, endpoint_path = state / "outcome.json", state / "endpoint.json"
     outcome = _object(_read(outcome_path), "outcome.json") if outcome_path.exists() else {}
     endpoint = _object(_read(endpoint_path), "endpoint.json") if endpoint_path.exists() else {}
-    if outcome.get("status") not in ("deadline-reached", "exhausted"):
+    if outcome.get("status") not in ("deadline-reached", "exhausted", "budget-reached"):
         problems.append(f"the campaign outcome is {outcome.get('status')!r}")
     summary = {
         "policy_sha256": _hex(policy_raw),

@@ -20,6 +20,7 @@ from mpi4py import MPI
 from ..core import envelope
 from ..core.budget import consumed_after, final_agreement_s
 from ..core.canonical import canonical_json, sha256_hex
+from ..core.master.termination import BUDGET, EXHAUSTED
 from ..core.membership import initial_membership, resume
 from ..core.modes import modes_from_env
 from ..core.schedule import Phase
@@ -51,6 +52,9 @@ from .requests import (
 from .watchdog import bounded
 
 OUTCOME_FORMAT = "symcc-ulfm-outcome/1"
+# outcome.json's status by why the last generation ended; a campaign with no group left is
+# "stopped-too-few-members"
+OUTCOME_STATUS = {"deadline": "deadline-reached", EXHAUSTED: "exhausted", BUDGET: "budget-reached"}
 DEFAULT_STARTUP_S = 60.0
 _BLOB_WIDTH = 8192
 
@@ -242,9 +246,10 @@ def final_agreement(ctx: RankContext) -> None:
         ctx.log.event("final-agreement-timeout", error=str(exc))
 
 
-def run_generation(ctx: RankContext) -> bool:
-    """This rank's role in one generation, over the MPI transport; whether the generation ended
-    because the search is exhausted (``core.master.termination``) rather than at the deadline."""
+def run_generation(ctx: RankContext) -> str:
+    """This rank's role in one generation, over the MPI transport; why the generation ended: at the
+    deadline (``deadline``), or by the masters' decision (``exhausted``, ``budget``:
+    ``core.master.termination``)."""
     role = start_generation(ctx)
     if role == "master":
         driver = MasterDriver(ctx, MpiTransport(ctx))
@@ -258,16 +263,16 @@ def run_generation(ctx: RankContext) -> bool:
     else:
         reason = wait_as_spare(ctx)
     final_agreement(ctx)
-    return reason == "exhausted"
+    return reason
 
 
 def wait_as_spare(ctx: RankContext) -> str:
     """A warm spare waits on the global communicator until the deadline, a recovery, or the
-    coordinator's notice that the search is exhausted.
+    coordinator's notice that the campaign ends (the search is exhausted or the budget spent).
 
     It joins the final agreement only then: an agreement left pending while the others never
     enter it would be reported as incomplete by every rank at finalize. Returns why it stopped
-    waiting (``exhausted`` or ``deadline``).
+    waiting (``exhausted``, ``budget`` or ``deadline``).
     """
     ctx.injector.maybe(Phase.IDLE, ctx.generation)
     notices = Mailbox(ctx.global_comm, MPI.ANY_SOURCE, TAG_CONTROL, ctx.policy.max_message_bytes)
@@ -281,8 +286,9 @@ def wait_as_spare(ctx: RankContext) -> str:
             ctx.log.limited("message-rejected", None, reason=str(exc))
             continue
         if notice is not None:
-            if notice["type"] == "EXHAUSTED" and notice["generation"] == ctx.generation:
-                return "exhausted"
+            if notice["type"] == "EXHAUSTED" and notice["generation"] == ctx.generation \
+                    and notice["reason"] in (EXHAUSTED, BUDGET):
+                return notice["reason"]
             else:
                 ctx.log.limited("message-rejected", None, reason=f"{notice['type']} on the control tag of a spare")
         backoff.idle()
@@ -348,12 +354,12 @@ def _run(ctx: RankContext, finalize: bool) -> dict:
             raise CheckFailed(f"generation {ctx.generation} has {len(ctx.membership.active)} active endpoint(s): "
                               "a campaign needs at least one master and one worker; stopping with state intact")
         try:
-            exhausted = run_generation(ctx)
+            reason = run_generation(ctx)
             break
         except FailureDetected as exc:
             ctx.log.event("failure-detected", where=exc.where, error_class=exc.error_class)
             recover(ctx, exc)
-    outcome = write_outcome(ctx, "exhausted" if exhausted else "deadline-reached")
+    outcome = write_outcome(ctx, OUTCOME_STATUS.get(reason, "deadline-reached"))
     ctx.log.event("campaign-end", status=outcome["status"], generation=ctx.generation)
     ctx.log.sync()
     if finalize:

@@ -1,13 +1,15 @@
-"""The masters' side of stopping an exhausted search (``core.master.termination`` decides).
+"""The masters' side of ending a campaign before its deadline: an exhausted search or a spent
+budget (``core.master.termination`` decides).
 
 Every master polls :meth:`Exhaustion.poll` once per loop round with its current status. The
-coordinator (the first master of the layout) probes the others in waves while it is idle
-itself; the others answer each PROBE with their status. When the coordinator decides, it sends
-EXHAUSTED to every other master and to every warm spare, and each of them stops as at the
-deadline; workers learn it from their master's STOP. All of it is ordinary point-to-point
-traffic on the control channel (``transport.CONTROL``): a failure meanwhile is detected as any
-other, and the next generation decides again from scratch. A generation that a scheduled
-failure is still to end (``failure_schedule``) is not stopped early.
+coordinator (the first master of the layout) probes the others in waves while it is idle or
+satisfied itself; the others answer each PROBE with their status. When the coordinator decides, it
+sends EXHAUSTED (with the reason: ``exhausted`` or ``budget``) to every other master and to every
+warm spare, and each of them stops as at the deadline; workers learn it from their master's STOP.
+All of it is ordinary point-to-point traffic on the control channel (``transport.CONTROL``): a
+failure meanwhile is detected as any other, and the next generation decides again from scratch. A
+generation that a scheduled failure is still to end (``failure_schedule``) is not stopped early,
+nor, for the budget, one before ``stop_from``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import time
 from collections.abc import Callable
 
 from ..core import envelope
-from ..core.master.termination import Status, Waves
+from ..core.master.termination import BUDGET, EXHAUSTED, Status, Waves
 from ..errors import ProtocolError
 from .rank_state import RankState
 from .transport import CONTROL, Transport
@@ -40,7 +42,9 @@ class Exhaustion:
         self.next_wave_at = 0.0
         # a failure the schedule still asks for must happen: an injected campaign runs on until then
         pending = any(event.generation >= self.gen for event in ctx.policy.failure_schedule)
-        self.enabled = ctx.policy.stop_when_exhausted and not pending
+        self.exhaustion = ctx.policy.stop_when_exhausted and not pending
+        self.budget = ctx.policy.stop_after > 0 and self.gen >= ctx.policy.stop_from and not pending
+        self.enabled = self.exhaustion or self.budget
 
     def _send(self, dest: int, kind: str, **fields) -> None:
         payload = envelope.encode(kind, self.limit, generation=self.gen, master=self.me, **fields)
@@ -60,44 +64,55 @@ class Exhaustion:
                 continue
             yield source, message
 
-    def poll(self, status: Status, now: float, stimulus: str) -> bool:
-        """Answer probes, run waves (coordinator); True once the search is known to be exhausted.
-        ``stimulus``: the master's event that polled (``core.master.machine``), logged with every line."""
+    def poll(self, status: Status, now: float, stimulus: str) -> str | None:
+        """Answer probes, run waves (coordinator); once the masters decided, why the campaign ends
+        (``exhausted`` or ``budget``), else None. ``stimulus``: the master's event that polled
+        (``core.master.machine``), logged with every line."""
         if not self.enabled:
-            return False
+            return None
         for source, message in self._messages(stimulus):
             kind = message["type"]
             if kind == "PROBE" and self.waves is None:
                 self._send(source, "STATUS", wave=message["wave"], idle=status.idle, sent=status.sent,
-                           received=status.received)
-            elif kind == "EXHAUSTED" and self.waves is None:
-                return True
+                           received=status.received, satisfied=status.satisfied)
+            elif kind == "EXHAUSTED" and self.waves is None and self._decided(message["reason"]):
+                return message["reason"]
             elif kind == "STATUS" and self.waves is not None:
-                self.waves.reply(source, message["wave"],
-                                 Status(message["idle"], message["sent"], message["received"]))
+                self.waves.reply(source, message["wave"], Status(message["idle"], message["sent"], message["received"],
+                                                                 message["satisfied"]))
             else:
-                self.ctx.log.limited("message-rejected", source, source=source, reason=f"{kind} is not for this master",
+                what = f"{kind} ({message['reason']})" if kind == "EXHAUSTED" else kind
+                self.ctx.log.limited("message-rejected", source, source=source, reason=f"{what} is not for this master",
                                      stimulus=stimulus)
         if self.waves is None:
-            return False
+            return None
         if self.waves.complete:
-            if self.waves.exhausted():
-                self._announce(stimulus)
-                return True
+            exhausted = self.waves.exhausted()  # every complete wave, so that two consecutive ones are compared
+            ended = BUDGET if self.budget and self.waves.satisfied() else EXHAUSTED if self.exhaustion and exhausted \
+                else None
+            if ended is not None:
+                self._announce(ended, stimulus)
+                return ended
             self.waves.replies = {}
             self.next_wave_at = now + WAVE_INTERVAL_S
-        if status.idle and not self.waves.replies and now >= self.next_wave_at:
+        wanted = (self.exhaustion and status.idle) or (self.budget and status.satisfied)
+        if wanted and not self.waves.replies and now >= self.next_wave_at:
             wave = self.waves.start()
             self.waves.reply(self.me, wave, status)
             for master in self.masters[1:]:
                 self._send(master, "PROBE", wave=wave)
             self.next_wave_at = now + WAVE_INTERVAL_S
-        return False
+        return None
 
-    def _announce(self, stimulus: str) -> None:
+    def _decided(self, reason: str) -> bool:
+        """Whether a coordinator's decision is one this master takes part in."""
+        return (reason == EXHAUSTED and self.exhaustion) or (reason == BUDGET and self.budget)
+
+    def _announce(self, reason: str, stimulus: str) -> None:
         for master in self.masters[1:]:
-            self._send(master, "EXHAUSTED")
-        notice = envelope.encode("EXHAUSTED", self.limit, generation=self.gen, master=self.me)
+            self._send(master, "EXHAUSTED", reason=reason)
+        notice = envelope.encode("EXHAUSTED", self.limit, generation=self.gen, master=self.me, reason=reason)
         for spare in self.ctx.membership.spares:
             self.transport.send(spare, CONTROL, notice, f"EXHAUSTED to {spare}")
-        self.ctx.log.event("search-exhausted", waves=self.waves.wave, at=self.clock(), stimulus=stimulus)
+        event = "search-exhausted" if reason == EXHAUSTED else "budget-spent"
+        self.ctx.log.event(event, waves=self.waves.wave, at=self.clock(), stimulus=stimulus)

@@ -54,7 +54,7 @@ class MasterDriver:
             poison_deaths=ctx.policy.poison_deaths, executor=ctx.policy.executor, executor_sha=ctx.executor_sha,
             kinds={w: layout.kind_of(w) for w in self.workers if layout.kind_of(w)},
             fuzzers=frozenset(k for k in ctx.policy.kinds if is_fuzzer(k)), slice_s=ctx.policy.slice_s,
-            keep=ctx.policy.keep, idle_kind=ctx.lent_kind))
+            keep=ctx.policy.keep, idle_kind=ctx.lent_kind, stop_after=ctx.policy.stop_after))
         self.exhaustion = Exhaustion(ctx, tuple(self.masters), transport, clock)
         self.peer_masters = [m for m in self.masters if m != ctx.stable]
         self._batch = contextlib.ExitStack()  # the open group commit's record locks
@@ -92,8 +92,8 @@ class MasterDriver:
         self.feed(ev.Start(self.clock()))
 
     def run(self) -> str:
-        """Serve until stopped, then let the last sends complete; why it stopped (``exhausted`` or
-        ``deadline``). A failure is counted, then raised."""
+        """Serve until stopped, then let the last sends complete; why it stopped (``deadline``, or
+        ``exhausted`` or ``budget``: ``core.master.termination``). A failure is counted, then raised."""
         backoff = Backoff(self.ctx.hot_rounds)
         try:
             while not self.stopped:
@@ -109,7 +109,7 @@ class MasterDriver:
             self.feed(ev.Failed(self.clock()))
             raise
         self.transport.close()
-        return "exhausted" if self.state.exhausted else "deadline"
+        return self.state.reason
 
     def step(self) -> bool:
         """One turn of the loop; whether anything arrived or a round of group commit ran."""
@@ -169,7 +169,7 @@ class MasterDriver:
         return ev.Listed(self.clock(), tuple((name, corpus.is_seed(name)) for name in corpus.names()))
 
     def _poll(self, instruction: ev.PollExhaustion) -> ev.Polled:
-        status = Status(instruction.idle, instruction.sent, instruction.received)
+        status = Status(instruction.idle, instruction.sent, instruction.received, instruction.satisfied)
         return ev.Polled(self.clock(), self.exhaustion.poll(status, instruction.now, instruction.stimulus))
 
     def _open_batch(self, instruction: ev.OpenBatch) -> None:

@@ -127,8 +127,8 @@ class WorkerLoop:
         return self.reason
 
     def run(self) -> str:
-        """Serve leases until STOP; the reason this worker stopped (``deadline``, ``exhausted``, or
-        that no STOP came in time)."""
+        """Serve leases until STOP; the reason this worker stopped (its master's: ``deadline``,
+        ``exhausted`` or ``budget``; or that no STOP came in time)."""
         backoff = Backoff(self.ctx.hot_rounds)
         self.start()
         while not self.stopped:

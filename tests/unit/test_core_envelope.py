@@ -43,8 +43,8 @@ VALID = {
     "STOP": {"generation": 3, "reason": "deadline"},
     "RETURN": {"generation": 2, "worker": 5, "leases": ["2.1.17", "2.1.18"]},
     "PROBE": {"generation": 1, "master": 0, "wave": 3},
-    "STATUS": {"generation": 1, "master": 4, "wave": 3, "idle": True, "sent": 2, "received": 5},
-    "EXHAUSTED": {"generation": 1, "master": 0},
+    "STATUS": {"generation": 1, "master": 4, "wave": 3, "idle": True, "sent": 2, "received": 5, "satisfied": False},
+    "EXHAUSTED": {"generation": 1, "master": 0, "reason": "budget"},
 }
 
 
@@ -191,6 +191,8 @@ MISTYPED = [
     ("STATUS", "idle", 1),
     ("STATUS", "sent", 1.5),
     ("EXHAUSTED", "master", "0"),
+    ("STATUS", "satisfied", 0),
+    ("EXHAUSTED", "reason", None),
 ]
 
 

@@ -74,7 +74,7 @@ class Model:
         if isinstance(i, ev.ListCorpus):
             return ev.Listed(now, tuple((name, True) for name in self.corpus))
         if isinstance(i, ev.PollExhaustion):
-            return ev.Polled(now, False)
+            return ev.Polled(now, None)
         if isinstance(i, ev.Accept):
             return ev.Accepted(now, "refused by the store" if i.token in self.reject_accept else None)
         if isinstance(i, ev.WriteManifest):
@@ -528,22 +528,43 @@ def test_at_the_deadline_the_master_drains_releases_and_stops_its_workers():
         model.state.handle(ev.Tick(7.0))
 
 
-def test_exhaustion_stops_with_reason_exhausted():
+@pytest.mark.parametrize("reason", ["exhausted", "budget"])
+def test_the_masters_decision_stops_with_its_reason(reason):
     model = started(corpus=[])
     state = model.state
     out = state.handle(ev.Tick(2.0))
     assert isinstance(out[-1], ev.PollExhaustion) and out[-1].idle
     performed = []
-    for i in state.handle(ev.Polled(2.0, True)):
+    for i in state.handle(ev.Polled(2.0, reason)):
         performed.append(i)
         fact = model.perform(i, 2.0)
         while fact is not None:
             more = state.handle(fact)
             performed += more
             fact = model.perform(more[-1], 2.0) if more else None
-    assert state.stopped and state.exhausted
-    assert [envelope.decode(i.payload, LIMIT)["reason"] for i in performed if isinstance(i, ev.Send)] == [
-        "exhausted", "exhausted"]
+    assert state.stopped and state.reason == reason
+    assert [envelope.decode(i.payload, LIMIT)["reason"] for i in performed if isinstance(i, ev.Send)] == [reason] * 2
+    assert [i.fields["remaining_s"] for i in performed if isinstance(i, ev.Log) and i.event == reason] == [998.0]
+
+
+def test_a_worker_is_satisfied_by_results_leased_by_this_master_in_this_generation():
+    model = started(corpus=[h(i) for i in range(8)], stop_after=1)
+    state = model.state
+    assert not state.status().satisfied and not started(corpus=[]).state.status().satisfied
+    model.feed(ev.FromWorker(2.0, 1, ready(1)))
+    model.feed(ev.Tick(2.0))
+    work = model.sent("WORK")
+    model.feed(ev.FromWorker(2.1, 1, result_for(work[0])))
+    for now in (2.2, 2.3, 2.4, 2.5):
+        model.feed(ev.Tick(now))
+    assert state.results == {1: 1, 2: 0} and not state.status().satisfied  # worker 2 sent no READY
+    model.feed(ev.FromWorker(3.0, 2, ready(2)))
+    model.feed(ev.Tick(3.0))
+    (mine,) = [w for w in model.sent("WORK") if w["worker"] == 2]
+    model.feed(ev.FromWorker(3.1, 2, result_for(mine)))
+    for now in (3.2, 3.3, 3.4, 3.5):
+        model.feed(ev.Tick(now))
+    assert state.results == {1: 1, 2: 1} and state.status().satisfied
 
 
 def test_a_failure_counts_the_durable_done_records_without_forwarding():

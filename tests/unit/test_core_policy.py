@@ -125,6 +125,13 @@ def test_idle_is_written_only_when_the_workers_wait():
     assert waiting.sha256 != Policy().sha256
 
 
+def test_a_budget_by_count_is_written_only_when_set():
+    assert not {"stop_after", "stop_from"} & set(Policy().to_json())
+    budget = Policy(stop_after=3, stop_from=2)
+    assert budget.to_json()["stop_after"] == 3 and budget.to_json()["stop_from"] == 2
+    assert Policy.from_json(budget.to_json()) == budget
+
+
 def test_policy_from_json_subset_uses_defaults():
     assert Policy.from_json({}) == Policy()
     assert Policy.from_json({"format": POLICY_FORMAT, "ranks": 6, "warm_spares": 1}).ranks == 6
@@ -205,6 +212,11 @@ def test_policy_from_json_rejects_unknown_timeout_field_and_format():
         ({"hosts": (("node-a", "10"),)}, "hosts"),
         ({"idle": "sleep"}, "idle"),
         ({"idle": None}, "idle"),
+        ({"stop_after": -1}, "stop_after"),
+        ({"stop_after": 1.5}, "stop_after"),
+        ({"stop_after": True}, "stop_after"),
+        ({"stop_from": 2}, "stop_from"),  # without a budget
+        ({"stop_after": 1, "stop_from": -1}, "stop_from"),
     ],
 )
 def test_policy_rejections_name_the_field(overrides, field):

@@ -41,3 +41,22 @@ def test_replies_of_another_wave_or_a_stranger_do_not_count():
     assert not waves.complete
     waves.reply(4, first, IDLE)
     assert waves.complete
+
+
+def test_one_complete_wave_of_satisfied_masters_spends_the_budget_busy_or_not():
+    waves = Waves((0, 4))
+    number = waves.start()
+    waves.reply(0, number, Status(False, 2, 1, satisfied=True))
+    assert not waves.complete
+    waves.reply(4, number, Status(True, 1, 1, satisfied=False))
+    assert waves.complete and not waves.satisfied()
+    number = waves.start()
+    waves.reply(0, number, Status(False, 2, 1, satisfied=True))
+    waves.reply(4, number, Status(False, 1, 1, satisfied=True))
+    assert waves.satisfied() and not waves.exhausted()
+
+
+def test_whether_masters_are_satisfied_does_not_count_as_a_change_between_quiet_waves():
+    waves = Waves((0, 4))
+    assert not wave(waves, {0: Status(True, 3, 3, satisfied=False), 4: Status(True, 1, 1)})
+    assert wave(waves, {0: Status(True, 3, 3, satisfied=True), 4: Status(True, 1, 1)})

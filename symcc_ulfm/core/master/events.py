@@ -103,9 +103,10 @@ class Listed(Event):
 
 @dataclass(frozen=True)
 class Polled(Event):
-    """Whether the masters decided that the search is exhausted (``core.master.termination``)."""
+    """Whether the masters decided to end the campaign (``core.master.termination``): ``exhausted``,
+    ``budget``, or None."""
 
-    exhausted: bool
+    ended: str | None
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,7 @@ class PollExhaustion(Instruction):
     idle: bool
     sent: int
     received: int
+    satisfied: bool
     now: float
 
 

@@ -69,6 +69,7 @@ class MasterConfig:
     slice_s: float = 5.0
     keep: str = "all"  # "novel": only candidates that add coverage (or first hold a finding) enter the corpus
     idle_kind: str | None = None  # the fuzzer kind an analysis worker with nothing to analyze runs (None: it waits)
+    stop_after: int = 0  # results per worker in this generation that spend the budget (core.master.termination)
 
     def kind_of(self, worker: int) -> str:
         return self.kinds.get(worker, self.executor)
@@ -102,7 +103,8 @@ class MasterState(StartPhase, CommitRounds):
         self.rounds = 0
         self.syncs = 0
         self.stopping_since: float | None = None
-        self.exhausted = False
+        self.reason = "deadline"  # why it stops: the deadline, or what the masters decided (termination)
+        self.results: dict[int, int] = {w: 0 for w in config.workers}  # committed in this generation, per worker
         self.failed = False
         self.stopped = False
         self._round: Round | None = None
@@ -193,9 +195,11 @@ class MasterState(StartPhase, CommitRounds):
         return [] if self.config.idle_kind is None else self._free(fuzzers=False)
 
     def status(self) -> Status:
-        """Idle: nothing queued, leased, waiting to be committed or counted (``core.master.termination``)."""
+        """Idle: nothing queued, leased, waiting to be committed or counted; satisfied: every worker
+        has ``stop_after`` results counted in this generation (``core.master.termination``)."""
         idle = not (self.queue.pending or self.held() or self.waiting or self.pending or self.unaccounted)
-        return Status(idle, self.frontier.items_sent, self.frontier.items_received)
+        satisfied = self.config.stop_after > 0 and all(n >= self.config.stop_after for n in self.results.values())
+        return Status(idle, self.frontier.items_sent, self.frontier.items_received, satisfied)
 
     # -- messages ----------------------------------------------------------------------------------
 
@@ -275,15 +279,15 @@ class MasterState(StartPhase, CommitRounds):
             self._round_or_settle(now)
         elif self.stopping_since is None:
             status = self.status()
-            self._ask(ev.PollExhaustion, Step.POLLED, status.idle, status.sent, status.received, now)
+            self._ask(ev.PollExhaustion, Step.POLLED, status.idle, status.sent, status.received, status.satisfied, now)
         else:
             self._round_or_settle(now)
 
     def _polled(self, fact: ev.Polled) -> None:
         now = self._tick
-        if fact.exhausted:
-            self.stopping_since, self.exhausted = now, True
-            self._log("exhausted", totals=self.frontier.totals, remaining_s=self.config.deadline - now)
+        if fact.ended is not None:
+            self.stopping_since, self.reason = now, fact.ended
+            self._log(fact.ended, totals=self.frontier.totals, remaining_s=self.config.deadline - now)
         self._round_or_settle(now)
 
     def _fence_expired(self, now: float) -> None:
@@ -342,9 +346,8 @@ class MasterState(StartPhase, CommitRounds):
                 self._emit(ev.Release, lost.fence.lease)
         self._log("master-stop", abandoned=self.held(), totals=self.frontier.totals, syncs=self.syncs,
                   frontier=self.queue.pending)
-        reason = "exhausted" if self.exhausted else "deadline"
         for w in self.config.workers:
-            stop = envelope.encode("STOP", self.config.limit, generation=self.gen, reason=reason)
+            stop = envelope.encode("STOP", self.config.limit, generation=self.gen, reason=self.reason)
             self._emit(ev.Send, w, stop, f"STOP to worker {w}")
         self.stopped = True
         self._emit(ev.Stop)
@@ -369,6 +372,9 @@ class MasterState(StartPhase, CommitRounds):
                     self._emit(ev.Forward, master, payload)
 
     def _account(self, record: dict) -> list[tuple[int, bytes]]:
+        manifest = record["manifest"]
+        if (manifest["master"], manifest["generation"]) == (self.config.me, self.gen) and manifest["worker"] in self.results:
+            self.results[manifest["worker"]] += 1
         line, messages = self.frontier.account(record)
         self._log("commit", **line)
         return messages

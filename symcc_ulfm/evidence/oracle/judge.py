@@ -76,6 +76,28 @@ def check_exhausted(j: _Judge, policy: dict, records: dict, names: list[str], dr
                    "before the deadline")
 
 
+def check_budget(j: _Judge, policy: dict, done: dict, final: dict, groups: list) -> None:
+    """An end by the budget is only right when the policy has one, the final generation counts it (at
+    or after ``stop_from``, no scheduled failure still to come) and every worker of that generation
+    has ``stop_after`` done records that its master leased it in it."""
+    need, schedule = policy.get("stop_after", 0), parse_schedule(policy["failure_schedule"])
+    if not need:
+        j.fail("outcome.json says budget-reached, but the policy has no budget (stop_after)")
+        return
+    generation = final["generation"]
+    if generation < policy.get("stop_from", 0) or any(g >= generation for g, _, _ in schedule):
+        j.fail(f"outcome.json says budget-reached in generation {generation}, which the budget does not count "
+               f"(stop_from {policy.get('stop_from', 0)}, schedule {policy['failure_schedule']!r})")
+    for master, *workers in groups:
+        for worker in workers:
+            results = sum(1 for r in done.values() if (r["manifest"]["master"], r["manifest"]["worker"],
+                                                       r["manifest"]["generation"]) == (master, worker, generation))
+            if results < need:
+                j.fail(f"outcome.json says budget-reached, but worker {worker} has {results} results committed in "
+                       f"generation {generation}, fewer than stop_after {need}")
+    j.notes.append(f"the budget of {need} results per worker was spent in generation {generation}")
+
+
 def parse_schedule(text: str) -> list[tuple[int, int, str]]:
     events = []
     for part in filter(None, (p.strip() for p in text.split(","))):
@@ -149,12 +171,14 @@ def _judge(j: _Judge, result: dict[str, Any], minimum_hosts: int | None) -> dict
         j.notes.append(f"continued with {len(final['active'])} active endpoints, below the budget of {final['budget']}")
     outcome_path = root / "outcome.json"
     outcome = parse_json(read_file(outcome_path), "outcome.json") if outcome_path.exists() else {}
-    if outcome.get("status") not in ("deadline-reached", "exhausted"):
-        j.fail(f"campaign outcome is {outcome.get('status')!r}, not 'deadline-reached' or 'exhausted'")
+    if outcome.get("status") not in ("deadline-reached", "exhausted", "budget-reached"):
+        j.fail(f"campaign outcome is {outcome.get('status')!r}, not 'deadline-reached', 'exhausted' or 'budget-reached'")
     elif outcome.get("final_generation") != final["generation"] or outcome.get("policy_sha256") != policy_sha:
         j.fail("outcome.json names another final generation or policy than the membership files")
     elif outcome["status"] == "exhausted":
         check_exhausted(j, policy, wal["records"], corpus["names"], logs["dropped"], outcome, final)
+    elif outcome["status"] == "budget-reached":
+        check_budget(j, policy, done, final, groups)
     else:
         # an epoch ends at its start plus what is left of the deadline budget, never earlier
         deadline = final["epoch_started_at"] + max(0.0, j.deadline_of(final["epoch"]) - final["consumed_s"])
