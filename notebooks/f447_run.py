@@ -33,6 +33,7 @@ warm_spares = 2
 workers_per_master = 3
 failure_schedule = "0:2,1:3"
 deadline_s = 15.0
+stop_after = 0  # a budget by count: end once every worker has this many results in one generation (launch --stop-after)
 executor = "concolic"
 target = "bundle"
 executor_options = {}
@@ -81,7 +82,7 @@ from symcc_ulfm.tools.sources import StateSource
 alt.renderers.enable("svg")
 policy = rundir.policy_from_parameters(
     ranks=ranks, warm_spares=warm_spares, workers_per_master=workers_per_master,
-    failure_schedule=failure_schedule, deadline_s=deadline_s, executor=executor, target=target,
+    failure_schedule=failure_schedule, deadline_s=deadline_s, stop_after=stop_after, executor=executor, target=target,
     executor_options=executor_options, hosts=hosts, minimum_hosts=minimum_hosts, seed=seed,
     worker_kinds=worker_kinds, keep=keep, slice_s=slice_s, isolation=isolation,
 )

@@ -19,5 +19,5 @@ REFERENCE: dict[str, Any] = {
     "ranks": 10, "warm_spares": 2, "workers_per_master": 3, "failure_schedule": REFERENCE_SCHEDULE,
     "deadline_s": 15.0, "executor": "concolic", "target": "bundle", "executor_options": {}, "hosts": "",
     "minimum_hosts": 1, "seed": 0, "worker_kinds": "", "keep": "all", "slice_s": 5.0,
-    "isolation": "namespaces",
+    "isolation": "namespaces", "stop_after": 0,
 }

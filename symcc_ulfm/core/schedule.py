@@ -6,7 +6,8 @@ where the victim dies:
 ``work``     (default) a worker holding a lease, before it sends RESULT; a master right after
              it has dispatched work
 ``commit``   a master between writing a manifest (``committing``) and marking it ``done``
-``recovery`` during the discovery collective of the recovery that leads to generation G+1
+``recovery`` in the discovery of the recovery that leads to generation G+1, once its allgather
+             completed and before its agreement
 ``idle``     a warm spare waiting for promotion
 
 A trailing ``!`` kills with SIGKILL instead of ``os._exit(86)``.

@@ -11,6 +11,12 @@ scenario mounts; root only). A run passes when the oracle passes, no object is l
 twice, and the membership outcome is the expected one; a scenario whose first job must not
 pass (``resume``) passes when that job failed as expected and ``--resume`` then passed. The
 printed table is the evidence; the exit status is 0 only when every run passed.
+
+A campaign ends by its budget by count (``STOP_AFTER`` results per worker, ``launch
+--stop-after``) counted from the generation a scenario names, so every fault happens and every
+worker works whatever the machine's load; an external fault is applied once the campaign has
+committed its first result, into a generation the budget cannot end. Only a scenario about the
+deadline itself (a death in its last second) runs to ``--deadline``.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from ..store.paths import StateDir
 from ..store.runlog import Event, read_events, read_log
 
 SIMULATE = ["--executor", "simulate", "--executor-option", "cost_s=0.02"]
+STOP_AFTER = 3  # results per worker that end a scenario's campaign (core.master.termination)
+SAFETY_DEADLINE_S = 120.0  # bounds a budget-ended campaign that went wrong
 HYBRID = ("--worker-kinds", "simfuzz:1,simulate:2", "--keep", "novel", "--slice", "0.5")
 
 
@@ -49,6 +57,7 @@ class Scenario:
     adversary: str | None = None  # SYMCC_ULFM_TEST_ADVERSARY of the job (runtime.adversary)
     resume_after: int | None = None  # the first launch's expected exit status; then --resume must pass
     needs_root: bool = False  # mounts a tmpfs: skipped, and said so, when not root
+    counted_from: int | None = 0  # the generation from which the budget ends the campaign; None: the deadline
 
 
 SCENARIOS = (
@@ -60,33 +69,36 @@ SCENARIOS = (
     Scenario("two-in-one-generation", ("--failure-schedule", "0:2,0:5"), frozenset({2, 5}), (8, 9)),
     Scenario("killed-during-recovery", ("--failure-schedule", "0:2,0:5@recovery"), frozenset({2, 5}), (8, 9)),
     Scenario("sigstop-past-lease-timeout", ("--failure-schedule", "", "--timeout", "lease_s=2"),
-             frozenset({2}), (8,), action="sigstop:2"),
+             frozenset({2}), (8,), action="sigstop:2", counted_from=1),
     Scenario("more-failures-than-spares",
              ("--ranks", "7", "--warm-spares", "1", "--workers-per-master", "2", "--failure-schedule", "0:1,1:2"),
              frozenset({1, 2}), (6,)),
     Scenario("failure-in-last-second", ("--failure-schedule", ""), frozenset({5}), (8,),
-             action="kill-last-second:5"),
-    Scenario("whole-job-restart", ("--failure-schedule", ""), frozenset(), (), action="kill-job", expect_epochs=2),
+             action="kill-last-second:5", counted_from=None),
+    Scenario("whole-job-restart", ("--failure-schedule", ""), frozenset(), (), action="kill-job", expect_epochs=2,
+             counted_from=1),
     Scenario("half-the-ranks-sigkilled", ("--failure-schedule", "0:1!,0:2!,0:3!,0:5!,0:6!"),
              frozenset({1, 2, 3, 5, 6}), (8, 9)),
     Scenario("rank-raises-unexpectedly", ("--failure-schedule", ""), frozenset({1}), (8,), adversary="1:crash"),
     Scenario("hostile-staged-objects", ("--failure-schedule", ""), frozenset(), (), adversary="1:staged"),
     Scenario("message-flood", ("--failure-schedule", ""), frozenset(), (), adversary="1:flood"),
-    Scenario("second-launch-refused", ("--failure-schedule", ""), frozenset(), (), action="second-launch"),
+    # the first job, which the budget cannot end, is stopped by SIGTERM once the second launch was refused
+    Scenario("second-launch-refused", ("--failure-schedule", ""), frozenset(), (), action="second-launch",
+             expect_epochs=2, resume_after=128 + signal.SIGTERM, counted_from=1),
     Scenario("launch-sigterm-then-resume", ("--failure-schedule", ""), frozenset(), (),
-             action="launch-signal:SIGTERM", expect_epochs=2, resume_after=128 + signal.SIGTERM),
+             action="launch-signal:SIGTERM", expect_epochs=2, resume_after=128 + signal.SIGTERM, counted_from=1),
     Scenario("launch-sigkill-then-resume", ("--failure-schedule", ""), frozenset(), (),
-             action="launch-signal:SIGKILL", expect_epochs=2, resume_after=-signal.SIGKILL),
+             action="launch-signal:SIGKILL", expect_epochs=2, resume_after=-signal.SIGKILL, counted_from=1),
     # hybrid campaigns: a fuzzer kind (simfuzz, the stand-in) beside the analysis workers (core.kinds)
     Scenario("fuzzer-worker-killed", ("--failure-schedule", "0:1", *HYBRID), frozenset({1}), (8,)),
     Scenario("master-killed-publishing-slices", ("--failure-schedule", "0:4@commit", "--worker-kinds", "simfuzz:3",
                                                  "--keep", "novel", "--slice", "0.5"), frozenset({4}), (8,)),
     Scenario("hybrid-whole-job-restart", ("--failure-schedule", "", *HYBRID), frozenset(), (), action="kill-job",
-             expect_epochs=2),
+             expect_epochs=2, counted_from=1),
     # which ranks meet ENOSPC first decides whether some are recovered before the job stops
     # (docs/bad-input.md: a store failure ends its rank, the others recover): any shape, then exit 7
     Scenario("disk-full-then-resume", ("--failure-schedule", ""), None, None, action="disk-full",
-             expect_epochs=2, resume_after=7, needs_root=True),
+             expect_epochs=2, resume_after=7, needs_root=True, counted_from=1),
 )
 TMPFS_SIZE = "48m"
 
@@ -138,16 +150,17 @@ def _started_at(state: Path) -> float | None:
 
 
 def _act(action: str, state: Path, deadline_s: float, launched: list, seen: dict) -> None:
-    """External faults, applied while the campaign runs; ``seen`` receives what they observed."""
+    """External faults, applied once the campaign committed its first result; ``seen`` receives
+    what they observed."""
     kind, _, rank_text = action.partition(":")
     started = _wait_for(lambda: _started_at(state), 120)
     if started is None:
         return
     if kind == "launch-signal":
-        time.sleep(max(0.0, started + 0.4 * deadline_s - time.time()))
         launched[0].send_signal(getattr(signal, rank_text))
     elif kind == "second-launch":
-        seen["second"] = _launch(state, [*SIMULATE, "--deadline", str(deadline_s), "--failure-schedule", "", "--resume"])
+        seen["second"] = _launch(state, [*SIMULATE, "--failure-schedule", "", "--resume"])
+        launched[0].send_signal(signal.SIGTERM)
     elif kind == "disk-full":
         seen["filler"] = _fill(state.parent)
     if kind == "sigstop":
@@ -159,9 +172,9 @@ def _act(action: str, state: Path, deadline_s: float, launched: list, seen: dict
         pid = _pid_of(state, int(rank_text))
         if pid:
             os.kill(pid, signal.SIGKILL)
-    elif kind == "kill-job":
-        time.sleep(max(0.0, started + 0.4 * deadline_s - time.time()))
-        subprocess.run(["pkill", "-KILL", "-f", f"symcc_ulfm.mpi.rank {state}"], check=False)
+    elif kind == "kill-job":  # stopped first, so that no rank sees another die and recovers meanwhile
+        for signal_name in ("-STOP", "-KILL"):
+            subprocess.run(["pkill", signal_name, "-f", f"symcc_ulfm.mpi.rank {state}"], check=False)
         subprocess.run(["pkill", "-KILL", "-f", f"mpiexec.*{state}"], check=False)
 
 
@@ -195,7 +208,12 @@ def run_scenario(scenario: Scenario, workdir: Path, deadline_s: float) -> Outcom
 
 
 def _run_scenario(scenario: Scenario, state: Path, deadline_s: float) -> Outcome:
-    args = [*SIMULATE, "--deadline", str(deadline_s), *scenario.args]
+    if scenario.counted_from is None:
+        window = ["--deadline", str(deadline_s)]
+    else:
+        window = ["--stop-after", str(STOP_AFTER), "--stop-from", str(scenario.counted_from),
+                  "--deadline", str(SAFETY_DEADLINE_S)]
+    args = [*SIMULATE, *window, *scenario.args]
     env = {"SYMCC_ULFM_TEST_ADVERSARY": scenario.adversary} if scenario.adversary else None
     started = time.monotonic()
     actor, launched, seen = None, [], {}
@@ -235,7 +253,17 @@ def _run_scenario(scenario: Scenario, state: Path, deadline_s: float) -> Outcome
         reasons.append(f"promoted {verdict.get('promoted')}, expected {list(scenario.expect_promoted)}")
     if verdict.get("epochs", 1) != scenario.expect_epochs:
         reasons.append(f"{verdict.get('epochs')} epochs, expected {scenario.expect_epochs}")
+    ended = _outcome_status(state)
+    if scenario.counted_from is not None and ended != "budget-reached":
+        reasons.append(f"the campaign ended {ended!r}, not by its budget (budget-reached)")
     return Outcome(scenario.name, not reasons, time.monotonic() - started, verdict, reasons)
+
+
+def _outcome_status(state: Path) -> str | None:
+    path = StateDir(state).outcome
+    with contextlib.suppress(OSError, ValueError):
+        return json.loads(path.read_text())["status"]
+    return None
 
 
 def format_table(outcomes: list[Outcome]) -> str:
@@ -281,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", nargs="*", help="scenario names (default: all)")
-    parser.add_argument("--deadline", type=float, default=6.0)
+    parser.add_argument("--deadline", type=float, default=6.0,
+                        help="the window of the scenarios about the deadline itself (the others end by a budget)")
     parser.add_argument("--workdir", help="keep the state directories here (default: a temporary directory)")
     parser.add_argument("--json", help="also write the outcomes as JSON to this file")
     args = parser.parse_args(argv)

@@ -4,7 +4,8 @@
 
 Starts munge, a ``slurmctld`` and one ``slurmd`` per node on two network-namespace nodes of this
 machine (:mod:`.slurmd.cluster`), then submits the documented script ``docs/slurm/campaign.sbatch``
-(2 nodes x 5 tasks; the reference campaign with the failure schedule ``0:2``):
+(2 nodes x 5 tasks; the reference campaign with the failure schedule ``0:2``, ended by a budget of one
+result per worker counted from generation 2, ``LAUNCH_ARGS``):
 
 1. ``state/``: the schedule kills rank 2 (node a); once generation 1 is committed the gate kills
    rank 7 (node b) from outside with SIGKILL. The oracle must pass with 2 surviving nodes,
@@ -57,6 +58,10 @@ NODES = (NODE_A, NODE_B)
 TASKS_PER_NODE = 5
 SCRIPT = provenance.source_root() / "docs" / "slurm" / "campaign.sbatch"
 SCHEDULE = "0:2"
+# Generation 1 (after the scheduled death) never ends by the budget, so the gate's kill from outside
+# always meets it running; generation 2 ends once each of its workers committed a result (the
+# deadline only bounds a run that goes wrong, within JOB_TIMEOUT_S).
+LAUNCH_ARGS = f"--failure-schedule {SCHEDULE} --stop-after 1 --stop-from 2 --deadline 120"
 OUTSIDE_VICTIM = 7  # a worker of master 5 on node b in generation 1 (active 0,1,3,4,5,6,7,8 after 0:2)
 PLACEMENT = f"{NODE_A.name}:{TASKS_PER_NODE},{NODE_B.name}:{TASKS_PER_NODE}"
 EXPECTED = {"final_generation": 2, "receipts": [{"generation": 1, "missing": [2]}, {"generation": 2,
@@ -95,7 +100,7 @@ class Campaign:
         work.mkdir(parents=True, exist_ok=True)
         self.output = work / ("job-resumed.out" if resume else "job.out")
         variables = {"STATE_DIR": str(self.state.root), "PYTHON": sys.executable,
-                     "LAUNCH_ARGS": f"--failure-schedule {SCHEDULE}", "RESUME": "1" if resume else "0"}
+                     "LAUNCH_ARGS": LAUNCH_ARGS, "RESUME": "1" if resume else "0"}
         self.submitted = time.time()
         self.job_id = cluster.submit(SCRIPT, [f"--nodes={len(NODES)}", f"--ntasks-per-node={TASKS_PER_NODE}",
                                               f"--output={self.output}", f"--chdir={work}"], variables)
@@ -124,10 +129,13 @@ class Campaign:
 
 
 def _oracle_facts(state: Path) -> dict:
+    """The oracle's verdict on ``state`` and how the ranks ended the campaign (``outcome.json``)."""
     verdict = judge(state)
     keys = ("passed", "result_sha256", "final_generation", "receipts", "promoted", "final_active", "masters",
             "workers", "surviving_hosts", "surviving_host_names", "problems", "notes")
-    return {k: verdict.get(k) for k in keys}
+    outcome = StateDir(state).outcome
+    return {**{k: verdict.get(k) for k in keys},
+            "outcome": json.loads(outcome.read_text())["status"] if outcome.exists() else None}
 
 
 def _check_campaign(name: str, job: dict, oracle: dict, allocations: list[dict], resumes: list[bool]) -> list[str]:
@@ -138,6 +146,8 @@ def _check_campaign(name: str, job: dict, oracle: dict, allocations: list[dict],
         problems += [f"{name}: oracle: {p}" for p in oracle["problems"] or ["failed"]]
     if oracle["surviving_hosts"] != 2:
         problems.append(f"{name}: {oracle['surviving_hosts']} surviving nodes, not 2")
+    if oracle["outcome"] != "budget-reached":
+        problems.append(f"{name}: the campaign ended {oracle['outcome']!r}, not by its budget (budget-reached)")
     if [a.get("resume") for a in allocations] != resumes or any(a.get("placement") != PLACEMENT for a in allocations):
         problems.append(f"{name}: slurm.json records {allocations}; expected {len(resumes)} job(s) placed {PLACEMENT}")
     return problems

@@ -2,7 +2,9 @@
 
 * The job dies with ``launch``: ``mpiexec`` gets ``PR_SET_PDEATHSIG`` (SIGKILL when ``launch``
   dies, SIGKILL included), every rank gets it against ``mpiexec`` (``mpi.rank``), and SIGINT,
-  SIGTERM and SIGHUP of ``launch`` stop the job before ``launch`` exits (128 + N).
+  SIGTERM and SIGHUP of ``launch`` stop the job before ``launch`` exits (128 + N). A job stopped
+  on purpose (a signal, an overrun) is frozen whole before it is killed, so that no rank sees
+  another die and records a recovery the campaign never had: a resume finds its last generation.
 * The job's output (``mpiexec``'s and the ranks') goes through a pipe: ``launch`` appends it to
   ``job-output.txt`` (opened without following a link) and keeps its tail in memory, so the
   reason a job stopped is printed even when the disk that would hold the file is full. Each
@@ -256,15 +258,15 @@ def _stopped_by_signals() -> Iterator[None]:
 
 
 def _kill_job(process: subprocess.Popen) -> int:
-    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            return process.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
+    """Stop every process of the job's session at once (SIGSTOP), then SIGKILL them all (ranks
+    run in process groups of their own); ``mpiexec``'s exit status."""
+    pids = session_pids(process.pid)
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
     return process.wait()
 
 

@@ -1,6 +1,8 @@
 """Reliability under real faults: the fault-matrix subset, resume, hostile peers, tampered state.
 
-All campaigns are real `mpiexec --with-ft ulfm` jobs; the independent oracle decides.
+All campaigns are real `mpiexec --with-ft ulfm` jobs; the independent oracle decides. They end by
+a budget by count (``launch --stop-after``), so each fault meets a running campaign whatever the
+machine's load; only the deadline's own behaviour is tested against the clock.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.mpi import FAST_SIMULATE, launch
+from helpers.mpi import BY_COUNT, FAST_SIMULATE, launch
 
 from symcc_ulfm.core.modes import FileModes
 from symcc_ulfm.core.policy import build_policy
 from symcc_ulfm.evidence.oracle.judge import judge
-from symcc_ulfm.gates.faults import SCENARIOS, format_table, run_scenario
+from symcc_ulfm.gates.faults import SAFETY_DEADLINE_S, SCENARIOS, format_table, run_scenario
 from symcc_ulfm.launch.conclude import conclude
 from symcc_ulfm.launch.job import run_job
 from symcc_ulfm.launch.prepare import prepare_state_dir
@@ -64,13 +66,12 @@ def test_resume_accounts_for_both_jobs_and_keeps_the_deadline_budget(tmp_path):
     assert outcome.verdict["lost_objects"] == 0 and outcome.verdict["double_counted"] == 0
     state = tmp_path / "whole-job-restart"
     receipt = json.loads((state / "membership" / "receipt-1.json").read_text())
-    assert receipt["kind"] == "resume" and 0 < receipt["consumed_s"] < 6.0
+    started = json.loads((state / "membership" / "generation-0-snapshot.json").read_text())["started_at"]
+    # the killed job is charged what it used (it was killed after its first commit), not its deadline
+    assert receipt["kind"] == "resume" and 0 < receipt["consumed_s"] < receipt["resumed_at"] - started
     outcome_file = json.loads((state / "outcome.json").read_text())
-    assert outcome_file["epoch"] == 1
-    # the second job ran only for what was left of the budget
-    assert outcome_file["ended_at"] - receipt["resumed_at"] < 6.0 - receipt["consumed_s"] + 15
-    second = launch(state, *FAST_SIMULATE, "--deadline", "6", "--failure-schedule", "", "--resume")
-    assert second.returncode == 2 and "already reached its deadline of 6 s" in second.stderr
+    assert outcome_file["epoch"] == 1 and outcome_file["status"] == "budget-reached"
+    assert outcome_file["deadline_s"] == SAFETY_DEADLINE_S
 
 
 def test_a_longer_deadline_extends_a_finished_campaign_verifiably(tmp_path):
@@ -105,13 +106,15 @@ def test_a_longer_deadline_extends_a_finished_campaign_verifiably(tmp_path):
 
 
 def test_hostile_worker_messages_are_rejected_and_the_campaign_continues(tmp_path):
-    policy = build_policy(executor="simulate", executor_options={"cost_s": 0.02}, failure_schedule="", deadline_s=5.0,
-                          ranks=6, warm_spares=1, workers_per_master=2)
+    # the adversary (rank 1) misbehaves in its first two leases: its budget of 4 results comes after them
+    policy = build_policy(executor="simulate", executor_options={"cost_s": 0.02}, failure_schedule="",
+                          deadline_s=SAFETY_DEADLINE_S, stop_after=4, ranks=6, warm_spares=1, workers_per_master=2)
     state = prepare_state_dir(policy, tmp_path / "state", FileModes())
     job = run_job(policy, state, echo=lambda _: None, extra_args=["-x", "SYMCC_ULFM_TEST_ADVERSARY"],
                   env_overrides={"SYMCC_ULFM_TEST_ADVERSARY": "1"})
     verdict = conclude(state)
     assert job.returncode == 0 and verdict["passed"], verdict["problems"]
+    assert json.loads(state.outcome.read_text())["status"] == "budget-reached"
     rejected = [json.loads(line) for line in (state.root / "logs" / "rank-0.jsonl").read_text().splitlines()
                 if '-rejected"' in line]
     reasons = " | ".join(e["reason"] for e in rejected)
@@ -119,12 +122,15 @@ def test_hostile_worker_messages_are_rejected_and_the_campaign_continues(tmp_pat
                      "claims 1001", "failure-sentinel tag", "FRONTIER is not a worker message", "has SHA-256",
                      "symbolic link"):
         assert expected in reasons, f"{expected!r} not among the rejections: {reasons}"
-    assert verdict["wal_analyzed"] > 10  # the campaign went on after the attack
+    assert verdict["wal_analyzed"] >= 3 * 4  # the campaign went on after the attack
+
+
+FINISHED = ("--ranks", "6", "--warm-spares", "1", "--workers-per-master", "2", "--failure-schedule", "", *BY_COUNT,
+            *FAST_SIMULATE)
 
 
 def _finished_run(tmp_path: Path) -> Path:
-    run = launch(tmp_path / "state", "--ranks", "6", "--warm-spares", "1", "--workers-per-master", "2",
-                 "--failure-schedule", "", "--deadline", "3", *FAST_SIMULATE)
+    run = launch(tmp_path / "state", *FINISHED)
     assert run.returncode == 0, run.stderr
     return run.state
 
@@ -136,8 +142,7 @@ def test_resume_refuses_a_corrupted_wal_record_and_leaves_it_alone(tmp_path):
     data = record.read_bytes()
     torn = data[:40] + bytes([data[40] ^ 1]) + data[41:]  # an edited byte in its first line
     record.write_bytes(torn)
-    run = launch(state, "--ranks", "6", "--warm-spares", "1", "--workers-per-master", "2", "--failure-schedule", "",
-                 "--deadline", "3", *FAST_SIMULATE, "--resume")
+    run = launch(state, *FINISHED, "--resume")
     assert run.returncode == 4
     assert record.name[:-5] in run.stderr and "refusing to resume" in run.stderr
     assert record.read_bytes() == torn
@@ -180,15 +185,18 @@ def test_a_lone_survivor_stops_instead_of_claiming_the_deadline(tmp_path):
 
     state = tmp_path / "state"
 
-    def kill_both():
+    def kill_both():  # both stopped first: no recovery can end between the two deaths
         if _wait_for(lambda: _started_at(state), 120):
-            for rank in (1, 2):
-                os.kill(_pid_of(state, rank), signal.SIGKILL)
+            pids = [_pid_of(state, rank) for rank in (1, 2)]
+            for sig in (signal.SIGSTOP, signal.SIGKILL):
+                for pid in pids:
+                    os.kill(pid, sig)
 
     killer = threading.Thread(target=kill_both)
     killer.start()
+    # generation 0 cannot end by the budget before the kills; the resumed generation 2 ends by it
     args = ["--ranks", "3", "--warm-spares", "0", "--workers-per-master", "2", "--failure-schedule", "",
-            "--deadline", "10", *FAST_SIMULATE]
+            "--stop-after", "3", "--stop-from", "1", "--deadline", "60", *FAST_SIMULATE]
     run = launch(state, *args)
     killer.join()
     assert run.returncode == 1
@@ -196,9 +204,10 @@ def test_a_lone_survivor_stops_instead_of_claiming_the_deadline(tmp_path):
     assert outcome["status"] == "stopped-too-few-members"
     assert run.verdict["receipts"] == [{"generation": 1, "missing": [1, 2]}]
     assert any("stopped-too-few-members" in p for p in run.verdict["problems"])
-    assert outcome["ended_at"] < outcome["started_at"] + 9  # it stopped, it did not sit out the deadline
+    assert outcome["ended_at"] < outcome["started_at"] + 30  # it stopped, it did not sit out the deadline
     # "stopping with state intact": a resume continues with the rest of the budget
     again = launch(state, *args, "--resume")
     assert again.returncode == 0, again.stderr[-2000:] + json.dumps(again.verdict.get("problems"))
     receipt = json.loads((state / "membership" / "receipt-2.json").read_text())
-    assert receipt["kind"] == "resume" and receipt["consumed_s"] < 9
+    assert receipt["kind"] == "resume" and receipt["consumed_s"] < 30
+    assert json.loads((state / "outcome.json").read_text())["status"] == "budget-reached"

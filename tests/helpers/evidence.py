@@ -12,14 +12,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from helpers.mpi import FAST_SIMULATE, launch
+from helpers.mpi import BY_COUNT, FAST_SIMULATE, launch
 from symcc_ulfm.evidence import provenance
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.evidence.timeline import timeline
 from symcc_ulfm.plots import membership_chart, save_chart
 
-SMALL = ["--ranks", "6", "--warm-spares", "1", "--workers-per-master", "2", "--failure-schedule", "0:2",
-         "--deadline", "4", *FAST_SIMULATE]
+SMALL = ["--ranks", "6", "--warm-spares", "1", "--workers-per-master", "2", "--failure-schedule", "0:2", *BY_COUNT,
+         *FAST_SIMULATE]
 
 
 @functools.cache

@@ -12,6 +12,9 @@ from symcc_ulfm.launch import json_child as launch_process
 from symcc_ulfm.store.runlog import read_events
 
 FAST_SIMULATE = ["--executor", "simulate", "--executor-option", "cost_s=0.02"]
+# a campaign that ends by a count, whatever the load: every worker of the generation the schedule
+# leads to commits that many results; the deadline only bounds a run that goes wrong
+BY_COUNT = ["--stop-after", "3", "--deadline", "240"]
 
 
 @dataclass
@@ -20,6 +23,12 @@ class Launch:
     verdict: dict
     stderr: str
     state: Path
+
+    @property
+    def outcome(self) -> str | None:
+        """How the ranks ended the campaign (``outcome.json``'s status), None when they did not."""
+        path = self.state / "outcome.json"
+        return json.loads(path.read_text())["status"] if path.exists() else None
 
     def log_events(self, event: str | None = None) -> list[dict]:
         return [row for row in read_events(self.state / "logs") if event is None or row["event"] == event]

@@ -1,7 +1,9 @@
 """The campaign runtime under real `mpiexec --with-ft ulfm`, with real process deaths.
 
 Every test starts a real job through `symcc-ulfm launch` and lets the independent oracle judge
-the state it left; assertions are on the oracle's verdict and on the durable files.
+the state it left; assertions are on the oracle's verdict and on the durable files. The
+campaigns end by a budget by count (``BY_COUNT``), so every scheduled death happens and every
+worker works however loaded the machine is; the deadline only bounds a run that goes wrong.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import threading
 import time
 
 import pytest
-from helpers.mpi import FAST_SIMULATE, launch
+from helpers.mpi import BY_COUNT, FAST_SIMULATE, launch
 
 pytestmark = pytest.mark.mpi
 
@@ -23,10 +25,11 @@ pytestmark = pytest.mark.mpi
 def test_reference_campaign_two_failures_two_promotions(tmp_path):
     run = launch(
         tmp_path / "state", "--ranks", "10", "--warm-spares", "2", "--workers-per-master", "3",
-        "--failure-schedule", "0:2,1:3", "--deadline", "8", *FAST_SIMULATE,
+        "--failure-schedule", "0:2,1:3", *BY_COUNT, *FAST_SIMULATE,
     )
     v = run.verdict
     assert run.returncode == 0, run.stderr + json.dumps(v.get("problems"))
+    assert run.outcome == "budget-reached"
     assert v["passed"] and v["problems"] == []
     assert v["final_generation"] == 2
     assert v["receipts"] == [{"generation": 1, "missing": [2]}, {"generation": 2, "missing": [3]}]
@@ -45,18 +48,20 @@ def test_reference_campaign_two_failures_two_promotions(tmp_path):
 
 def test_no_failure(tmp_path):
     run = launch(tmp_path / "state", "--ranks", "6", "--warm-spares", "1", "--workers-per-master", "2",
-                 "--failure-schedule", "", "--deadline", "5", *FAST_SIMULATE)
+                 "--failure-schedule", "", *BY_COUNT, *FAST_SIMULATE)
     v = run.verdict
     assert run.returncode == 0, run.stderr
+    assert run.outcome == "budget-reached"
     assert v["final_generation"] == 0 and v["receipts"] == [] and v["job_returncode"] == 0
     assert v["masters"] == [0, 3] and v["workers"] == [1, 2, 4]
-    assert v["wal_analyzed"] > 0
+    assert v["wal_analyzed"] >= 3 * 3
 
 
 def test_master_killed_between_manifest_and_done_is_replayed_once(tmp_path):
-    run = launch(tmp_path / "state", "--failure-schedule", "0:4@commit", "--deadline", "6", *FAST_SIMULATE)
+    run = launch(tmp_path / "state", "--failure-schedule", "0:4@commit", *BY_COUNT, *FAST_SIMULATE)
     v = run.verdict
     assert run.returncode == 0, run.stderr + json.dumps(v.get("problems"))
+    assert run.outcome == "budget-reached"
     assert v["receipts"] == [{"generation": 1, "missing": [4]}]
     assert v["promoted"] == [8]
     inject = [e for e in run.log_events("inject") if e["rank"] == 4]
@@ -74,9 +79,10 @@ def test_master_killed_between_manifest_and_done_is_replayed_once(tmp_path):
 
 def test_more_failures_than_spares_continues_with_fewer_workers(tmp_path):
     run = launch(tmp_path / "state", "--ranks", "7", "--warm-spares", "1", "--workers-per-master", "2",
-                 "--failure-schedule", "0:1,1:2", "--deadline", "6", *FAST_SIMULATE)
+                 "--failure-schedule", "0:1,1:2", *BY_COUNT, *FAST_SIMULATE)
     v = run.verdict
     assert run.returncode == 0, run.stderr + json.dumps(v.get("problems"))
+    assert run.outcome == "budget-reached"
     assert v["receipts"] == [{"generation": 1, "missing": [1]}, {"generation": 2, "missing": [2]}]
     assert v["promoted"] == [6]
     assert v["final_active"] == [0, 3, 4, 5, 6]
@@ -84,16 +90,13 @@ def test_more_failures_than_spares_continues_with_fewer_workers(tmp_path):
 
 
 def test_failure_during_recovery_is_absorbed(tmp_path):
-    run = launch(tmp_path / "state", "--failure-schedule", "0:2,0:5@recovery", "--deadline", "10", *FAST_SIMULATE)
+    run = launch(tmp_path / "state", "--failure-schedule", "0:2,0:5@recovery", *BY_COUNT, *FAST_SIMULATE)
     v = run.verdict
     assert run.returncode == 0, run.stderr + json.dumps(v.get("problems"))
-    (receipt,) = v["receipts"]
-    assert receipt["generation"] == 1 and {2, 5} <= set(receipt["missing"])
-    extra = sorted(set(receipt["missing"]) - {2, 5})
-    if extra:  # Open MPI 5.0.11 can crash a rank in MPIX_Comm_shrink when a failure comes meanwhile (README)
-        assert f"ranks {extra} failed without being scheduled" in v["notes"], v["notes"]
-        assert "ompi_comm_revoke_local" in (run.state / "job-output.txt").read_text(errors="replace")
-    assert v["promoted"] == [r for r in (8, 9) if r not in extra]
+    assert run.outcome == "budget-reached"
+    assert v["receipts"] == [{"generation": 1, "missing": [2, 5]}]  # rank 5's death absorbed by the same recovery
+    assert v["promoted"] == [8, 9]
+    assert [e["attempt"] for e in run.log_events("recovery-retry")], "rank 5 died during the recovery, not before"
     phases = {e["rank"]: e["phase"] for e in run.log_events("inject")}
     assert phases == {2: "work", 5: "recovery"}
 

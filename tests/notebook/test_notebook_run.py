@@ -18,8 +18,10 @@ from symcc_ulfm.launch.engines import cluster_processes, ipp_root
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "notebooks" / "f447_run.ipynb"
+# ended by a budget by count (the deadline only bounds a run that goes wrong): the scheduled death
+# and the work after it happen however loaded the machine is
 SMALL = {"ranks": "6", "warm_spares": "1", "workers_per_master": "2", "failure_schedule": "0:2",
-         "deadline_s": "6", "executor": "simulate"}
+         "deadline_s": "240", "stop_after": "3", "executor": "simulate"}
 
 pytestmark = [pytest.mark.notebook, pytest.mark.mpi, pytest.mark.host_wide]
 
@@ -84,7 +86,7 @@ def test_the_notebook_runs_seals_and_verifies(tmp_path):
     assert "sealed" in outputs_text(run / "run.ipynb")
     # the live view is HTML in the output (nothing on stderr), in its final state once the engines returned
     pages = outputs_of(run / "run.ipynb", "text/html")
-    assert any("finished: deadline-reached" in page for page in pages), pages
+    assert any("finished: budget-reached" in page for page in pages), pages
     assert not any("starting" in page for page in pages)  # start-up messages were redrawn over
     assert "stderr" not in stream_names(run / "run.ipynb")
     assert any("campaign so far" in svg for svg in outputs_of(run / "run.ipynb", "image/svg+xml"))

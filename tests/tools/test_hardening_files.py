@@ -293,7 +293,10 @@ def test_explore_out_naming_a_file_and_a_missing_path_are_named(tmp_path):
     assert done.returncode == 1 and str(tmp_path / "missing") in done.stderr and "None" not in done.stderr
 
 
-@pytest.mark.parametrize("content", [b"garbage", b"[]", b"[" * 100_000 + b"]" * 100_000, b""])
+# named ids: a test's id goes into the environment of every process it starts (PYTEST_CURRENT_TEST),
+# and one string there may not exceed 128 KiB
+@pytest.mark.parametrize("content", [b"garbage", b"[]", b"[" * 100_000 + b"]" * 100_000, b""],
+                         ids=["garbage", "a-list", "nested-100000-deep", "empty"])
 @pytest.mark.parametrize("command", ["oracle", "verify"])
 def test_oracle_and_verify_report_a_malformed_json_file_by_name(tmp_path, command, content):
     state = tmp_path / "run" / "state"

@@ -24,14 +24,20 @@ EXPECTED = {"final_generation": 2, "promoted": [8, 9], "final_active": [0, 1, 4,
 READ_EVENT = Event.CORPUS_READ_VERIFIED
 
 
-def check_oracle(verdict: dict) -> tuple[dict, list[str]]:
+def check_oracle(verdict: dict, state: Path) -> tuple[dict, list[str]]:
+    """The oracle passed with the reference membership, and the campaign ended by its budget (not
+    at its deadline, which only bounds a run that went wrong)."""
     problems = [] if verdict.get("passed") else [f"oracle: {p}" for p in verdict.get("problems", [])] or ["oracle failed"]
     for key, want in EXPECTED.items():
         if verdict.get(key) != want:
             problems.append(f"{key} is {verdict.get(key)!r}; the single-host reference run gives {want!r}")
+    outcome_path = StateDir(state).outcome
+    outcome = json.loads(outcome_path.read_text())["status"] if outcome_path.exists() else None
+    if outcome != "budget-reached":
+        problems.append(f"the campaign ended {outcome!r}, not by its budget (budget-reached)")
     keys = ("passed", "result_sha256", "final_generation", "receipts", "promoted", "final_active", "masters",
             "workers", "surviving_hosts", "surviving_host_names", "wal_analyzed", "public_objects")
-    return {k: verdict.get(k) for k in keys}, problems
+    return {**{k: verdict.get(k) for k in keys}, "outcome": outcome}, problems
 
 
 def rank_hosts(state: Path) -> list[str]:
