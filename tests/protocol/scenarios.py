@@ -484,7 +484,7 @@ class MpiBench:
         raise AssertionError(f"waited in vain for {what}; saw {seen()!r}")
 
     def flush(self) -> None:
-        while self._transport.busy:
+        while self._transport.busy and time.time() < self.end:
             self.pump()
 
 
