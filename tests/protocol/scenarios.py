@@ -1367,6 +1367,7 @@ def check_fuzzer_slices(root: Path, observed: dict[int, dict]) -> None:
     assert all(name.split("@")[0] in leased or tuple(name.split("@")) in pending for name in staged), staged
     (stop,) = events(root, MASTER, "master-stop")
     assert stop["totals"]["slices"] == len(slices) and stop["totals"]["analyzed"] == len(analyzed_)
+    assert stop_reasons(root, W1) == stop_reasons(root, W2) == ["deadline"]  # KINDS_DEADLINE_S
     check_counted_once(root)
 
 
@@ -1385,6 +1386,7 @@ def check_idle_analyst_fuzzes(root: Path, observed: dict[int, dict]) -> None:
                              for r in analyzed_)
     slices = [r for r in done if r["manifest"]["slice"] is not None]
     assert len({(r["manifest"]["slice"]["worker"], r["manifest"]["slice"]["seq"]) for r in slices}) == len(slices)
+    assert stop_reasons(root, W1) == stop_reasons(root, W2) == ["deadline"]  # KINDS_DEADLINE_S
     check_counted_once(root)
 
 
