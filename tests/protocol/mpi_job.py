@@ -3,8 +3,12 @@
 ``mpiexec -n 6 python tests/protocol/mpi_job.py ROOT``: for each scenario, rank 0 prepares
 ``ROOT/<scenario>``; in each stage every rank plays its role over ``mpi.channels.MpiTransport``
 on the communicators of the stage's layout: the real master driver, the real worker loop, a
-scripted part (what it observed goes to ``observed-<rank>.json``) or nothing. A real master that
-the stage lets die stops where it is; the others run to their ends.
+scripted part (what it observed goes to ``observed-<rank>.json``; a play that fails records why
+there, and the job plays on) or nothing. As on the loopback bench, the deadline counts from when
+every rank is set up (:func:`start_the_clock`), and every real worker's READY is out and every
+real master has started before any master takes its first turn. A real role that ends says so
+(``MpiBench.ended``); a real master that the stage lets die stops where it is; the others run to
+their ends.
 """
 
 from __future__ import annotations
@@ -25,17 +29,23 @@ from scenarios import (  # noqa: E402
     WORKER_ROLE,
     Dies,
     MpiBench,
+    played,
+    policy_of,
     prepare,
     rank_state,
-    real_master,  # noqa: E402
+    real_master,
+    snapshots,
 )
 
 from symcc_ulfm.mpi.channels import MpiTransport  # noqa: E402
 from symcc_ulfm.mpi.context import RankContext  # noqa: E402
+from symcc_ulfm.runtime.backoff import Backoff  # noqa: E402
 from symcc_ulfm.runtime.worker_loop import WorkerLoop  # noqa: E402
+from symcc_ulfm.store.deadline_file import read_deadlines, write_deadlines  # noqa: E402
+from symcc_ulfm.store.paths import StateDir  # noqa: E402
 
 
-def play_stage(world, directory: Path, scenario, stage, rank: int) -> None:
+def play_stage(world, directory: Path, scenario, index: int, stage, rank: int) -> None:
     if rank == MASTER and stage.before:
         stage.before(directory, time.time())
     world.Barrier()
@@ -49,21 +59,40 @@ def play_stage(world, directory: Path, scenario, stage, rank: int) -> None:
     ctx.master_comm = world.Split(0 if rank in layout.masters else MPI.UNDEFINED, rank)
     ctx.post_revocation_sentinel()
     transport = MpiTransport(ctx)
+    world.Barrier()
+    if rank == MASTER:
+        start_the_clock(directory, scenario)
+    world.Barrier()
     role = stage.roles.get(rank)
+    driver = worker = None
     if role == MASTER_ROLE:
         driver = real_master(ctx, transport, stage)
+        driver.prepare()
+    elif role == WORKER_ROLE:
+        worker = WorkerLoop(ctx, transport)
+        worker.start()
+    world.Barrier()
+    if driver is not None:
         try:
-            driver.prepare()
             driver.run()
         except Dies:
             pass
         finally:
             driver.close()
-    elif role == WORKER_ROLE:
-        WorkerLoop(ctx, transport).run()
+    elif worker is not None:
+        backoff = Backoff(ctx.hot_rounds)
+        while not worker.stopped:
+            if worker.step():
+                backoff.reset()
+            else:
+                backoff.idle()
+        worker.finish()
     elif callable(role):
-        bench = MpiBench(directory, transport, ctx.deadline)
-        (directory / f"observed-{rank}.json").write_text(json.dumps(role(bench)))
+        bench = MpiBench(directory, transport, ctx.deadline, stage.real, index)
+        (directory / f"observed-{rank}.json").write_text(json.dumps(played(role, bench)))
+    if role in (MASTER_ROLE, WORKER_ROLE):
+        ctx.log.flush_limited()
+        MpiBench.ended(directory, index, rank).touch()
     world.Barrier()
     transport.close()
     ctx.revocation.cancel()
@@ -72,6 +101,18 @@ def play_stage(world, directory: Path, scenario, stage, rank: int) -> None:
             comm.Free()
     ctx.log.close()
     ctx.close_executor()
+
+
+def start_the_clock(root: Path, scenario) -> None:
+    """The stage's deadline counts from now, when every rank is set up (as on the loopback bench,
+    where setting up takes no time): the deadline in force for the epoch is extended, as a resume
+    extends it (``store.deadline_file``), by the time the ranks took to get here, before any role
+    reads it."""
+    state = StateDir(root)
+    epoch = snapshots(root).current()
+    deadlines = read_deadlines(state, policy_of(scenario))
+    late = time.time() - epoch.epoch_started_at
+    write_deadlines(state, deadlines.extended(epoch.epoch, deadlines.of_epoch(epoch.epoch) + late))
 
 
 def main(root: Path) -> None:
@@ -84,8 +125,8 @@ def main(root: Path) -> None:
         world.Bcast([started, MPI.DOUBLE], root=MASTER)
         if rank == MASTER:
             prepare(directory, scenario, float(started[0]))
-        for stage in scenario.stages:
-            play_stage(world, directory, scenario, stage, rank)
+        for index, stage in enumerate(scenario.stages):
+            play_stage(world, directory, scenario, index, stage, rank)
 
 
 if __name__ == "__main__":

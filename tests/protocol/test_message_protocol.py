@@ -22,6 +22,7 @@ from scenarios import (
     LoopbackBench,
     Scenario,
     Stage,
+    judge,
     ready,
     result,
     run_loopback,
@@ -64,7 +65,7 @@ def job_environment_of() -> dict:
 @pytest.mark.parametrize("name", sorted(BY_NAME))
 def test_loopback(name, tmp_path):
     observed = run_loopback(tmp_path / name, BY_NAME[name])
-    BY_NAME[name].check(tmp_path / name, observed)
+    judge(BY_NAME[name], tmp_path / name, observed)
 
 
 @pytest.mark.mpi
@@ -72,7 +73,7 @@ def test_loopback(name, tmp_path):
 def test_mpi(name, mpi_run):
     root = mpi_run / name
     observed = {int(p.stem.split("-")[1]): json.loads(p.read_text()) for p in root.glob("observed-*.json")}
-    BY_NAME[name].check(root, observed)
+    judge(BY_NAME[name], root, observed)
 
 
 def test_loopback_a_failed_worker_ends_the_generation_after_counting_what_is_durable(tmp_path):

@@ -483,7 +483,8 @@ def test_a_frontier_message_queues_owned_inputs_and_learns_coverage():
     mine = next(h(i) for i in range(100) if state.queue.owns(h(i)))
     raw = envelope.encode("FRONTIER", LIMIT, generation=0, master=4, coverage=[9],
                           items=[{"input_hash": mine, "priority": 2, "hint": {"depth": 1}, "length": 3}])
-    assert state.handle(ev.FromMaster(1.0, 4, raw)) == []
+    (line,) = state.handle(ev.FromMaster(1.0, 4, raw))  # taken: logged, rate-limited by its source
+    assert (line.event, line.key, line.fields) == ("frontier-taken", 4, {"source": 4, "items": 1, "coverage": 1})
     assert state.queue.next_input() == mine and state.frontier.hints[mine] == {"depth": 1}
     assert 9 in state.queue.coverage and state.frontier.items_received == 1
 

@@ -265,6 +265,8 @@ class MasterState(StartPhase, CommitRounds):
             self._log_limited("message-rejected", source, source=source, reason=str(exc))
             return
         self.frontier.take(message)
+        self._log_limited("frontier-taken", source, source=source, items=len(message["items"]),
+                          coverage=len(message["coverage"]))
 
     # -- a tick: fencing, deadline, exhaustion, a round ----------------------------------------------
 
