@@ -145,6 +145,7 @@ class Scenario:
     worker_kinds: str = ""  # e.g. simfuzz:1,simulate:1 (core.kinds)
     keep: str = "all"
     idle: str = "fuzz"  # what an analysis worker with nothing to analyze does (core.policy)
+    stop_after: int = 0  # a budget by count: results per worker that end the campaign (core.master.termination)
 
 
 def policy_of(scenario: Scenario) -> Policy:
@@ -152,7 +153,8 @@ def policy_of(scenario: Scenario) -> Policy:
                         executor="simulate", executor_options=scenario.options, ulfm=False,
                         max_message_bytes=LIMIT, stop_when_exhausted=scenario.stop_when_exhausted,
                         timeouts={"lease_s": scenario.lease_s, "shutdown_grace_s": scenario.grace_s},
-                        worker_kinds=scenario.worker_kinds, keep=scenario.keep, slice_s=0.2, idle=scenario.idle)
+                        worker_kinds=scenario.worker_kinds, keep=scenario.keep, slice_s=0.2, idle=scenario.idle,
+                        stop_after=scenario.stop_after)
 
 
 def prepare(root: Path, scenario: Scenario, started_at: float) -> None:
@@ -571,10 +573,8 @@ def empty_results(bench) -> Callable[[dict], list[bytes]]:
 def status_of(probe: dict, sent: int, received: int) -> bytes:
     """The STATUS that answers ``probe`` from a scripted master that is idle and has met any
     campaign budget, with the fields of this protocol's STATUS."""
-    fields = {"idle": True, "sent": sent, "received": received, "satisfied": True}
-    schema = envelope.SCHEMAS["STATUS"]
     return envelope.encode("STATUS", LIMIT, generation=probe["generation"], master=PEER, wave=probe["wave"],
-                           **{k: v for k, v in fields.items() if k in schema})
+                           idle=True, sent=sent, received=received, satisfied=True)
 
 
 @dataclass(frozen=True)
@@ -1302,11 +1302,8 @@ def check_quarantined(root: Path, observed: dict[int, dict]) -> None:
 
 # -- the scenarios: worker kinds ---------------------------------------------------------------------------------
 
-# A fuzzer worker is never idle, so the search is never exhausted: until the campaign can end on a
-# budget of results, the deadline ends these two, and its window holds the few rounds the checked
-# events take (a slice and its commit, one analysis leased; 1.5 s at most on 2 cores with two of
-# them kept busy), not a count of them.
-KINDS_DEADLINE_S = 5.0
+# A fuzzer worker is never idle, so the search is never exhausted: these two end on a budget of
+# results per worker (Scenario.stop_after), the deadline a safety net only.
 
 
 def first_slice(options: dict) -> tuple[list[bytes], set[bytes], set[int]]:
@@ -1367,7 +1364,9 @@ def check_fuzzer_slices(root: Path, observed: dict[int, dict]) -> None:
     assert all(name.split("@")[0] in leased or tuple(name.split("@")) in pending for name in staged), staged
     (stop,) = events(root, MASTER, "master-stop")
     assert stop["totals"]["slices"] == len(slices) and stop["totals"]["analyzed"] == len(analyzed_)
-    assert stop_reasons(root, W1) == stop_reasons(root, W2) == ["deadline"]  # KINDS_DEADLINE_S
+    assert stop_reasons(root, W1) == stop_reasons(root, W2) == ["budget"]
+    assert observed[PEER]["notice"]["reason"] == "budget"
+    assert len(slices) >= 2 and len(analyzed_) >= 2  # the budget: two results each
     check_counted_once(root)
 
 
@@ -1386,7 +1385,8 @@ def check_idle_analyst_fuzzes(root: Path, observed: dict[int, dict]) -> None:
                              for r in analyzed_)
     slices = [r for r in done if r["manifest"]["slice"] is not None]
     assert len({(r["manifest"]["slice"]["worker"], r["manifest"]["slice"]["seq"]) for r in slices}) == len(slices)
-    assert stop_reasons(root, W1) == stop_reasons(root, W2) == ["deadline"]  # KINDS_DEADLINE_S
+    assert stop_reasons(root, W1) == stop_reasons(root, W2) == ["budget"]
+    assert observed[PEER]["notice"]["reason"] == "budget"
     check_counted_once(root)
 
 
@@ -1448,11 +1448,12 @@ SCENARIOS = (
     # worker kinds: a fuzzer's slices beside an analysis worker, one corpus
     Scenario("fuzzer-slices-feed-the-analysis-worker", (Stage({MASTER: MASTER_ROLE, W1: WORKER_ROLE,
                                                                W2: WORKER_ROLE, PEER: Peer()}),),
-             check_fuzzer_slices, options=SLICES, seeds=(), deadline_s=KINDS_DEADLINE_S,
+             check_fuzzer_slices, options=SLICES, seeds=(), stop_after=2,
              worker_kinds="simfuzz:1,simulate:1", keep="novel", idle="wait"),
     Scenario("an-idle-analysis-worker-fuzzes", (Stage({MASTER: MASTER_ROLE, W1: WORKER_ROLE, W2: WORKER_ROLE,
                                                        PEER: Peer()}),),
-             check_idle_analyst_fuzzes, deadline_s=KINDS_DEADLINE_S,
+             # at most 9 inputs exist (the seed and two spaces of 4): worker 2 reaches 10 results only lent
+             check_idle_analyst_fuzzes, stop_after=10,
              options={"cost_s": 0, "children": 1, "space": 4, "simfuzz": {"kept": 2, "space": 4}},
              worker_kinds="simfuzz:1,simulate:1", keep="novel"),
 )
