@@ -220,8 +220,8 @@ def _finished(state: StateDir) -> dict | None:
     ``deadline_s`` it ran to), None when it never did.
 
     Only a campaign that reached its deadline is over, until a resume extends it: one that
-    stopped because its search was exhausted or too few members were left may be resumed with
-    the budget it has left."""
+    stopped because its search was exhausted, its budget by count was spent (each generation
+    counts its own) or too few members were left may be resumed with the time it has left."""
     try:
         outcome = json.loads(read_bytes(state.outcome, limit=MAX_SMALL_JSON_BYTES))
     except FileNotFoundError:
