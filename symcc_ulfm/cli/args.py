@@ -207,7 +207,8 @@ def build_parser() -> CommandParser:
     p.add_argument("--seconds", type=float,
                    help="search for this long once the seeds are measured (default "
                         f"{DEFAULT_SECONDS:g} unless --runs is given; with both, whichever comes first)")
-    p.add_argument("--runs", type=int, help="stop after this many runs of the executor (no clock without --seconds)")
+    p.add_argument("--runs", type=int,
+                   help="stop after this many runs of the executor (no clock without --seconds)")
     p.add_argument("--out", required=True)
     p.add_argument("--isolation", choices=("namespaces", "none"), default=REFERENCE["isolation"],
                    help="run the target in namespaces where it cannot write the campaign's files (default), or not")

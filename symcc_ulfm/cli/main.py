@@ -230,8 +230,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
     try:
         ran = {"executor": args.executor, "target": args.target, "executor_options": options,
                "isolation": args.isolation}
-        result = explore(executor, seconds=seconds, out_dir=Path(args.out), seeds=seeds.seeds if seeds else None,
-                         runs=args.runs, ran=ran)
+        result = explore(executor, seconds=seconds, out_dir=Path(args.out),
+                         seeds=seeds.seeds if seeds else None, runs=args.runs, ran=ran)
     finally:
         executor.close()
     text = (

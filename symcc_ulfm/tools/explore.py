@@ -135,10 +135,10 @@ def explore(executor: Executor, seconds: float | None, out_dir: Path, seeds: lis
 
     ``stop_returned`` (optional) ends the search early once a measured input makes the target
     return that string (tests and benchmarks use a built-in target's ``deep`` marker);
-    ``stopped_early`` reports whether it did, ``stopped`` why the search ended. ``ran`` (``executor``, ``target``,
-    ``executor_options``, ``isolation``: what ``executors.create`` was given) is written into
-    ``explore.json`` with the seeds; without it no manifest is written (the directory is then
-    a corpus only, as the engine's own tests use it).
+    ``stopped_early`` reports whether it did, ``stopped`` why the search ended. ``ran``
+    (``executor``, ``target``, ``executor_options``, ``isolation``: what ``executors.create`` was
+    given) is written into ``explore.json`` with the seeds; without it no manifest is written (the
+    directory is then a corpus only, as the engine's own tests use it).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

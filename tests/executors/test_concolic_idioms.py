@@ -217,7 +217,7 @@ def _deep(name):
 ])
 def test_idiom_targets_reach_their_deepest_branch(name, seed, tmp_path):
     executor = ConcolicExecutor(f"{FIXTURE}:{name}", {"mutations": 64, "mutate_clock": False})
-    stats = explore(executor, None, tmp_path, [seed], runs=400, stop_returned="deep")  # text_protocol: 107 runs
+    stats = explore(executor, None, tmp_path, [seed], runs=400, stop_returned="deep")  # text_protocol: 107
     assert stats["stopped"] == "returned", stats
 
 

@@ -67,7 +67,7 @@ def test_hybrid_keeps_only_new_coverage_and_reports_each_finding_once():
     reported: set = set()
     out = havoc.hybrid(measure, havoc.Mutator(random.Random(3)), [b"abcd"], [], covered, reported,
                         until=float("inf"), limit=300)
-    assert out.executions == 300 and out.kept == [] and out.new_coverage == 0
+    assert out.executions == 300 and out.kept == [] and out.new_coverage == 0 and not out.cut
     assert len(out.findings) == 1 and reported == {("exception", "sig")}
 
     covered, reported = set(), set()
@@ -78,7 +78,7 @@ def test_hybrid_keeps_only_new_coverage_and_reports_each_finding_once():
     # the time bound: a clock already past `until` measures nothing
     out = havoc.hybrid(measure, havoc.Mutator(random.Random(3)), [b"abcd"], [], set(), set(),
                         until=0.0, limit=300, clock=lambda: 1.0)
-    assert out.executions == 0
+    assert out.executions == 0 and out.cut
     # ... unless a count floor is asked for: that many, up to the hard deadline
     out = havoc.hybrid(measure, havoc.Mutator(random.Random(3)), [b"abcd"], [], set(), set(),
                         until=0.0, limit=300, at_least=7, deadline=2.0, clock=lambda: 1.0)
@@ -86,6 +86,12 @@ def test_hybrid_keeps_only_new_coverage_and_reports_each_finding_once():
     out = havoc.hybrid(measure, havoc.Mutator(random.Random(3)), [b"abcd"], [], set(), set(),
                         until=0.0, limit=300, at_least=7, deadline=1.0, clock=lambda: 1.0)
     assert out.executions == 0
+    # counted (until = deadline, at_least = limit): all of them, however late, up to the deadline
+    done: list[bytes] = []  # the clock: one second per execution
+    out = havoc.hybrid(lambda data: done.append(data) or measure(data), havoc.Mutator(random.Random(3)),
+                        [b"abcd"], [], set(), set(), until=250.0, limit=300, at_least=300, deadline=250.0,
+                        clock=lambda: float(len(done)))
+    assert out.executions == 250 and out.cut
 
 
 @pytest.mark.parametrize("value", [-1, 1.0, 1.5, True, "x"])
@@ -94,15 +100,17 @@ def test_mutate_share_must_be_in_unit_interval(value):
         ConcolicExecutor(f"{FIXTURE}:popcount_gate", {"mutate_share": value})
 
 
-@pytest.mark.parametrize("key,value", [("mutations", -1), ("mutations", 2.5), ("mutate_seed", -3)])
-def test_mutation_counts_are_non_negative_integers(key, value):
+@pytest.mark.parametrize("key,value", [("mutations", -1), ("mutations", 2.5), ("mutate_seed", -3),
+                                       ("mutate_clock", 0), ("mutate_clock", "false")])
+def test_mutation_counts_are_non_negative_integers_and_the_clock_a_flag(key, value):
     with pytest.raises(PolicyError):
         ConcolicExecutor(f"{FIXTURE}:popcount_gate", {key: value})
 
 
 def test_run_is_deterministic_and_counts_mutations_separately():
     def once(options):
-        executor = ConcolicExecutor(f"{FIXTURE}:keyword_gate", {"mutations": 16, "mutate_clock": False, **options})
+        executor = ConcolicExecutor(f"{FIXTURE}:keyword_gate",
+                                    {"mutations": 16, "mutate_clock": False, **options})
         return executor.run(b"hello world")
 
     first, second = once({}), once({})
@@ -134,6 +142,16 @@ def test_the_hybrid_phase_is_deterministic_given_input_and_seed():
     assert first[3][:11] == havoc.truncations(b"hello world")  # every prefix first, then havoc
     assert phase(0) == first
     assert phase(1) != first
+
+
+def test_a_counted_phase_cut_by_the_runs_deadline_says_so():
+    executor = ConcolicExecutor(f"{FIXTURE}:keyword_gate", {"mutations": 300, "mutate_clock": False})
+    recorded = P.Path(float("inf"), 10)
+    cut = executor._hybrid(b"hello world", [], recorded, 0.0, 0.0)  # the run's deadline has passed
+    assert cut.executions == 0 and cut.cut
+    whole = executor._hybrid(b"hello world", [], recorded, 0.0, float("inf"))
+    assert whole.executions == 300 and not whole.cut
+    assert "mutate_clock" in executor.identity()["options"]
 
 
 def test_mutate_share_zero_disables_the_phase():

@@ -133,8 +133,8 @@ def test_the_concolic_engine_reaches_a_checksummed_branch_only_with_the_dictiona
 
 def test_the_havoc_fuzzer_inserts_dictionary_tokens(tmp_path):
     target = _gated(tmp_path)
-    fuzzer = create("havoc", target, {"dictionary": _option(tmp_path), "mutations": 200, "mutate_clock": False},
-                    isolation="none")
+    counted = {"mutations": 200, "mutate_clock": False}
+    fuzzer = create("havoc", target, {"dictionary": _option(tmp_path), **counted}, isolation="none")
     try:
         fuzzer.offer([b"hello world"])
         result = fuzzer.run(b"", descriptor("havoc", 0, 0, 1, 1, 1.0))  # 200 mutants (the 2nd has the token)

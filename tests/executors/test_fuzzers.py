@@ -82,7 +82,8 @@ def test_afl_keeps_its_own_finds_imports_the_campaigns_and_resumes_after_it_died
         until = time.monotonic() + 90
         while not sum(r.notes["imported"] for r in (*results, *again)) and time.monotonic() < until:
             again.append(fuzzer.run(b"", slice_of(4 + len(again), 1.0)))
-        assert sum(r.notes["imported"] for r in (*results, *again)) >= 1, [r.notes for r in (*results, *again)]
+        seen = [r.notes for r in (*results, *again)]
+        assert sum(notes["imported"] for notes in seen) >= 1, seen
     finally:
         fuzzer.close()
     assert afl_processes(tmp_path) == []

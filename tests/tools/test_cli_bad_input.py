@@ -119,7 +119,8 @@ def test_an_empty_directory_and_a_state_that_died_before_its_policy_are_accepted
     state = tmp_path / "state"
     (state / "wal" / "records").mkdir(parents=True)
     (state / ".tmp-policy.json-1-ab").write_text("")
-    release(prepare_state_dir(build_policy(executor="simulate", deadline_s=1.0), state, modes_from_env(os.environ)))
+    policy = build_policy(executor="simulate", deadline_s=1.0)
+    release(prepare_state_dir(policy, state, modes_from_env(os.environ)))
     assert (state / "policy.json").exists()
 
 

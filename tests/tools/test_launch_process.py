@@ -25,9 +25,10 @@ def test_the_verdict_is_the_last_json_line():
 
 def test_a_launch_that_overruns_is_killed(tmp_path):
     ready = tmp_path / "ready"  # the child has printed its verdict: only the overrun is left to time
-    child = f"import pathlib, time; print('{{\"a\": 1}}', flush=True); pathlib.Path({str(ready)!r}).touch(); time.sleep(60)"
-    process = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+    child = (f"import pathlib, time; print('{{\"a\": 1}}', flush=True); pathlib.Path({str(ready)!r}).touch(); "
+             "time.sleep(60)")
+    process = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
     until = time.monotonic() + 60
     while not ready.exists() and process.poll() is None and time.monotonic() < until:
         time.sleep(0.02)

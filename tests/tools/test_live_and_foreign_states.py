@@ -63,7 +63,8 @@ def test_two_explores_on_one_output_directory_the_second_is_refused(tmp_path):
     out = tmp_path / "out"
     # no clock: the holder explores (simulate's queue never empties) until it is killed below
     first = subprocess.Popen([sys.executable, "-m", "symcc_ulfm", "explore", "--executor", "simulate", "--target", "tlv",
-                              "--runs", str(10**12), "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                              "--runs", str(10**12), "--out", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 30
         while not (out / ".explore.lock").exists() or not (out / ".explore.lock").read_text():

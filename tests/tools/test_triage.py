@@ -31,7 +31,8 @@ def explored(tmp_path_factory) -> Path:
     two runs of counted mutants."""
     out = tmp_path_factory.mktemp("explore") / "out"
     done = cli("explore", "--target", "tokenizer", "--runs", "2", "--executor-option", "mutate_clock=false",
-               "--executor-option", f'seeds=["{TRIGGER.hex()}", "{SHIPPED.hex()}"]', "--out", str(out), "--json")
+               "--executor-option", f'seeds=["{TRIGGER.hex()}", "{SHIPPED.hex()}"]', "--out", str(out),
+               "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["stopped"] == "runs", done.stdout
     assert json.loads((out / "explore.json").read_text())["target"] == "tokenizer"
@@ -41,7 +42,8 @@ def explored(tmp_path_factory) -> Path:
 def finding_of(directory: Path) -> dict:
     listed = cli("findings", str(directory), "--json")
     assert listed.returncode == 0, listed.stderr
-    rows = [r for r in json.loads(listed.stdout)["findings"] if r["signature"].startswith("ZeroDivisionError")]
+    rows = [r for r in json.loads(listed.stdout)["findings"]
+            if r["signature"].startswith("ZeroDivisionError")]
     assert len(rows) == 1, listed.stdout  # the tokenizer's documented ZeroDivisionError
     assert rows[0]["input_sha256"] == hashlib.sha256(TRIGGER).hexdigest(), rows  # first seen: the seed's
     return rows[0]
@@ -171,8 +173,10 @@ def test_plistlib_rejections_are_expected_and_an_unexpected_exception_is_a_findi
     seeds = [b"bplist00" + bytes(40), b"<plist><", b"<plist><integer>x</integer></plist>",
              (tmp_path / "date").read_bytes()]
     out = tmp_path / "explore"
-    explored = cli("explore", "--target", "plistlib:loads", "--runs", "3", "--executor-option", "mutate_clock=false",
-                   "--executor-option", f"seeds={json.dumps([s.hex() for s in seeds])}", "--out", str(out), "--json")
+    explored = cli("explore", "--target", "plistlib:loads", "--runs", "3",
+                   "--executor-option", "mutate_clock=false",
+                   "--executor-option", f"seeds={json.dumps([s.hex() for s in seeds])}", "--out", str(out),
+                   "--json")
     assert explored.returncode == 0, explored.stderr
     result = json.loads(explored.stdout)
     kinds = [f["signature"].split(" ")[0] for f in result["findings"]]

@@ -9,16 +9,17 @@ hint; when the child is run later with that hint, wherever that happens, the bou
 its actual path is compared with the prediction: ``notes["diverged"]`` reports the outcome.
 
 After the symbolic part, a *hybrid* phase (:mod:`.hybrid.havoc`; options ``mutate_share``,
-``mutations``, ``mutate_seed``, ``mutate_clock``) runs concretely, through the same path as ``measure``, first the
-input-to-state children of the run's text comparisons (:func:`.expressions.path.text_compare`: the
-constant in place of the text it was compared with) and of its callee arguments
-(:func:`.expressions.path.callee`: the words of an uninstrumented module in place of the text its
-code was given), then those of its regex matches (:func:`.hybrid.input_to_state.regex_pairs`) and
-prefixes of the input (:func:`.hybrid.havoc.truncations`), then havoc mutants of the input and of
-its children, with the words the symbolic run saw compared as a dictionary and the words of the
-target's own modules (:mod:`.hybrid.module_words`) as a second one, and adds those that reach an
-edge new to this process (``measure`` adds what it sees too) to the candidates. Findings among the
-mutants are reported once per signature.
+``mutations``, ``mutate_seed``, ``mutate_clock``) runs concretely, through the same path as
+``measure``, first the input-to-state children of the run's text comparisons
+(:func:`.expressions.path.text_compare`: the constant in place of the text it was compared with)
+and of its callee arguments (:func:`.expressions.path.callee`: the words of an uninstrumented
+module in place of the text its code was given), then those of its regex matches
+(:func:`.hybrid.input_to_state.regex_pairs`) and prefixes of the input
+(:func:`.hybrid.havoc.truncations`), then havoc mutants of the input and of its children, with the
+words the symbolic run saw compared as a dictionary and the words of the target's own modules
+(:mod:`.hybrid.module_words`) as a second one, and adds those that reach an edge new to this
+process (``measure`` adds what it sees too) to the candidates. Findings among the mutants are
+reported once per signature.
 
 ``measure(data)`` is a separate concrete run of the original (unshimmed) target under
 :class:`.tracing.tracer.Tracer`: coverage and outcome (:mod:`.tracing.run_outcome`). Findings are
@@ -281,9 +282,9 @@ class ConcolicExecutor(Executor):
             optimistic=search.optimistic, checksum=search.checksum, cache_hits=search.cache_hits,
             skipped_site_budget=search.skipped_budget, repair_runs=extra["repair_runs"],
             repaired=extra["repaired"], compares=len(recorded.compares), i2s=len(proposals),
-            mutations=mutants.executions, mutations_cut=mutants.cut, mutants_kept=len(mutants.kept), mutant_findings=len(mutants.findings),
-            mutation_seconds=round(mutants.seconds, 6), words=mutants.words, text_children=mutants.text_children,
-            regex_children=mutants.regex_children,
+            mutations=mutants.executions, mutations_cut=mutants.cut, mutants_kept=len(mutants.kept),
+            mutant_findings=len(mutants.findings), mutation_seconds=round(mutants.seconds, 6),
+            words=mutants.words, text_children=mutants.text_children, regex_children=mutants.regex_children,
         )
         return RunResult(
             candidates=candidates,

@@ -1,9 +1,9 @@
 """The hybrid half of the concolic executor: havoc mutations run concretely after a symbolic run.
 
-A symbolic run is precise but slow; a concrete execution of a parser is a few hundred
-microseconds. As QSYM and SymCC pair a concolic engine with AFL,
-:meth:`~..executor.ConcolicExecutor.run` spends a bounded share of its own time (options
-``mutate_share``, ``mutations``; or a fixed count of executions, ``mutate_clock`` off) on a few prefixes of its input (:func:`truncations`: a text that
+A symbolic run is precise but slow; a concrete execution of a parser is a few hundred microseconds.
+As QSYM and SymCC pair a concolic engine with AFL, :meth:`~..executor.ConcolicExecutor.run` spends
+a bounded share of its own time (options ``mutate_share``, ``mutations``; or a fixed count of
+executions, ``mutate_clock`` off) on a few prefixes of its input (:func:`truncations`: a text that
 ends inside a value) and then on AFL-style *havoc* mutants of its input and of the inputs it found
 (:class:`Mutator`: bit and byte flips, interesting values, arithmetic, chunk deletion, insertion,
 duplication and overwrite, truncation, interesting values in the last 32 bytes (trailers found by
