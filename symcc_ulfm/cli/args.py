@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from .. import executors
 from ..core.reference import REFERENCE, REFERENCE_SCHEDULE
+from ..tools.explore import DEFAULT_SECONDS
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -210,7 +211,11 @@ def build_parser() -> CommandParser:
     p.add_argument("--seeds", help="directory of seed inputs, an AFL++ output directory (each instance's queue/) "
                                    "or a libFuzzer corpus (default: the target's shipped seeds)")
     p.add_argument("--dictionary", metavar="FILE|DIR", help="tokens in AFL's -x format for the mutations")
-    p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--seconds", type=float,
+                   help="search for this long once the seeds are measured (default "
+                        f"{DEFAULT_SECONDS:g} unless --runs is given; with both, whichever comes first)")
+    p.add_argument("--runs", type=int,
+                   help="stop after this many runs of the executor (no clock without --seconds)")
     p.add_argument("--out", required=True)
     p.add_argument("--isolation", choices=("namespaces", "none"), default=REFERENCE["isolation"],
                    help="run the target in namespaces where it cannot write the campaign's files (default), or not")

@@ -214,8 +214,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_explore(args: argparse.Namespace) -> int:
     from ..core.finding import same_type_error, type_error_hint
     from ..executors import create
-    from ..tools.explore import explore
+    from ..tools.explore import DEFAULT_SECONDS, explore
 
+    for name, value in (("--seconds", args.seconds), ("--runs", args.runs)):
+        if value is not None and not value >= 0:
+            raise ConfigError(name, f"must not be negative, got {value}")
+    seconds = DEFAULT_SECONDS if args.seconds is None and args.runs is None else args.seconds
     seeds = read_seeds(args.seeds)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -226,15 +230,15 @@ def cmd_explore(args: argparse.Namespace) -> int:
     try:
         ran = {"executor": args.executor, "target": args.target, "executor_options": options,
                "isolation": args.isolation}
-        result = explore(executor, seconds=args.seconds, out_dir=Path(args.out), seeds=seeds.seeds if seeds else None,
-                         ran=ran)
+        result = explore(executor, seconds=seconds, out_dir=Path(args.out),
+                         seeds=seeds.seeds if seeds else None, runs=args.runs, ran=ran)
     finally:
         executor.close()
     text = (
         f"executions {result['executions']} ({result.get('executions_per_s', 0):.1f}/s), generated {result['generated']}, "
         f"unique {result['unique']}, novel {result['novel']}, edges {result['edges']}, "
         f"solver queries {result.get('solver_queries', 0)} ({result.get('solver_queries_per_s', 0):.1f}/s), "
-        f"{result['seconds']:.1f} s -> {args.out}"
+        f"{result['seconds']:.1f} s, {result['runs']} runs, stopped: {result['stopped']} -> {args.out}"
     )
     row = same_type_error(result["findings"], result["inputs"])
     if row is not None:

@@ -14,6 +14,14 @@ the search starts, so that ``findings``, ``replay``, ``minimize``, ``export`` an
 the directory as they read a campaign's (``tools.sources``; names: ``store.paths.ExploreDir``).
 Inputs of ``crash``, ``hang`` and ``oom`` findings are not expanded.
 
+The search ends when the queue is empty, after ``runs`` runs of the executor, after ``seconds``
+(counted from when the seeds have been measured: a sandbox's start-up and the seeds are not part
+of it; the children of the last run are measured within what is left of it), or once
+``stop_returned`` was returned; ``stopped`` says which (``queue``, ``runs``, ``seconds``,
+``returned``). Without ``seconds`` nothing in it reads a clock, and with a count-based executor
+(the concolic executor's ``mutate_clock`` off) the same ``runs`` give the same search on any
+machine, however loaded.
+
 Counters: ``generated`` counts every candidate returned by ``run``; ``unique`` and ``novel``
 count the candidates examined before the deadline (new by content / also new by coverage);
 ``executions`` counts target executions: those reported by ``run`` plus one per coverage
@@ -47,6 +55,7 @@ from ..executors.outcome import Outcome
 from ..store.paths import ExploreDir
 
 MAX_QUEUE = 200_000
+DEFAULT_SECONDS = 20.0  # of the command, when it is given neither --seconds nor --runs
 LOCK_NAME = ExploreDir(Path(".")).lock.name
 EXPLORE_FORMAT = "symcc-ulfm-explore/1"  # explore.json (read by tools.sources)
 
@@ -119,27 +128,28 @@ class Findings:
         write_file(ExploreDir(self.out_dir).findings, (json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n").encode())
 
 
-def explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[bytes] | None = None, *,
-            stop_returned: str | None = None, ran: dict | None = None) -> dict:
-    """Search for ``seconds`` from ``seeds`` (default: the executor's); returns the counters.
+def explore(executor: Executor, seconds: float | None, out_dir: Path, seeds: list[bytes] | None = None, *,
+            runs: int | None = None, stop_returned: str | None = None, ran: dict | None = None) -> dict:
+    """Search from ``seeds`` (default: the executor's) for at most ``seconds`` and ``runs`` (None:
+    no such bound; module docstring); returns the counters.
 
     ``stop_returned`` (optional) ends the search early once a measured input makes the target
     return that string (tests and benchmarks use a built-in target's ``deep`` marker);
-    ``stopped_early`` reports whether it did. ``ran`` (``executor``, ``target``,
-    ``executor_options``, ``isolation``: what ``executors.create`` was given) is written into
-    ``explore.json`` with the seeds; without it no manifest is written (the directory is then
-    a corpus only, as the engine's own tests use it).
+    ``stopped_early`` reports whether it did, ``stopped`` why the search ended. ``ran``
+    (``executor``, ``target``, ``executor_options``, ``isolation``: what ``executors.create`` was
+    given) is written into ``explore.json`` with the seeds; without it no manifest is written (the
+    directory is then a corpus only, as the engine's own tests use it).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with holding(out_dir):
-        return _explore(executor, float(seconds), out_dir, seeds, stop_returned, ran)
+        return _explore(executor, None if seconds is None else float(seconds), runs, out_dir, seeds,
+                        stop_returned, ran)
 
 
-def _explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[bytes] | None,
-             stop_returned: str | None, ran: dict | None) -> dict:
+def _explore(executor: Executor, seconds: float | None, runs: int | None, out_dir: Path,
+             seeds: list[bytes] | None, stop_returned: str | None, ran: dict | None) -> dict:
     start = time.monotonic()
-    deadline = start + seconds
     order = itertools.count()
     queue: list[tuple[int, int, int, bytes, dict | None]] = []
     seen: set[bytes] = set()
@@ -178,7 +188,12 @@ def _explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[byte
         if gain is not None:
             heapq.heappush(queue, (-gain, 0, next(order), seed, None))
 
-    while queue and not done and time.monotonic() < deadline:
+    deadline = None if seconds is None else time.monotonic() + seconds
+
+    def left() -> float | None:
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+    while queue and not done and (runs is None or totals["runs"] < runs) and left() != 0.0:
         _, generation, _, data, hint = heapq.heappop(queue)
         result = executor.run(data, hint)
         totals["runs"] += 1
@@ -196,7 +211,7 @@ def _explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[byte
                 seen.add(digest)
                 fresh.append(candidate)
                 fresh_hints.append(child_hint)
-        measured = executor.measure_many(fresh, budget_s=max(0.0, deadline - time.monotonic()))
+        measured = executor.measure_many(fresh, budget_s=left())
         for candidate, child_hint, m in zip(fresh, fresh_hints, measured, strict=True):
             if m is None:
                 break
@@ -210,6 +225,8 @@ def _explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[byte
             if gain is not None and (gain or len(queue) < MAX_QUEUE):
                 heapq.heappush(queue, (-gain, generation + 1, next(order), candidate, child_hint))
 
+    stopped = ("returned" if done else "queue" if not queue
+               else "runs" if runs is not None and totals["runs"] >= runs else "seconds")
     findings.write()
     elapsed = time.monotonic() - start
     rate = 1.0 / elapsed if elapsed > 0 else 0.0
@@ -222,6 +239,7 @@ def _explore(executor: Executor, seconds: float, out_dir: Path, seeds: list[byte
         "solver_queries_per_s": totals["solver_queries"] * rate,
         "queue_left": len(queue),
         "stopped_early": done,
+        "stopped": stopped,
         "inputs": len(kept),
         "findings_unique": len(findings.rows),
         "findings": findings.to_json(),

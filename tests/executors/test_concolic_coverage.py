@@ -88,7 +88,8 @@ def test_bad_expected_exceptions_are_policy_errors(module, value):
 
 
 def test_exec_timeout_bounds_a_runaway_target(module):
-    executor = ConcolicExecutor(f"{module}:spin", {"exec_timeout_s": 0.3})
+    # no hybrid phase: the run is three executions (symbolic, confirmed, and measure's), each bounded
+    executor = ConcolicExecutor(f"{module}:spin", {"exec_timeout_s": 0.3, "mutations": 0})
     start = time.monotonic()
     outcome = executor.measure(b"x").outcome
     result = executor.run(b"x")

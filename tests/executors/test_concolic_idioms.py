@@ -216,9 +216,9 @@ def _deep(name):
     ("hidden_magic", b"00000000rest"),
 ])
 def test_idiom_targets_reach_their_deepest_branch(name, seed, tmp_path):
-    executor = ConcolicExecutor(f"{FIXTURE}:{name}")
-    stats = explore(executor, 60, tmp_path, [seed], stop_returned="deep")
-    assert stats["stopped_early"], stats
+    executor = ConcolicExecutor(f"{FIXTURE}:{name}", {"mutations": 64, "mutate_clock": False})
+    stats = explore(executor, None, tmp_path, [seed], runs=400, stop_returned="deep")  # text_protocol: 107
+    assert stats["stopped"] == "returned", stats
 
 
 @pytest.mark.parametrize("name, seed, how", [
@@ -235,7 +235,8 @@ def test_input_to_state_solves_what_the_solver_cannot_see(name, seed, how):
 
 
 def test_plistlib_loads_is_explored_through_its_idioms():
-    executor = ConcolicExecutor("plistlib:loads")
+    # the symbolic search alone, bounded by its counts (max_branches_per_run), not the run's clock
+    executor = ConcolicExecutor("plistlib:loads", {"mutations": 0, "run_timeout_s": 600})
     seed = plistlib.dumps({"a": 1, "b": [True, 2.5, b"xy"]}, fmt=plistlib.FMT_BINARY)
     result = executor.run(seed)
     assert result.notes["branches"] > 50 and len(result.candidates) > 20

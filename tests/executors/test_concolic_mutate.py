@@ -67,7 +67,7 @@ def test_hybrid_keeps_only_new_coverage_and_reports_each_finding_once():
     reported: set = set()
     out = havoc.hybrid(measure, havoc.Mutator(random.Random(3)), [b"abcd"], [], covered, reported,
                         until=float("inf"), limit=300)
-    assert out.executions == 300 and out.kept == [] and out.new_coverage == 0
+    assert out.executions == 300 and out.kept == [] and out.new_coverage == 0 and not out.cut
     assert len(out.findings) == 1 and reported == {("exception", "sig")}
 
     covered, reported = set(), set()
@@ -78,7 +78,7 @@ def test_hybrid_keeps_only_new_coverage_and_reports_each_finding_once():
     # the time bound: a clock already past `until` measures nothing
     out = havoc.hybrid(measure, havoc.Mutator(random.Random(3)), [b"abcd"], [], set(), set(),
                         until=0.0, limit=300, clock=lambda: 1.0)
-    assert out.executions == 0
+    assert out.executions == 0 and out.cut
     # ... unless a count floor is asked for: that many, up to the hard deadline
     out = havoc.hybrid(measure, havoc.Mutator(random.Random(3)), [b"abcd"], [], set(), set(),
                         until=0.0, limit=300, at_least=7, deadline=2.0, clock=lambda: 1.0)
@@ -86,6 +86,12 @@ def test_hybrid_keeps_only_new_coverage_and_reports_each_finding_once():
     out = havoc.hybrid(measure, havoc.Mutator(random.Random(3)), [b"abcd"], [], set(), set(),
                         until=0.0, limit=300, at_least=7, deadline=1.0, clock=lambda: 1.0)
     assert out.executions == 0
+    # counted (until = deadline, at_least = limit): all of them, however late, up to the deadline
+    done: list[bytes] = []  # the clock: one second per execution
+    out = havoc.hybrid(lambda data: done.append(data) or measure(data), havoc.Mutator(random.Random(3)),
+                        [b"abcd"], [], set(), set(), until=250.0, limit=300, at_least=300, deadline=250.0,
+                        clock=lambda: float(len(done)))
+    assert out.executions == 250 and out.cut
 
 
 @pytest.mark.parametrize("value", [-1, 1.0, 1.5, True, "x"])
@@ -94,19 +100,22 @@ def test_mutate_share_must_be_in_unit_interval(value):
         ConcolicExecutor(f"{FIXTURE}:popcount_gate", {"mutate_share": value})
 
 
-@pytest.mark.parametrize("key,value", [("mutations", -1), ("mutations", 2.5), ("mutate_seed", -3)])
-def test_mutation_counts_are_non_negative_integers(key, value):
+@pytest.mark.parametrize("key,value", [("mutations", -1), ("mutations", 2.5), ("mutate_seed", -3),
+                                       ("mutate_clock", 0), ("mutate_clock", "false")])
+def test_mutation_counts_are_non_negative_integers_and_the_clock_a_flag(key, value):
     with pytest.raises(PolicyError):
         ConcolicExecutor(f"{FIXTURE}:popcount_gate", {key: value})
 
 
 def test_run_is_deterministic_and_counts_mutations_separately():
     def once(options):
-        executor = ConcolicExecutor(f"{FIXTURE}:keyword_gate", {"mutations": 16, **options})
+        executor = ConcolicExecutor(f"{FIXTURE}:keyword_gate",
+                                    {"mutations": 16, "mutate_clock": False, **options})
         return executor.run(b"hello world")
 
     first, second = once({}), once({})
-    assert first.notes["mutations"] == second.notes["mutations"] == 16  # the count floor, whatever the load
+    assert first.notes["mutations"] == second.notes["mutations"] == 16  # counted, whatever the load
+    assert not first.notes["mutations_cut"]
     assert first.executions >= 1 + first.notes["mutations"]
     assert first.notes["words"] >= 1  # "frobnicate", compared with every word of the text
     assert once({"mutate_seed": 1}).notes["mutations"] == 16
@@ -118,7 +127,8 @@ def test_the_hybrid_phase_is_deterministic_given_input_and_seed():
     """Same input, children, seed and process history: the same mutants (the solver's children of a
     symbolic run are not part of this: z3 may pick other models)."""
     def phase(seed):
-        executor = ConcolicExecutor(f"{FIXTURE}:keyword_gate", {"mutations": 300, "mutate_seed": seed})
+        executor = ConcolicExecutor(f"{FIXTURE}:keyword_gate",
+                                    {"mutations": 300, "mutate_seed": seed, "mutate_clock": False})
         measured = []
         measure = executor._measure
         executor._measure = lambda data: measured.append(data) or measure(data)
@@ -134,6 +144,16 @@ def test_the_hybrid_phase_is_deterministic_given_input_and_seed():
     assert phase(1) != first
 
 
+def test_a_counted_phase_cut_by_the_runs_deadline_says_so():
+    executor = ConcolicExecutor(f"{FIXTURE}:keyword_gate", {"mutations": 300, "mutate_clock": False})
+    recorded = P.Path(float("inf"), 10)
+    cut = executor._hybrid(b"hello world", [], recorded, 0.0, 0.0)  # the run's deadline has passed
+    assert cut.executions == 0 and cut.cut
+    whole = executor._hybrid(b"hello world", [], recorded, 0.0, float("inf"))
+    assert whole.executions == 300 and not whole.cut
+    assert "mutate_clock" in executor.identity()["options"]
+
+
 def test_mutate_share_zero_disables_the_phase():
     executor = ConcolicExecutor(f"{FIXTURE}:keyword_gate", {"mutate_share": 0})
     result = executor.run(b"hello world")
@@ -141,7 +161,7 @@ def test_mutate_share_zero_disables_the_phase():
 
 
 def test_mutants_are_kept_only_for_coverage_new_to_the_process():
-    executor = ConcolicExecutor(f"{FIXTURE}:keyword_gate", {"mutations": 300})
+    executor = ConcolicExecutor(f"{FIXTURE}:keyword_gate", {"mutations": 300, "mutate_clock": False})
     first = executor.run(b"hello world")
     kept = first.notes["mutants_kept"]
     assert kept >= 1
@@ -154,26 +174,26 @@ def test_mutants_are_kept_only_for_coverage_new_to_the_process():
 
 
 def test_a_dictionary_word_reaches_a_keyword_branch():
-    executor = ConcolicExecutor(f"{FIXTURE}:keyword_gate", {"mutations": 2000})
+    executor = ConcolicExecutor(f"{FIXTURE}:keyword_gate", {"mutations": 2000, "mutate_clock": False})
     result = executor.run(b"hello world")
     assert any(executor.measure(c).returned == "keyword" for c in result.candidates)
 
 
 def test_hybrid_reaches_a_branch_behind_an_unmodelled_c_operation(tmp_path):
     seed = b"\x01\x01?"
-    alone = explore(ConcolicExecutor(f"{FIXTURE}:popcount_gate", {"mutate_share": 0}), 10, tmp_path / "a",
-                    [seed], stop_returned="deep")
-    assert not alone["stopped_early"]  # the solver alone cannot: bin() pins the byte
-    # most of each run's time on mutants (up to `mutations` per run), so that a loaded machine
-    # still measures the few thousand the two bytes take
-    hybrid = explore(ConcolicExecutor(f"{FIXTURE}:popcount_gate", {"mutate_share": 0.99}), 10, tmp_path / "b",
-                     [seed], stop_returned="deep")
-    assert hybrid["stopped_early"]
+    alone = explore(ConcolicExecutor(f"{FIXTURE}:popcount_gate", {"mutate_share": 0}), None, tmp_path / "a",
+                    [seed], runs=50, stop_returned="deep")
+    assert alone["stopped"] == "queue", alone  # the solver alone cannot: bin() pins the byte
+    # counted mutants: the 2000 of the first run hold the two bytes (1 run unloaded), on any machine
+    hybrid = explore(ConcolicExecutor(f"{FIXTURE}:popcount_gate", {"mutations": 2000, "mutate_clock": False}),
+                     None, tmp_path / "b", [seed], runs=10, stop_returned="deep")
+    assert hybrid["stopped"] == "returned" and hybrid["stopped_early"], hybrid
 
 
 def test_a_mutant_that_kills_the_sandbox_child_is_the_finding():
-    # with seed 56 the killing mutant is the third measured, inside the phase's count floor
-    sandbox = create("concolic", f"{FIXTURE}:popcount_kill", {"memory_mb": 512, "mutate_seed": 56})
+    # with seed 56 the killing mutant is the third measured
+    sandbox = create("concolic", f"{FIXTURE}:popcount_kill",
+                     {"memory_mb": 512, "mutate_seed": 56, "mutations": 3, "mutate_clock": False})
     try:
         result = sandbox.run(b"\x01\x01")
         [finding] = result.findings

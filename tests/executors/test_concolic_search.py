@@ -78,8 +78,9 @@ def crc_target(tmp_path):
 
 def test_site_budget_bounds_a_checksum_loop(crc_target):
     data = bytes(range(32))
+    # bounded by max_branches_per_run, not by the run's clock (run_timeout_s)
     loose = ConcolicExecutor(crc_target, {"mutations": 0, "site_budget": 1000, "max_branches_per_run": 1000,
-                                          "max_children": 1000})
+                                          "max_children": 1000, "run_timeout_s": 600})
     budgeted = ConcolicExecutor(crc_target, {"mutations": 0, "site_budget": 3})
     wide = loose.run(data)
     tight = budgeted.run(data)

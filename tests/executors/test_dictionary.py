@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 from helpers.symcc import AFL_MISSING, afl_available, afl_twin
@@ -121,29 +120,26 @@ def _option(tmp_path) -> dict:
 def test_the_concolic_engine_reaches_a_checksummed_branch_only_with_the_dictionary(tmp_path):
     target = _gated(tmp_path)
     option = _option(tmp_path)
-    started = time.monotonic()
-    found = explore(ConcolicExecutor(target, {"dictionary": option}), 20, tmp_path / "with", [b"hello world"],
+    counted = {"mutations": 2000, "mutate_clock": False}  # the same mutants on any machine
+    found = explore(ConcolicExecutor(target, {**counted, "dictionary": option}), None, tmp_path / "with",
+                    [b"hello world"], runs=20, stop_returned="deep")
+    assert found["stopped"] == "returned", found  # in the first run
+    alone = explore(ConcolicExecutor(target, counted), None, tmp_path / "without", [b"hello world"], runs=20,
                     stop_returned="deep")
-    seconds = time.monotonic() - started
-    assert found["stopped_early"], found
-    alone = explore(ConcolicExecutor(target, {}), 5, tmp_path / "without", [b"hello world"], stop_returned="deep")
-    assert not alone["stopped_early"]
-    print(f"dictionary token found after {seconds:.2f} s; without it not in 5 s")
+    assert alone["stopped"] == "queue", alone  # the search ended without it (2 runs)
     identity = ConcolicExecutor(target, {"dictionary": option}).identity()
     assert identity["options"]["dictionary"]["sha256"] == option["sha256"]  # the identity names it
 
 
 def test_the_havoc_fuzzer_inserts_dictionary_tokens(tmp_path):
     target = _gated(tmp_path)
-    fuzzer = create("havoc", target, {"dictionary": _option(tmp_path)}, isolation="none")
+    counted = {"mutations": 200, "mutate_clock": False}
+    fuzzer = create("havoc", target, {"dictionary": _option(tmp_path), **counted}, isolation="none")
     try:
         fuzzer.offer([b"hello world"])
-        kept = []
-        for seq in range(1, 6):
-            kept += fuzzer.run(b"", descriptor("havoc", 0, 0, 1, seq, 1.0)).candidates
-            if any(fuzzer.measure(c).returned == "deep" for c in kept):
-                break
-        assert any(fuzzer.measure(c).returned == "deep" for c in kept)
+        result = fuzzer.run(b"", descriptor("havoc", 0, 0, 1, 1, 1.0))  # 200 mutants (the 2nd has the token)
+        assert result.notes["mutations"] == 200 and not result.notes["mutations_cut"], result.notes
+        assert any(fuzzer.measure(c).returned == "deep" for c in result.candidates)
     finally:
         fuzzer.close()
 

@@ -22,6 +22,10 @@ def corpus(out_dir) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in out_dir.iterdir() if p.name not in ("findings.json", "explore.json", LOCK_NAME)}
 
 
+# counted, not timed: the same search on any machine (the hybrid phase's count floor, as mutants)
+COUNTED = {"mutations": 16, "mutate_clock": False}
+
+
 @pytest.fixture()
 def contained(request):
     executors = []
@@ -42,13 +46,13 @@ def reaches(executor, info, files) -> bool:
 @pytest.mark.parametrize("name", [n for n in names() if n != "bundle"])
 def test_explore_reaches_the_deepest_branch_from_the_shipped_seeds(name, tmp_path, contained):
     info = resolve_target(name)
-    executor = contained(name)
-    stats = explore(executor, seconds=20, out_dir=tmp_path, stop_returned=info.deep)
+    executor = contained(name, **COUNTED)
+    stats = explore(executor, None, out_dir=tmp_path, runs=500, stop_returned=info.deep)  # tlv: 149 runs
     assert KEYS <= stats.keys()
     files = corpus(tmp_path)
     assert all(hashlib.sha256(data).hexdigest() == fname for fname, data in files.items())
     assert all(seed in files.values() for seed in info.seeds)
-    assert stats["stopped_early"] and reaches(executor, info, files), stats
+    assert stats["stopped"] == "returned" and stats["stopped_early"] and reaches(executor, info, files), stats
     finding_inputs = sum(f["hits"] for f in stats["findings"])
     assert stats["novel"] + len(info.seeds) <= len(files) <= stats["novel"] + len(info.seeds) + finding_inputs
     assert stats["novel"] <= stats["unique"] <= stats["generated"]
@@ -57,16 +61,18 @@ def test_explore_reaches_the_deepest_branch_from_the_shipped_seeds(name, tmp_pat
 def test_explore_finds_a_bug_behind_real_parsers(tmp_path, contained):
     """``bundle``: its metadata is a property list parsed by plistlib, whose integers reach the
     target symbolic; build 0 is the documented ZeroDivisionError (its deepest branch, behind
-    both parsers and a checksum, takes longer than a test's budget and is left to campaigns)."""
-    stats = explore(contained("bundle"), seconds=30, out_dir=tmp_path)
+    both parsers and a checksum, takes longer than a test's budget and is left to campaigns). The
+    bug is among the first run's children; the runs' own clock is out of the way."""
+    stats = explore(contained("bundle", **COUNTED, run_timeout_s=600), None, out_dir=tmp_path, runs=4)
+    assert stats["stopped"] == "runs", stats
     assert any(f["signature"].startswith("ZeroDivisionError at bundle.py:parse:") for f in stats["findings"]), stats
     assert stats["edges"] > 300, "the parsers' own modules are traced"
 
 
-def test_explore_without_stop_runs_until_the_budget_or_an_empty_queue_and_records_the_crash(tmp_path, contained):
+def test_explore_without_stop_runs_until_an_empty_queue_and_records_the_crash(tmp_path, contained):
     executor = contained("magic32", mutations=0)  # the solver alone: its queue empties (hybrid mutants keep it full)
-    stats = explore(executor, seconds=10, out_dir=tmp_path)
-    assert not stats["stopped_early"] and stats["queue_left"] == 0
+    stats = explore(executor, None, out_dir=tmp_path, runs=100)  # 5 runs
+    assert stats["stopped"] == "queue" and not stats["stopped_early"] and stats["queue_left"] == 0, stats
     assert stats["edges"] > 0 and stats["solver_queries"] >= 2
     assert reaches(executor, resolve_target("magic32"), corpus(tmp_path))
     # the target's documented SIGSEGV: found, contained (this process lives), written with its input
@@ -96,12 +102,14 @@ class Doubler(Executor):
 
 
 def test_explore_works_for_any_executor_and_deduplicates(tmp_path):
-    stats = explore(Doubler(), seconds=1, out_dir=tmp_path)
-    assert stats["generated"] == 3 * stats["runs"]
+    stats = explore(Doubler(), None, out_dir=tmp_path, runs=10)
+    assert stats["stopped"] == "runs" and stats["runs"] == 10 and stats["generated"] == 3 * stats["runs"]
     assert stats["novel"] == 4  # 'ab'..'abbbb'; longer ones are unique but add no coverage
     assert stats["unique"] > stats["novel"], "non-novel unique inputs are still explored, last"
     assert set(corpus(tmp_path).values()) == {b"a", b"ab", b"abb", b"abbb", b"abbbb"}
     assert stats["edges"] == 5 and stats["solver_queries"] == 0
+    clocked = explore(Doubler(), 0, out_dir=tmp_path / "clocked", runs=10)  # whichever comes first
+    assert clocked["stopped"] == "seconds" and clocked["runs"] == 0 and clocked["inputs"] == 1
 
 
 def havoc(data: bytes, rng: random.Random) -> bytes:
@@ -126,7 +134,8 @@ def test_concolic_reaches_magic32_where_random_mutation_does_not(tmp_path, conta
     budget = 5000
     info = resolve_target("magic32")
     executor = contained("magic32", mutations=0)  # the solver's executions against random mutation's
-    stats = explore(executor, seconds=20, out_dir=tmp_path, stop_returned=info.deep)
+    stats = explore(executor, None, out_dir=tmp_path, runs=20, stop_returned=info.deep)  # 2 runs
+    assert stats["stopped"] == "returned", stats
     assert stats["executions"] <= budget
     assert reaches(executor, info, corpus(tmp_path))
 

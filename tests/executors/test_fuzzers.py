@@ -71,13 +71,19 @@ def test_afl_keeps_its_own_finds_imports_the_campaigns_and_resumes_after_it_died
         # afl-fuzz killed from outside: the next slice starts it again on its own directory
         for pid in afl_processes(root):
             os.kill(pid, signal.SIGKILL)
-        time.sleep(0.3)
-        again = fuzzer.run(b"", slice_of(4, 3.0))
-        assert again.notes["started"] == "resumed" and fuzzer.starts == 2
+        gone = time.monotonic() + 30
+        while afl_processes(root) and time.monotonic() < gone:
+            time.sleep(0.05)
+        assert not afl_processes(root), "afl-fuzz outlived SIGKILL"
+        again = [fuzzer.run(b"", slice_of(4, 1.0))]
+        assert again[0].notes["started"] == "resumed" and fuzzer.starts == 2
         # afl-fuzz took the campaign's inputs: at its first sync after they were offered (every
-        # 30 s, maybe within slices 2-3) or at the latest when the resumed one imports first
-        imported = sum(r.notes["imported"] for r in (*results, again))
-        assert imported >= 1, [r.notes for r in (*results, again)]
+        # 30 s, maybe within slices 2-3) or when the resumed one imports first; slices until it did
+        until = time.monotonic() + 90
+        while not sum(r.notes["imported"] for r in (*results, *again)) and time.monotonic() < until:
+            again.append(fuzzer.run(b"", slice_of(4 + len(again), 1.0)))
+        seen = [r.notes for r in (*results, *again)]
+        assert sum(notes["imported"] for notes in seen) >= 1, seen
     finally:
         fuzzer.close()
     assert afl_processes(tmp_path) == []
@@ -115,10 +121,11 @@ def test_afl_refuses_a_binary_it_cannot_fuzz(tmp_path):
 
 
 def test_havoc_fuzzes_a_python_target_contained_and_keeps_what_is_new(tmp_path):
-    fuzzer = create("havoc", "tokenizer", {}, scratch=tmp_path)
+    fuzzer = create("havoc", "tokenizer", {"mutations": 1000, "mutate_clock": False}, scratch=tmp_path)
     try:
         fuzzer.offer([b"1+2", b"(3*4)-5"])
         result = fuzzer.run(b"", slice_of(1, 2.0, "havoc"))
+        assert result.notes["mutations"] == result.executions == 1000 and not result.notes["mutations_cut"]
         assert result.candidates and result.executions > len(result.candidates)
         assert len(set(result.candidates)) == len(result.candidates)
         second = fuzzer.run(b"", slice_of(2, 1.0, "havoc"))

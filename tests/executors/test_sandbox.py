@@ -10,6 +10,7 @@ import os
 import signal
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -134,17 +135,33 @@ def test_a_target_that_writes_into_the_sandbox_pipe_or_floods_its_streams_is_con
     assert flood.outcome.kind == "ok" and flood.returned == "", "stdin is /dev/null; stdout/stderr drained"
 
 
+def _dead(pid: int) -> bool:
+    """Gone or a zombie (PID 1 in a container may not reap orphans)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")
+
+
 def test_the_child_dies_with_its_parent(tmp_path):
     """The rank that owns a sandbox can be SIGKILLed (failure injection): its fork server and the
     child it forked must not live on."""
     script = tmp_path / "owner.py"
     script.write_text(textwrap.dedent(f'''
-        import os, sys, time
+        import os, sys, threading, time
         from symcc_ulfm.executors import create
         sandbox = create("concolic", "{tmp_path / "bad.py"}:parse", {{"exec_timeout_s": 60}})
         sandbox.measure(b"Z0")  # the fork server has forked a child
         print(sandbox._proc.pid, sandbox._server_pid(), sandbox._signal_pid, flush=True)
-        sandbox.measure(b"D0")  # hangs in C; the parent is killed meanwhile
+
+        def announce():  # once the child executes D0 (its execution slot says so)
+            while (seen := sandbox._slot.read()) is None or seen.idle:
+                time.sleep(0.01)
+            print("executing", flush=True)
+
+        threading.Thread(target=announce, daemon=True).start()
+        sandbox.reproduce(b"D0")  # hangs in C; the parent is killed meanwhile
     '''))
     (tmp_path / "bad.py").write_text(BAD)
     import subprocess
@@ -152,18 +169,14 @@ def test_the_child_dies_with_its_parent(tmp_path):
 
     owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     unshare, server, child = (int(pid) for pid in owner.stdout.readline().split())
-    time.sleep(0.5)
+    assert owner.stdout.readline() == "executing\n", "the owner ended before its child executed D0"
     owner.kill()
     owner.wait()
     for pid, what in ((unshare, "isolation"), (server, "fork server"), (child, "child")):
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
+        while not _dead(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        else:
+        if not _dead(pid):
             os.kill(pid, signal.SIGKILL)
             pytest.fail(f"the sandbox {what} outlived its parent")
 

@@ -82,6 +82,14 @@ def test_explore_with_unknown_target_exits_2(tmp_path):
     assert done.returncode == 2 and "nope" in done.stderr
 
 
+@pytest.mark.parametrize("budget", [["--runs", "-1"], ["--seconds", "-1"], ["--seconds", "nan"]])
+def test_explore_with_a_negative_budget_exits_2_naming_it(tmp_path, budget):
+    done = subprocess.run([sys.executable, "-m", "symcc_ulfm", "explore", "--target", "tlv", *budget,
+                           "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and budget[0] in done.stderr, done.stderr
+    assert not (tmp_path / "o").exists()
+
+
 def test_existing_state_dir_is_not_reused_without_resume(tmp_path):
     (tmp_path / "state").mkdir()
     (tmp_path / "state" / "policy.json").write_text("{}")
@@ -100,11 +108,19 @@ def test_a_non_empty_directory_that_is_not_a_state_is_refused_with_nothing_writt
 
 
 def test_an_empty_directory_and_a_state_that_died_before_its_policy_are_accepted(tmp_path):
+    """Accepting it is ``prepare_state_dir``'s decision (the refusals above are too): taken here
+    in-process, without running the job."""
+    import os
+
+    from symcc_ulfm.core.modes import modes_from_env
+    from symcc_ulfm.core.policy import build_policy
+    from symcc_ulfm.launch.prepare import prepare_state_dir, release
+
     state = tmp_path / "state"
     (state / "wal" / "records").mkdir(parents=True)
     (state / ".tmp-policy.json-1-ab").write_text("")
-    done, _ = run_cli(tmp_path, "--executor", "simulate", "--deadline", "1")
-    assert done.returncode == 0, done.stderr[-2000:]
+    policy = build_policy(executor="simulate", deadline_s=1.0)
+    release(prepare_state_dir(policy, state, modes_from_env(os.environ)))
     assert (state / "policy.json").exists()
 
 

@@ -61,20 +61,23 @@ def test_export_into_the_state_or_its_run_directory_writes_nothing(tmp_path):
 
 def test_two_explores_on_one_output_directory_the_second_is_refused(tmp_path):
     out = tmp_path / "out"
+    # no clock: the holder explores (simulate's queue never empties) until it is killed below
     first = subprocess.Popen([sys.executable, "-m", "symcc_ulfm", "explore", "--executor", "simulate", "--target", "tlv",
-                              "--seconds", "30", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                              "--runs", str(10**12), "--out", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 30
         while not (out / ".explore.lock").exists() or not (out / ".explore.lock").read_text():
             assert time.monotonic() < deadline and first.poll() is None, first.stderr.read()
             time.sleep(0.05)
-        second = cli("explore", "--executor", "simulate", "--target", "tlv", "--seconds", "1", "--out", str(out))
+        second = cli("explore", "--executor", "simulate", "--target", "tlv", "--runs", "1", "--out", str(out))
+        assert first.poll() is None, f"the holder had already ended: {first.stderr.read()}"
         assert second.returncode == 2, second.stderr
         assert f"pid {first.pid}" in second.stderr and "one explore per directory" in second.stderr
     finally:
         first.kill()
         first.wait()
-    again = cli("explore", "--executor", "simulate", "--target", "tlv", "--seconds", "1", "--out", str(out))
+    again = cli("explore", "--executor", "simulate", "--target", "tlv", "--runs", "1", "--out", str(out))
     assert again.returncode == 0, again.stderr  # the lock died with its holder
 
 

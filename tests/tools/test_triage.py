@@ -21,11 +21,20 @@ def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
                           timeout=timeout)
 
 
+TRIGGER = b"(7%(3-3))"  # the tokenizer's documented ZeroDivisionError, with room to shrink
+SHIPPED = b"((4000*(3+1))-11)"  # the target's seed: a queue entry that is no finding
+
+
 @pytest.fixture(scope="module")
 def explored(tmp_path_factory) -> Path:
+    """An exploration whose finding comes from a seed (measured first, whatever the machine), then
+    two runs of counted mutants."""
     out = tmp_path_factory.mktemp("explore") / "out"
-    done = cli("explore", "--target", "tokenizer", "--seconds", "4", "--out", str(out), "--json")
+    done = cli("explore", "--target", "tokenizer", "--runs", "2", "--executor-option", "mutate_clock=false",
+               "--executor-option", f'seeds=["{TRIGGER.hex()}", "{SHIPPED.hex()}"]', "--out", str(out),
+               "--json")
     assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["stopped"] == "runs", done.stdout
     assert json.loads((out / "explore.json").read_text())["target"] == "tokenizer"
     return out
 
@@ -33,9 +42,11 @@ def explored(tmp_path_factory) -> Path:
 def finding_of(directory: Path) -> dict:
     listed = cli("findings", str(directory), "--json")
     assert listed.returncode == 0, listed.stderr
-    rows = json.loads(listed.stdout)["findings"]
-    assert rows, "the exploration found the tokenizer's documented ZeroDivisionError"
-    return next(r for r in rows if r["signature"].startswith("ZeroDivisionError"))
+    rows = [r for r in json.loads(listed.stdout)["findings"]
+            if r["signature"].startswith("ZeroDivisionError")]
+    assert len(rows) == 1, listed.stdout  # the tokenizer's documented ZeroDivisionError
+    assert rows[0]["input_sha256"] == hashlib.sha256(TRIGGER).hexdigest(), rows  # first seen: the seed's
+    return rows[0]
 
 
 def test_explore_out_is_read_by_findings_replay_and_export(explored, tmp_path):
@@ -157,10 +168,19 @@ def test_plistlib_rejections_are_expected_and_an_unexpected_exception_is_a_findi
     off = json.loads(cli("replay", "--input", str(tmp_path / "binary"), "--target", "plistlib:loads",
                          "--executor-option", "stdlib_rejections=false", "--json").stdout)
     assert off["kind"] == "exception" and off["signature"].startswith("InvalidFileException")
+    # seeds that reach each rejection (measured first, whatever the machine) and the AttributeError,
+    # then counted runs from them
+    seeds = [b"bplist00" + bytes(40), b"<plist><", b"<plist><integer>x</integer></plist>",
+             (tmp_path / "date").read_bytes()]
     out = tmp_path / "explore"
-    explored = cli("explore", "--target", "plistlib:loads", "--seconds", "5", "--out", str(out), "--json")
+    explored = cli("explore", "--target", "plistlib:loads", "--runs", "3",
+                   "--executor-option", "mutate_clock=false",
+                   "--executor-option", f"seeds={json.dumps([s.hex() for s in seeds])}", "--out", str(out),
+                   "--json")
     assert explored.returncode == 0, explored.stderr
-    kinds = [f["signature"].split(" ")[0] for f in json.loads(explored.stdout)["findings"]]
+    result = json.loads(explored.stdout)
+    kinds = [f["signature"].split(" ")[0] for f in result["findings"]]
+    assert result["stopped"] == "runs" and "AttributeError" in kinds, (result["stopped"], kinds)
     assert not set(kinds) & {"InvalidFileException", "ExpatError", "ValueError"}, kinds
 
 

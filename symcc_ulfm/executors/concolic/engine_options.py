@@ -28,11 +28,12 @@ DEFAULTS: dict[str, Any] = {
     "mutate_share": 0.5,
     "mutations": 2000,
     "mutate_seed": 0,
+    "mutate_clock": True,  # False: exactly `mutations` mutants per run, whatever the machine's load
     "dictionary": None,  # the user's (launch --dictionary, executors.dictionary): havoc words
     "stdlib_rejections": True,
 }
 _NON_NEGATIVE = {"mutate_share", "mutations", "mutate_seed"}  # 0 is meaningful (no hybrid phase, seed 0)
-_FLAGS = {"stdlib_rejections"}
+_FLAGS = {"stdlib_rejections", "mutate_clock"}
 _POSITIVE = {k for k, v in DEFAULTS.items() if v is not None} - _NON_NEGATIVE - _FLAGS
 
 

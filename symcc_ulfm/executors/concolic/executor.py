@@ -9,16 +9,17 @@ hint; when the child is run later with that hint, wherever that happens, the bou
 its actual path is compared with the prediction: ``notes["diverged"]`` reports the outcome.
 
 After the symbolic part, a *hybrid* phase (:mod:`.hybrid.havoc`; options ``mutate_share``,
-``mutations``, ``mutate_seed``) runs concretely, through the same path as ``measure``, first the
-input-to-state children of the run's text comparisons (:func:`.expressions.path.text_compare`: the
-constant in place of the text it was compared with) and of its callee arguments
-(:func:`.expressions.path.callee`: the words of an uninstrumented module in place of the text its
-code was given), then those of its regex matches (:func:`.hybrid.input_to_state.regex_pairs`) and
-prefixes of the input (:func:`.hybrid.havoc.truncations`), then havoc mutants of the input and of
-its children, with the words the symbolic run saw compared as a dictionary and the words of the
-target's own modules (:mod:`.hybrid.module_words`) as a second one, and adds those that reach an
-edge new to this process (``measure`` adds what it sees too) to the candidates. Findings among the
-mutants are reported once per signature.
+``mutations``, ``mutate_seed``, ``mutate_clock``) runs concretely, through the same path as
+``measure``, first the input-to-state children of the run's text comparisons
+(:func:`.expressions.path.text_compare`: the constant in place of the text it was compared with)
+and of its callee arguments (:func:`.expressions.path.callee`: the words of an uninstrumented
+module in place of the text its code was given), then those of its regex matches
+(:func:`.hybrid.input_to_state.regex_pairs`) and prefixes of the input
+(:func:`.hybrid.havoc.truncations`), then havoc mutants of the input and of its children, with the
+words the symbolic run saw compared as a dictionary and the words of the target's own modules
+(:mod:`.hybrid.module_words`) as a second one, and adds those that reach an edge new to this
+process (``measure`` adds what it sees too) to the candidates. Findings among the mutants are
+reported once per signature.
 
 ``measure(data)`` is a separate concrete run of the original (unshimmed) target under
 :class:`.tracing.tracer.Tracer`: coverage and outcome (:mod:`.tracing.run_outcome`). Findings are
@@ -84,8 +85,12 @@ class ConcolicExecutor(Executor):
     parser's own modules: they are traced for coverage and instrumented for the symbolic run;
     default: the built-in target's ``MODULES``); the hybrid phase: ``mutate_share`` (share of a
     run's time spent on concrete mutants, in [0, 1): 0.5 gives it as long as the symbolic part
-    took; 0 disables it), ``mutations`` (most mutants per run; 0 disables it) and ``mutate_seed``
-    (mixed with the input's SHA-256 into the mutator's random generator).
+    took; 0 disables it), ``mutations`` (most mutants per run; 0 disables it), ``mutate_seed``
+    (mixed with the input's SHA-256 into the mutator's random generator) and ``mutate_clock``
+    (default true; false: each run measures exactly ``mutations`` mutants, fewer only when their
+    pool runs dry, whatever the machine's load, with no share of time and bounded only by
+    ``run_timeout_s``; ``notes["mutations_cut"]`` says whether a clock ended the phase before
+    ``mutations``).
     """
 
     name = "concolic"
@@ -277,9 +282,9 @@ class ConcolicExecutor(Executor):
             optimistic=search.optimistic, checksum=search.checksum, cache_hits=search.cache_hits,
             skipped_site_budget=search.skipped_budget, repair_runs=extra["repair_runs"],
             repaired=extra["repaired"], compares=len(recorded.compares), i2s=len(proposals),
-            mutations=mutants.executions, mutants_kept=len(mutants.kept), mutant_findings=len(mutants.findings),
-            mutation_seconds=round(mutants.seconds, 6), words=mutants.words, text_children=mutants.text_children,
-            regex_children=mutants.regex_children,
+            mutations=mutants.executions, mutations_cut=mutants.cut, mutants_kept=len(mutants.kept),
+            mutant_findings=len(mutants.findings), mutation_seconds=round(mutants.seconds, 6),
+            words=mutants.words, text_children=mutants.text_children, regex_children=mutants.regex_children,
         )
         return RunResult(
             candidates=candidates,
@@ -301,7 +306,8 @@ class ConcolicExecutor(Executor):
         return self._module_words[name]
 
     def _hybrid(self, data: bytes, children: list[bytes], recorded, spent: float, deadline: float):
-        """The hybrid phase (module docstring): mutants of ``data`` and ``children``, bounded in time."""
+        """The hybrid phase (module docstring): mutants of ``data`` and ``children``, bounded in time
+        (``mutate_clock``) or in count (otherwise: ``mutations`` of them, within ``deadline``)."""
         share, limit = self.options["mutate_share"], self.options["mutations"]
         fresh = havoc.dictionary(recorded.entries, recorded.compares, recorded.tokens, recorded.patterns)
         words = dict.fromkeys(fresh)
@@ -315,9 +321,14 @@ class ConcolicExecutor(Executor):
         rewrites = input_to_state.propose(data, input_to_state.regex_pairs(recorded.matches), _MAX_REGEX_CHILDREN)
         first = [*texts, *rewrites, *havoc.truncations(data)]
         started = time.monotonic()
-        until = min(deadline, started + max(_MIN_MUTATE_S, spent * share / (1.0 - share))) if share > 0 else started
+        if self.options["mutate_clock"]:  # a share of the symbolic part's time, with a floor of mutants
+            until = min(deadline, started + max(_MIN_MUTATE_S, spent * share / (1.0 - share)))
+            at_least, floor = _MIN_MUTANTS, min(deadline, started + _MIN_MUTANTS_S)
+        else:  # exactly `limit` mutants, within the run's deadline
+            until = floor = deadline
+            at_least = limit
         result = havoc.Hybrid()
-        if self.mutate and limit > 0 and until > started:
+        if self.mutate and limit > 0 and share > 0:
             seed = hashlib.sha256(self.options["mutate_seed"].to_bytes(8, "big") + data).digest()
             mutator = havoc.Mutator(random.Random(int.from_bytes(seed, "big")),
                                     list(dict.fromkeys([*self._dictionary, *self._words])),
@@ -325,7 +336,7 @@ class ConcolicExecutor(Executor):
             partners = [*children[:_MAX_SPLICE_PARTNERS], *self._partners]
             result = havoc.hybrid(self._measure, mutator, [data, *children[:16]], partners, self._covered,
                                   self._reported, until=until, limit=limit, first=first,
-                                  at_least=_MIN_MUTANTS, deadline=min(deadline, started + _MIN_MUTANTS_S))
+                                  at_least=at_least, deadline=floor)
             result.text_children, result.regex_children = len(texts), len(rewrites)
         for one in (data, *result.kept):
             self._partners.pop(one, None)

@@ -239,11 +239,12 @@ class AflFuzzer(Executor):
         self._offered = [d for d in self._offered if hashlib.sha256(d).hexdigest()[:16] not in written]
 
     def _wait_started(self, root: Path, sync: Path) -> None:
-        """Until afl-fuzz writes its stats (its fuzzing began) or exits: a target it refuses is a TargetError."""
+        """Until afl-fuzz writes its stats (its fuzzing began: a ``fuzzer_stats`` with its own pid, not
+        the one an afl-fuzz before it left) or exits: a target it refuses is a TargetError."""
         until = time.monotonic() + START_S
         stats = sync / INSTANCE / "fuzzer_stats"
         while time.monotonic() < until:
-            if stats.exists():
+            if _stats_pid(stats) == self._process.pid:
                 return
             if self._process.poll() is not None:
                 tail = (root / "afl-fuzz.log").read_bytes()[-1500:].decode(errors="replace")
@@ -318,6 +319,17 @@ def _read_entry(path: Path) -> bytes | None:
         return os.read(fd, info.st_size)
     finally:
         os.close(fd)
+
+
+def _stats_pid(path: Path) -> int | None:
+    """The ``fuzzer_pid`` of afl-fuzz's ``fuzzer_stats``; None while there is none (or not yet whole)."""
+    with contextlib.suppress(OSError):
+        data = _read_entry(path)
+        for line in (data or b"").decode("ascii", "replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "fuzzer_pid" and value.strip().isdigit():
+                return int(value)
+    return None
 
 
 def _die_with_parent() -> None:

@@ -5,7 +5,9 @@ one, without the symbolic run): each slice (``core.master.slices``) runs AFL-sty
 (:class:`~..concolic.hybrid.havoc.Mutator`, with the user's ``--dictionary`` as its words and the
 target modules' own words as its constants)
 of a pool, measures each concretely and keeps those that reach an edge this fuzzer had not
-seen, until the slice's seconds are spent. The pool is what the other workers found
+seen, until the slice's seconds are spent (with the option ``mutate_clock`` off: until it has
+measured ``mutations`` mutants, whatever the slice's seconds, within ``run_timeout_s``;
+``notes["mutations_cut"]`` says whether that cut it). The pool is what the other workers found
 (:meth:`offer`) and what this fuzzer kept; the newest entries are drawn from more often, as a
 fuzzer's queue favours recent finds. Findings are reported once per signature, like the hybrid
 phase's. It runs contained (the sandbox hosts it like the concolic executor): a mutant that kills
@@ -32,6 +34,8 @@ from ..concolic.hybrid.module_words import module_words
 VERSION = 1
 MAX_LENGTH = 4096  # of a mutant
 RECENT = 64  # the pool's newest entries, drawn from half of the time
+CHUNK_S = 0.5  # mutants of one drawn base: this long (timed slices) ...
+CHUNK = 64  # ... or this many (counted slices)
 
 
 class HavocFuzzer(ConcolicExecutor):
@@ -60,7 +64,9 @@ class HavocFuzzer(ConcolicExecutor):
         if not is_descriptor(hint):
             raise TargetError("worker_kinds", "the havoc kind runs slices: its work must carry a slice descriptor")
         started = time.monotonic()
-        until = started + float(hint["seconds"])
+        clocked = self.options["mutate_clock"]
+        until = started + (float(hint["seconds"]) if clocked else self.options["run_timeout_s"])
+        count = self.options["mutations"]
         if self._constants is None:
             self._constants = module_words(self._constant_modules)
         if not self._pool:  # nothing offered yet: the target's own seeds
@@ -69,23 +75,34 @@ class HavocFuzzer(ConcolicExecutor):
         kept: list[bytes] = []
         findings = []
         executions = 0
-        while time.monotonic() < until:
+        cut = False
+        while (time.monotonic() < until) if clocked else (executions < count):
             pool = list(self._pool)
             recent = pool[-RECENT:]
             bases = recent if self._rng.random() < 0.5 else pool
+            if clocked:
+                bound = {"until": min(until, time.monotonic() + CHUNK_S), "limit": 4096}
+            else:
+                limit = min(CHUNK, count - executions)
+                bound = {"until": until, "limit": limit, "at_least": limit, "deadline": until}
             result = havoc.hybrid(self._measure, mutator, [self._rng.choice(bases)], pool[-havoc.MAX_WORDS:],
-                                  self._covered, self._reported, until=min(until, time.monotonic() + 0.5),
-                                  limit=4096)
+                                  self._covered, self._reported, **bound)
             executions += result.executions
             for mutant in result.kept:
                 self._pool[mutant] = None
             kept += result.kept
             findings += [(outcome, mutant) for outcome, mutant in result.findings]
+            if not clocked and (result.cut or not result.executions):  # the deadline, or a pool run dry
+                cut = result.cut
+                break
+        notes = {"pool": len(self._pool), "kept": len(kept), "mutations": executions}
+        if not clocked:
+            notes["mutations_cut"] = cut
         return RunResult(candidates=kept, executions=executions, seconds=time.monotonic() - started,
-                         notes={"pool": len(self._pool), "kept": len(kept)},
-                         findings=[Finding(outcome, mutant) for outcome, mutant in findings])
+                         notes=notes, findings=[Finding(outcome, mutant) for outcome, mutant in findings])
 
     @property
     def run_limit_s(self) -> float:
-        """Beyond the slice's own seconds: one last measurement."""
-        return self.options["exec_timeout_s"] + 1.0
+        """Beyond the slice's own seconds: one last measurement (and a counted slice's ``run_timeout_s``)."""
+        counted = 0.0 if self.options["mutate_clock"] else self.options["run_timeout_s"]
+        return self.options["exec_timeout_s"] + 1.0 + counted

@@ -1,9 +1,9 @@
 """The hybrid half of the concolic executor: havoc mutations run concretely after a symbolic run.
 
-A symbolic run is precise but slow; a concrete execution of a parser is a few hundred
-microseconds. As QSYM and SymCC pair a concolic engine with AFL,
-:meth:`~..executor.ConcolicExecutor.run` spends a bounded share of its own time (options
-``mutate_share``, ``mutations``) on a few prefixes of its input (:func:`truncations`: a text that
+A symbolic run is precise but slow; a concrete execution of a parser is a few hundred microseconds.
+As QSYM and SymCC pair a concolic engine with AFL, :meth:`~..executor.ConcolicExecutor.run` spends
+a bounded share of its own time (options ``mutate_share``, ``mutations``; or a fixed count of
+executions, ``mutate_clock`` off) on a few prefixes of its input (:func:`truncations`: a text that
 ends inside a value) and then on AFL-style *havoc* mutants of its input and of the inputs it found
 (:class:`Mutator`: bit and byte flips, interesting values, arithmetic, chunk deletion, insertion,
 duplication and overwrite, truncation, interesting values in the last 32 bytes (trailers found by
@@ -282,6 +282,7 @@ class Hybrid:
     kept: list[bytes] = field(default_factory=list)  # mutants that reached an edge new to the process
     findings: list[tuple[object, bytes]] = field(default_factory=list)  # (Outcome, input), one per new signature
     executions: int = 0
+    cut: bool = False  # the clock ended the phase before its count (see hybrid)
     new_coverage: int = 0  # edges first reached by a kept mutant
     seconds: float = 0.0  # the phase's duration (set by the executor)
     words: int = 0  # dictionary size (set by the executor)
@@ -308,9 +309,12 @@ def hybrid(measure: Callable, mutator: Mutator, bases: Sequence[bytes], partners
            clock: Callable[[], float] = time.monotonic) -> Hybrid:
     """Measure ``first`` (such as :func:`truncations`), then havoc mutants of ``bases`` and of the
     mutants kept on the way, up to ``limit`` in all and until ``clock() >= until`` (the first
-    ``at_least`` of them until ``deadline``: a count that does not depend on the machine's load);
-    keep those with an edge not in ``covered`` (edge ids, updated), and report a finding for each
-    (kind, signature) not in ``reported`` (updated)."""
+    ``at_least`` of them until ``deadline``: a count that does not depend on the machine's load;
+    ``until = deadline`` and ``at_least = limit`` make it exactly ``limit`` unless ``deadline`` comes
+    first); keep those with an edge not in ``covered`` (edge ids, updated), and report a finding for
+    each (kind, signature) not in ``reported`` (updated). ``cut`` reports that the clock ended it
+    before ``limit`` (the pool running dry, or ``4 * limit`` attempts spent on repeated mutants, does
+    not count)."""
     out = Hybrid()
     pool = [b for b in bases]
     tried: set[bytes] = set(bases)
@@ -319,6 +323,7 @@ def hybrid(measure: Callable, mutator: Mutator, bases: Sequence[bytes], partners
     while pool and out.executions < limit and attempts < 4 * limit:
         now = clock()
         if now >= until and (out.executions >= at_least or now >= deadline):
+            out.cut = True
             break
         attempts += 1
         mutant = next(scheduled, None)
