@@ -750,12 +750,15 @@ def test_a_campaign_runs_the_stand_in_finds_its_crash_and_replays_it(stand_in, t
     """`launch --executor symcc` end to end: workers host the executor in sandbox children whose
     scratch is under the state dir, the crash is one confirmed finding, `replay` reproduces it."""
     seeds = json.dumps([b"XXXX".hex(), b"CRSH".hex()])
+    # the stand-in's search is finite: the campaign ends once it is exhausted (the deadline only
+    # bounds a run that goes wrong), having analyzed every input it found
     run = launch(tmp_path / "state", "--ranks", "3", "--warm-spares", "0", "--workers-per-master", "2",
-                 "--failure-schedule", "", "--deadline", "6", "--executor", "symcc", "--target", str(stand_in),
+                 "--failure-schedule", "", "--deadline", "240", "--executor", "symcc", "--target", str(stand_in),
                  "--executor-option", f"seeds={seeds}")
     verdict = run.verdict
     assert run.returncode == 0, run.stderr + json.dumps(verdict.get("problems"))
-    assert verdict["passed"] and verdict["wal_analyzed"] >= 4
+    assert run.outcome == "exhausted"
+    assert verdict["passed"] and verdict["wal_analyzed"] == verdict["public_objects"]  # each input once
     assert [(f["kind"], f["signature"]) for f in verdict["findings"]] == [("crash", "SIGSEGV")]
     corpus = {path.read_bytes() for path in (run.state / "corpus" / "objects").iterdir()}
     assert {b"SXXX", b"ZXXX", b"SRSH", b"ZRSH", b"SYXX"} <= corpus  # children of the seeds, and theirs
