@@ -10,9 +10,9 @@ import os
 import signal
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
+from helpers.processes import wait_dead
 
 from symcc_ulfm.errors import TargetError
 from symcc_ulfm.executors import create
@@ -135,15 +135,6 @@ def test_a_target_that_writes_into_the_sandbox_pipe_or_floods_its_streams_is_con
     assert flood.outcome.kind == "ok" and flood.returned == "", "stdin is /dev/null; stdout/stderr drained"
 
 
-def _dead(pid: int) -> bool:
-    """Gone or a zombie (PID 1 in a container may not reap orphans)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return True
-    return state in ("Z", "X")
-
-
 def test_the_child_dies_with_its_parent(tmp_path):
     """The rank that owns a sandbox can be SIGKILLed (failure injection): its fork server and the
     child it forked must not live on."""
@@ -173,10 +164,7 @@ def test_the_child_dies_with_its_parent(tmp_path):
     owner.kill()
     owner.wait()
     for pid, what in ((unshare, "isolation"), (server, "fork server"), (child, "child")):
-        deadline = time.monotonic() + 5
-        while not _dead(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not _dead(pid):
+        if not wait_dead(pid):
             os.kill(pid, signal.SIGKILL)
             pytest.fail(f"the sandbox {what} outlived its parent")
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from helpers.mpi import launch
+from helpers.processes import wait_dead
 from helpers.symcc import AFL_MISSING, SOURCE, afl_available, compile_c, linked, runtime
 
 from symcc_ulfm import executors
@@ -102,22 +103,6 @@ def _sandboxed(binary: Path, scratch: Path, **options) -> Sandbox:
     return executor
 
 
-def _dead(pid: int) -> bool:
-    """Gone or a zombie (PID 1 in a container may not reap orphans)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return True
-    return state in ("Z", "X")
-
-
-def _wait_dead(*pids: int) -> bool:
-    deadline = time.monotonic() + 5
-    while not all(_dead(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return all(_dead(pid) for pid in pids)
-
-
 def _pids(path: Path) -> tuple[int, int, int]:
     pid, ppid, child = (int(value) for value in path.read_text().split())
     path.unlink()  # it was written into the sandbox's only writable directory, which must end empty
@@ -127,7 +112,7 @@ def _pids(path: Path) -> tuple[int, int, int]:
 def _wait_dead_inside(sandbox: Sandbox, *pids: int) -> bool:
     """``pids`` of the sandbox's own PID namespace (isolated) are gone or zombies."""
     outer = [isolation.outer_pid(sandbox._proc.pid, pid) for pid in pids]
-    return _wait_dead(*(pid for pid in outer if pid is not None))
+    return wait_dead(*(pid for pid in outer if pid is not None))
 
 
 def _only_scratch_root(scratch: Path) -> Path:

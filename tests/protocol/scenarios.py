@@ -268,7 +268,28 @@ def judge(scenario: Scenario, root: Path, observed: dict[int, dict]) -> None:
 # -- benches: where the roles play ------------------------------------------------------------------------
 
 
-class LoopbackBench:
+class Bench:
+    """What a scripted rank does on either bench: take messages from ``transport(rank)``; each bench
+    says how time passes (``pump``) and when every real role has stopped (``expect_any``)."""
+
+    def receive_any(self, rank: int, sources: tuple[tuple[int, str], ...]) -> tuple[str, dict] | None:
+        """The next message that arrived for ``rank`` from one of ``(source, channel)``, if any."""
+        for source, channel in sources:
+            raw = self.transport(rank).receive(source, channel, f"{channel} from {source}")
+            if raw is not None:
+                return channel, envelope.decode(raw, LIMIT)
+        return None
+
+    def receive(self, rank: int, source: int, channel: str) -> dict | None:
+        got = self.receive_any(rank, ((source, channel),))
+        return got[1] if got else None
+
+    def expect(self, rank: int, source: int, channel: str) -> dict | None:
+        got = self.expect_any(rank, ((source, channel),))
+        return got[1] if got else None
+
+
+class LoopbackBench(Bench):
     """Every rank in this process: the real roles and the :class:`Peer` step whenever a scripted
     rank waits, and time is a clock this bench advances."""
 
@@ -349,18 +370,6 @@ class LoopbackBench:
         while self.now < end:
             self.pump()
 
-    def receive_any(self, rank: int, sources: tuple[tuple[int, str], ...]) -> tuple[str, dict] | None:
-        """The next message that arrived for ``rank`` from one of ``(source, channel)``, if any."""
-        for source, channel in sources:
-            raw = self.endpoints[rank].receive(source, channel, f"{channel} from {source}")
-            if raw is not None:
-                return channel, envelope.decode(raw, LIMIT)
-        return None
-
-    def receive(self, rank: int, source: int, channel: str) -> dict | None:
-        got = self.receive_any(rank, ((source, channel),))
-        return got[1] if got else None
-
     def expect_any(self, rank: int, sources: tuple[tuple[int, str], ...]) -> tuple[str, dict] | None:
         """The next message for ``rank`` from one of ``sources``; None once every real role stopped."""
         for _ in range(400_000):
@@ -370,10 +379,6 @@ class LoopbackBench:
                 return None
             self.pump()
         raise AssertionError("the real roles neither answered nor stopped")
-
-    def expect(self, rank: int, source: int, channel: str) -> dict | None:
-        got = self.expect_any(rank, ((source, channel),))
-        return got[1] if got else None
 
     def wait_for(self, fact: Callable[[], object], what: str, seen: Callable[[], object] = lambda: None):
         """Step the real roles until ``fact()`` holds (its value is returned): at most
@@ -408,7 +413,7 @@ class LoopbackBench:
             worker.ctx.log.flush_limited()
 
 
-class MpiBench:
+class MpiBench(Bench):
     """One scripted rank of an MPI job (``mpi_job.py``): real time, the other roles in their own
     processes. A real role that ends leaves ``ended-<stage>-<rank>`` in the state directory, so a
     scripted rank learns that every real role stopped as it does on the loopback bench."""
@@ -446,17 +451,6 @@ class MpiBench:
         while time.time() < end:
             self.pump()
 
-    def receive_any(self, rank: int, sources: tuple[tuple[int, str], ...]) -> tuple[str, dict] | None:
-        for source, channel in sources:
-            raw = self._transport.receive(source, channel, f"{channel} from {source}")
-            if raw is not None:
-                return channel, envelope.decode(raw, LIMIT)
-        return None
-
-    def receive(self, rank: int, source: int, channel: str) -> dict | None:
-        got = self.receive_any(rank, ((source, channel),))
-        return got[1] if got else None
-
     def expect_any(self, rank: int, sources: tuple[tuple[int, str], ...]) -> tuple[str, dict] | None:
         while time.time() < self.end:
             if (got := self.receive_any(rank, sources)) is not None:
@@ -469,10 +463,6 @@ class MpiBench:
                 return None
             self.pump()
         return None
-
-    def expect(self, rank: int, source: int, channel: str) -> dict | None:
-        got = self.expect_any(rank, ((source, channel),))
-        return got[1] if got else None
 
     def wait_for(self, fact: Callable[[], object], what: str, seen: Callable[[], object] = lambda: None):
         """Poll until ``fact()`` holds (its value is returned), until every real role stopped or

@@ -1,0 +1,23 @@
+"""Whether processes a test started (or its target did) are gone, from ``/proc``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+
+def dead(pid: int) -> bool:
+    """Gone or a zombie (PID 1 in a container may not reap orphans)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")
+
+
+def wait_dead(*pids: int, seconds: float = 5.0) -> bool:
+    """Whether every one of ``pids`` is dead within ``seconds`` (polled)."""
+    deadline = time.monotonic() + seconds
+    while not all(dead(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return all(dead(pid) for pid in pids)
