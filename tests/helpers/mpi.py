@@ -17,7 +17,6 @@ FAST_SIMULATE = ["--executor", "simulate", "--executor-option", "cost_s=0.02"]
 # (outcome "exhausted") with the counts of simulate_closure, whatever the load; its deadline is
 # only a bound that a passing run never reaches
 FINITE = {"space": 40}
-FINITE_SIMULATE = ["--executor", "simulate", "--executor-option", "space=40"]
 
 
 @dataclass

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.mpi import launch, simulate_closure, status_json
+from helpers.mpi import FINITE, launch, simulate_closure, status_json
 
 from symcc_ulfm.core.master.rounds import PIPELINE
 from symcc_ulfm.core.modes import FileModes
@@ -40,7 +40,7 @@ from symcc_ulfm.tools.status import ALIVE_S, Tracker
 pytestmark = pytest.mark.mpi
 
 LAYOUT = ["--ranks", "4", "--warm-spares", "0", "--workers-per-master", "3"]
-OPTIONS = {"space": 40, "findings": 1}  # a finite search; every input a finding
+OPTIONS = {**FINITE, "findings": 1}  # a finite search; every input a finding
 SAFETY_S = 120  # the deadline of the exhausting campaigns: a bound that a passing run never reaches
 CAMPAIGN = [*LAYOUT, "--executor", "simulate", "--executor-option", "cost_s=0.05",
             *[arg for key, value in OPTIONS.items() for arg in ("--executor-option", f"{key}={value}")],
