@@ -142,17 +142,19 @@ class Frontier:
         return len(self.queue)
 
 
-def sequential_rate(workload: Workload, seconds: float, contained: bool = True, progress=None) -> dict[str, Any]:
+def sequential_rate(workload: Workload, seconds: float, contained: bool = True, progress=None,
+                    max_inputs: int | None = None) -> dict[str, Any]:
     """Inputs analyzed per second by one process running the executor alone (no MPI, no store);
     ``contained=False``: the target runs in this process, as before containment existed.
-    ``progress(analyzed, seconds)`` is called after every input."""
+    ``progress(analyzed, seconds)`` is called after every input. ``max_inputs``: stop after that
+    many inputs, ``seconds`` then being only a bound."""
     executor = workload.create(contained)
     try:
         frontier = Frontier(executor.seeds())
         analyzed = generated = 0
         started = time.perf_counter()
         end = started + seconds
-        while time.perf_counter() < end:
+        while time.perf_counter() < end and (max_inputs is None or analyzed < max_inputs):
             item = frontier.pop()
             if item is None:
                 break

@@ -1,6 +1,6 @@
 """Upstream-style baseline: a master/worker loop written the way SymCC's MPI driver works.
 
-    mpiexec -n N python benchmarks/upstream_baseline.py --workload JSON --window S --out FILE
+    mpiexec -n N python benchmarks/upstream_baseline.py --workload JSON --window S --out FILE [--completions N]
 
 The structure of SymCC's ``util/mpi_concolic_execution.py`` (written here from its description,
 on the same executor as the campaign): rank 0 is the only master; every loop it dispatches one
@@ -10,7 +10,8 @@ SHA-256 into a FIFO queue held in memory and a temporary directory (no fsync, no
 then ``time.sleep(0.05)``. Workers send READY and wait in a blocking ``recv`` (Open MPI's
 blocking receive polls while idle). No fault tolerance: a dead worker's input is never
 reclaimed. Upstream stops dispatching when less than ``timeout + 5`` seconds are left
-(``--margin``; 0 here unless asked, which favours the baseline).
+(``--margin``; 0 here unless asked, which favours the baseline). ``--completions N`` ends the loop
+after N results instead (the window is then only a bound): a count that does not depend on load.
 
 Per input each worker runs :func:`benchmarks.harness.analyze_input` (the executor plus one
 coverage run per distinct child), the same work as a campaign worker. Rank 0 writes the
@@ -38,7 +39,7 @@ TAG_WORK, TAG_RESULT, TAG_STOP, TAG_READY = 1, 2, 3, 4
 LOOP_SLEEP_S = 0.05
 
 
-def master(comm, workload: Workload, window: float, margin: float, out: Path) -> None:
+def master(comm, workload: Workload, window: float, margin: float, out: Path, limit: int | None = None) -> None:
     from mpi4py import MPI
 
     executor = workload.create()
@@ -61,7 +62,11 @@ def master(comm, workload: Workload, window: float, margin: float, out: Path) ->
     end = started + window
     status = MPI.Status()
     loops = 0
-    while time.time() < end:
+
+    def wanted() -> bool:
+        return limit is None or len(completions) < limit
+
+    while time.time() < end and wanted():
         loops += 1
         while pending and end - time.time() > margin and comm.iprobe(source=MPI.ANY_SOURCE, tag=TAG_READY):
             comm.recv(source=MPI.ANY_SOURCE, tag=TAG_READY, status=status)
@@ -69,7 +74,7 @@ def master(comm, workload: Workload, window: float, margin: float, out: Path) ->
             item = pending.pop(0)
             comm.send(item, dest=worker, tag=TAG_WORK)
             active[worker] = active.get(worker, 0) + 1
-        while comm.iprobe(source=MPI.ANY_SOURCE, tag=TAG_RESULT):
+        while wanted() and comm.iprobe(source=MPI.ANY_SOURCE, tag=TAG_RESULT):
             result = comm.recv(source=MPI.ANY_SOURCE, tag=TAG_RESULT, status=status)
             _settle(active, status.Get_source())
             completions.append(time.time())
@@ -86,7 +91,8 @@ def master(comm, workload: Workload, window: float, margin: float, out: Path) ->
                 queued.add(name)
                 pending.append((str(work_dir / name), hint))
                 unique += 1
-        time.sleep(LOOP_SLEEP_S)
+        if wanted():
+            time.sleep(LOOP_SLEEP_S)
     stop_at = time.time()
     for rank in range(1, comm.Get_size()):
         while comm.iprobe(source=rank, tag=TAG_READY):
@@ -103,7 +109,7 @@ def master(comm, workload: Workload, window: float, margin: float, out: Path) ->
     shutil.rmtree(work_dir, ignore_errors=True)
     out.write_text(json.dumps({
         "started_at": started, "window_s": window, "stopped_at": stop_at, "margin_s": margin,
-        "workers": comm.Get_size() - 1, "loops": loops, "completions": completions, "analyzed": len(completions),
+        "completions_limit": limit, "workers": comm.Get_size() - 1, "loops": loops, "completions": completions, "analyzed": len(completions),
         "generated": generated, "unique": unique, "pending_left": len(pending),
     }))
 
@@ -146,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, required=True)
     parser.add_argument("--margin", type=float, default=0.0, help="stop dispatching this many seconds early")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--completions", type=int, default=None, help="stop after this many results (the window "
+                        "is then only a bound)")
     args = parser.parse_args(argv)
     from mpi4py import MPI
 
@@ -153,14 +161,16 @@ def main(argv: list[str] | None = None) -> int:
     workload = Workload(spec["name"], spec["executor"], spec.get("target"), spec.get("options") or {})
     comm = MPI.COMM_WORLD
     if comm.Get_rank() == 0:
-        master(comm, workload, args.window, args.margin, Path(args.out))
+        master(comm, workload, args.window, args.margin, Path(args.out), args.completions)
     else:
         worker(comm, workload)
     return 0
 
 
-def run_baseline(workload: Workload, workers: int, window: float, out: Path, margin: float = 0.0) -> dict:
-    """Run the baseline with 1 + ``workers`` ranks under the campaign's mpiexec flags (no ULFM)."""
+def run_baseline(workload: Workload, workers: int, window: float, out: Path, margin: float = 0.0,
+                 completions: int | None = None) -> dict:
+    """Run the baseline with 1 + ``workers`` ranks under the campaign's mpiexec flags (no ULFM);
+    ``completions``: stop after that many results (``--completions``)."""
     from symcc_ulfm.core.modes import modes_from_env
     from symcc_ulfm.launch.mpiexec import find_mpiexec, job_environment, mpi_flags
 
@@ -168,7 +178,7 @@ def run_baseline(workload: Workload, workers: int, window: float, out: Path, mar
     out.parent.mkdir(parents=True, exist_ok=True)
     command = [find_mpiexec(), *mpi_flags(False), "-n", str(workers + 1), sys.executable, str(Path(__file__).resolve()),
                "--workload", json.dumps(workload.to_json()), "--window", str(window), "--margin", str(margin),
-               "--out", str(out)]
+               "--out", str(out), *(["--completions", str(completions)] if completions is not None else [])]
     env = job_environment(modes_from_env(os.environ))
     log = out.with_suffix(".log")
     with open(log, "wb") as sink:

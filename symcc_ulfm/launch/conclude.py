@@ -4,8 +4,9 @@ The coverage replays the public corpus through the executor's coverage, once, co
 ``endpoint.json`` in the state directory (the counter DESIGN.md §8 calls "endpoint edges":
 the oracle reports its ``edges``). The
 executor is the contained one (target code never runs in ``launch``); inputs of ``crash``,
-``hang`` and ``oom`` findings are not executed again, and the whole measurement has a time
-budget: what it could not measure in time is counted in ``unmeasured``, never waited for.
+``hang`` and ``oom`` findings are not executed again, and the measurement has a time budget,
+counted from when the executor is ready (its start-up has a bound of its own): what it could not
+measure in time is counted in ``unmeasured``, never waited for.
 """
 
 from __future__ import annotations
@@ -30,18 +31,19 @@ BATCH = 256
 
 
 def measure_final_coverage(state: StateDir) -> dict:
-    """Measure the corpus within the policy's ``timeouts.endpoint_s``; write and return endpoint.json."""
+    """Measure the corpus within the policy's ``timeouts.endpoint_s`` from when the executor is ready;
+    write and return endpoint.json."""
     policy, _ = read_policy(state)
     corpus = Corpus(state.corpus, state.modes.corpus, state.modes.snapshot)
     skipped = terminal_inputs(state)
     names = [name for name in corpus.names() if name not in skipped]
     started = time.perf_counter()
-    until = time.monotonic() + policy.timeouts.endpoint_s
     coverage: set[int] = set()
     measured = failed = 0
     executor = create(policy.executor, policy.target, policy.executor_options, isolation=policy.isolation)
     try:
-        identity = executor.identity()
+        identity = executor.identity()  # a contained executor is ready once it answers
+        until = time.monotonic() + policy.timeouts.endpoint_s
         for pos in range(0, len(names), BATCH):
             left = until - time.monotonic()
             if left <= 0:

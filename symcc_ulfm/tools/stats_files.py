@@ -67,13 +67,14 @@ def plot_data_row(sample: dict, previous: dict | None) -> str:
 class StatsWriter:
     """Keeps ``stats/fuzzer_stats`` and ``stats/plot_data`` of a state up to date from a Tracker's
     snapshots, each file replaced atomically; a plot line at most every ``interval_s`` (and one
-    for the last snapshot). Only samples taken while the campaign runs are plotted."""
+    for the last snapshot, which replaces this job's lines of its second or later, so that the
+    times still increase). Only samples taken while the campaign runs are plotted."""
 
     def __init__(self, tracker: Tracker, command_line: str, interval_s: float = 5.0, pid: int | None = None):
         self.tracker, self.command_line, self.interval_s = tracker, command_line, interval_s
         self.pid = os.getpid() if pid is None else pid
         self._rows = self._earlier_rows()  # a resumed campaign's plot goes on
-        self._plotted: dict | None = None
+        self._plotted: list[dict] = []  # the samples of this job's lines, in order
 
     def _earlier_rows(self) -> list[str]:
         try:
@@ -85,11 +86,16 @@ class StatsWriter:
     def write(self, snapshot: dict, final: bool = False) -> None:
         state = self.tracker.state
         sample = self.tracker.history[-1]
-        if snapshot["started_at"] is not None and (self._plotted is None or (
-                int(sample["elapsed_s"]) > int(self._plotted["elapsed_s"])
-                and (final or sample["t"] - self._plotted["t"] >= self.interval_s))):
-            self._rows.append(plot_data_row(sample, self._plotted))
-            self._plotted = sample
+        if snapshot["started_at"] is not None and final:
+            while self._plotted and int(self._plotted[-1]["elapsed_s"]) >= int(sample["elapsed_s"]):
+                self._plotted.pop()
+                self._rows.pop()
+        last = self._plotted[-1] if self._plotted else None
+        if snapshot["started_at"] is not None and (last is None or (
+                int(sample["elapsed_s"]) > int(last["elapsed_s"])
+                and (final or sample["t"] - last["t"] >= self.interval_s))):
+            self._rows.append(plot_data_row(sample, last))
+            self._plotted.append(sample)
         ensure_dir(state.stats, state.modes.snapshot_dir)
         write_replace(state.fuzzer_stats, fuzzer_stats_text(snapshot, self.pid, self.command_line).encode(),
                       state.modes.snapshot)

@@ -8,6 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from symcc_ulfm.executors.simulate import SimulateExecutor
 from symcc_ulfm.launch import json_child as launch_process
 from symcc_ulfm.store.runlog import read_events
 
@@ -15,6 +16,10 @@ FAST_SIMULATE = ["--executor", "simulate", "--executor-option", "cost_s=0.02"]
 # a campaign that ends by a count, whatever the load: every worker of the generation the schedule
 # leads to commits that many results; the deadline only bounds a run that goes wrong
 BY_COUNT = ["--stop-after", "3", "--deadline", "240"]
+# a finite simulate search: every child is one of 40 inputs, so a campaign ends by exhaustion
+# (outcome "exhausted") with the counts of simulate_closure, whatever the load; its deadline is
+# only a bound that a passing run never reaches
+FINITE = {"space": 40}
 
 
 @dataclass
@@ -45,3 +50,18 @@ def status_json(state: Path) -> dict:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def simulate_closure(options: dict) -> dict:
+    """What a campaign that exhausts a simulate search (``options``, ``stop_when_exhausted``) has
+    analyzed, generated and published: the closure of the seeds under ``run``, which does not depend
+    on the order in which the inputs are analyzed (``novel`` does, so it is not here)."""
+    executor = SimulateExecutor(None, {**options, "cost_s": 0})
+    seeds = executor.seeds()
+    seen, queue, generated = set(seeds), list(seeds), 0
+    while queue:
+        children = set(executor.run(queue.pop()).candidates)
+        generated += len(children)
+        queue += sorted(children - seen)
+        seen |= children
+    return {"analyzed": len(seen), "generated": generated, "unique": len(seen - set(seeds))}

@@ -107,5 +107,6 @@ def test_engines_left_by_a_launcher_that_died_hard_are_stopped(tmp_path):
     deadline = time.monotonic() + 20
     while cluster_processes(cluster_id) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert not cluster_processes(cluster_id) and not (ipp_root() / cluster_id).exists()
+    left = cluster_processes(cluster_id)
+    assert not left and not (ipp_root() / cluster_id).exists(), f"still running after 20 s: {left}"
     assert not ensure_stopped(cluster_id)

@@ -2,9 +2,10 @@
 
 On some of its inputs the target forks copies that return into the executor, leaves daemons in
 sessions of their own, writes into the state directory, closes or garbles its sandbox's pipes and
-raises every kind of ``BaseException``. The campaign runs to its end with every rank alive, records
-each attack as a finding, leaves no process of the target behind, and its state passes the
-oracle and the independent recomputation; an object planted afterwards fails both, by name.
+raises every kind of ``BaseException``. The campaign searches the target to exhaustion (solved, not
+mutated: ``mutations=0``; the deadline is only a bound) with every rank alive, records each attack
+as a finding, leaves no process of the target behind, and its state passes the oracle and the
+independent recomputation; an object planted afterwards fails both, by name.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ def hostile_run(tmp_path_factory):
     marker = f"hostile-{uuid.uuid4().hex}"
     target = write_hostile(tmp_path, state, marker)
     run = launch(state, "--ranks", "5", "--warm-spares", "1", "--workers-per-master", "3", "--failure-schedule", "",
-                 "--deadline", "20", "--target", target, "--executor-option", "exec_timeout_s=1",
-                 "--executor-option", f"seeds={json.dumps([SEED.hex()])}")
+                 "--deadline", "300", "--target", target, "--executor-option", "exec_timeout_s=1",
+                 "--executor-option", "mutations=0", "--executor-option", f"seeds={json.dumps([SEED.hex()])}")
     deadline = time.monotonic() + 5
     while (left := marked_processes(marker)) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -50,6 +51,7 @@ def test_every_attack_is_one_finding_and_no_rank_is_lost(hostile_run):
     run, _ = hostile_run
     v = run.verdict
     assert run.returncode == 0, run.stderr + json.dumps(v.get("problems"))
+    assert json.loads((run.state / "outcome.json").read_text())["status"] == "exhausted"  # every attack solved
     assert v["passed"] and v["receipts"] == [] and v["final_generation"] == 0, "the target killed no rank"
     objects = run.state / "corpus" / "objects"
     by_attack: dict[str, set[tuple[str, str]]] = {}

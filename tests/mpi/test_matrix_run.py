@@ -1,5 +1,9 @@
-"""Real matrices (mpiexec --with-ft ulfm, simulate executor, 2 s windows): cells, resume, provenance,
-the analysis, the study verifier, and an honest internal failure that exits 3 after the report."""
+"""Real matrices (mpiexec --with-ft ulfm, simulate executor): cells, resume, provenance, the analysis,
+the study verifier, and an honest internal failure that exits 3 after the report.
+
+Every cell searches a finite simulate space and ends when it is exhausted, so its counts are the
+search's closure whatever the load; the 60-s window is the rates' denominator and a bound that a
+passing run never reaches."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.mpi import FINITE, simulate_closure
 
 from symcc_ulfm.errors import ProvenanceChanged
 from symcc_ulfm.evidence.seal import seal
@@ -18,8 +23,10 @@ from symcc_ulfm.experiment.matrix import run_matrix
 from symcc_ulfm.experiment.selection import METRICS
 
 REPO = Path(__file__).resolve().parents[2]
-TINY = {"tiers": [1, 2], "repeats": 2, "window_s": 2, "cores": 2, "executor": "simulate", "target": None,
-        "seed": 5, "masters_rule": {"workers_per_master": 3}, "stop_rule": {}}
+WINDOW_S = 60
+TINY = {"tiers": [1, 2], "repeats": 2, "window_s": WINDOW_S, "cores": 2, "executor": "simulate", "target": None,
+        "executor_options": {**FINITE, "cost_s": 0}, "seed": 5, "masters_rule": {"workers_per_master": 3},
+        "stop_rule": {}}
 
 pytestmark = pytest.mark.mpi
 
@@ -50,6 +57,7 @@ def finished(tmp_path_factory):
 def test_every_cell_is_a_failure_free_campaign_with_its_metrics(finished):
     _, out, report = finished
     plan = read(out / "plan.json")
+    closure = simulate_closure(TINY["executor_options"])
     assert report["complete"] and not report["stopped_early"] and report["cells_failed"] == []
     assert report["cells_run"] == [c["cell"] for c in plan["cells"]]
     assert live_units(out) == [f"cell {c['cell']}" for c in plan["cells"]]
@@ -62,15 +70,19 @@ def test_every_cell_is_a_failure_free_campaign_with_its_metrics(finished):
         assert result["ranks"] == cell["tier"] + 1 and result["masters"] == 1
         oracle = read(directory / "state" / "oracle.json")
         policy = read(directory / "state" / "policy.json")
-        assert policy["failure_schedule"] == "" and policy["warm_spares"] == 0 and policy["deadline_s"] == 2.0
+        outcome = read(directory / "state" / "outcome.json")
+        assert policy["failure_schedule"] == "" and policy["warm_spares"] == 0 and policy["deadline_s"] == WINDOW_S
+        assert outcome["status"] == "exhausted", outcome  # not the 60-s bound
         assert oracle["passed"] and oracle["workers"] == list(range(1, cell["tier"] + 1))
-        assert result["generated_per_s"] == oracle["wal_generated"] / 2
-        assert result["unique_per_s"] == oracle["wal_unique"] / 2
-        assert result["novel_per_s"] == oracle["wal_novel"] / 2
+        assert {k: oracle[f"wal_{k}"] for k in closure} == closure
+        assert result["counts"] == {**closure, "novel": oracle["wal_novel"]}
+        assert result["generated_per_s"] == oracle["wal_generated"] / WINDOW_S
+        assert result["unique_per_s"] == oracle["wal_unique"] / WINDOW_S
+        assert result["novel_per_s"] == oracle["wal_novel"] / WINDOW_S
         assert result["retention"] == oracle["wal_unique"] / oracle["wal_generated"]
         assert result["endpoint_edges"] == oracle["endpoint_edges"]
         assert result["oracle_result_sha256"] == oracle["result_sha256"]
-        assert 1.5 < result["seconds"] < 4
+        assert result["seconds"] == outcome["ended_at"] - outcome["started_at"]
 
 
 def test_the_analysis_is_written_after_the_last_cell(finished):
