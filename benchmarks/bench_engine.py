@@ -136,7 +136,7 @@ def _run_campaign(parser: str, corpus: Path, seconds: float, kinds: str | None) 
     args = ["--target", f"{HERE / 'engine_parsers.py'}:t_{parser}", "--executor", "concolic",
             "--executor-option", f"modules={json.dumps(engine_parsers.MODULES[parser])}",
             "--executor-option", f"seeds={json.dumps([engine_parsers.SEEDS[parser].hex()])}",
-            *window_args(seconds, 2)]
+            *window_args(seconds, 2, int(os.environ.get("BENCH_STOP_AFTER") or 0))]  # --stop-after
     if kinds:
         args += ["--worker-kinds", kinds]
     proc = json_child.start(state, args, cwd=ROOT, new_session=True)
@@ -331,6 +331,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None)
     parser.add_argument("--engine-options", default=None,
                         help="JSON object of concolic options for the `engine` tool (e.g. '{\"mutate_share\": 0.8}')")
+    parser.add_argument("--stop-after", type=int, default=0, metavar="N",
+                        help="campaign tools end once each worker committed N results, the window only bounding "
+                             "them (launch --stop-after; for a smoke test: cells so ended are no figures)")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.tools) - set(TOOLS + TWO_CORE_TOOLS))
     if unknown:
@@ -343,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
         if not isinstance(json.loads(args.engine_options), dict):
             parser.error("--engine-options must be a JSON object")
         os.environ["BENCH_ENGINE_OPTIONS"] = args.engine_options
+    if args.stop_after:
+        os.environ["BENCH_STOP_AFTER"] = str(args.stop_after)
     out = Path(args.out or tempfile.mkdtemp(prefix="bench-engine-")).resolve()  # the tools run elsewhere
     out.mkdir(parents=True, exist_ok=True)
     base = _extract_base(args.base, out / "before") if "engine-before" in args.tools else None
