@@ -197,10 +197,12 @@ def test_a_master_killed_between_a_findings_manifest_and_done_counts_each_findin
     # every seed is one solved comparison away from a finding, so the first commit rounds hold findings
     seeds = [(b"FINDC" + (0x1233 + i).to_bytes(2, "big") + bytes([i])).hex() for i in range(4)]
     seeds += [(b"FINDE" + (0x0006 + 2 * i).to_bytes(2, "big") + bytes([i])).hex() for i in range(4)]
-    run = launch(tmp_path / "state", "--failure-schedule", "0:4@commit", "--deadline", "10", "--target", target,
-                 "--executor-option", "exec_timeout_s=0.5", "--executor-option", f"seeds={json.dumps(seeds)}")
+    run = launch(tmp_path / "state", "--failure-schedule", "0:4@commit", "--stop-after", "2", "--deadline", "120",
+                 "--target", target, "--executor-option", "exec_timeout_s=0.5",
+                 "--executor-option", f"seeds={json.dumps(seeds)}")
     v = run.verdict
     assert run.returncode == 0, run.stderr + json.dumps(v.get("problems"))
+    assert run.outcome == "budget-reached"
     assert v["receipts"] == [{"generation": 1, "missing": [4]}]
     occurrences = _wal_findings(run.state)
     assert v["findings_hits"] == len(occurrences) and v["findings_unique"] == len({o[:2] for o in occurrences}) >= 2
