@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from ..mpi import engine
 from ..store.deadline_file import read_deadlines
 from ..store.paths import StateDir
 from .batch import current_allocation, job_hosts
+from .job import START_ATTEMPTS, START_RETRY_S
 from .mpiexec import FT_FLAGS, find_mpiexec, forwarded_variables, job_environment, mpi_flags, placement_flags
 
 IPP_ROOT_VAR = "SYMCC_ULFM_IPP_ROOT"
@@ -184,6 +185,7 @@ class EngineRun:
     startup_seconds: float
     timed_out: bool
     output: str = ""
+    notes: list[str] = field(default_factory=list)  # engine jobs started again (``_wait_for_engines``)
 
     @property
     def as_scheduled(self) -> bool:
@@ -204,7 +206,7 @@ class EngineRun:
     def to_json(self) -> dict[str, Any]:
         return {"format": "symcc-ulfm-engines/1", "seconds": round(self.seconds, 3),
                 "startup_seconds": round(self.startup_seconds, 3), "timed_out": self.timed_out,
-                **self.classification, "as_scheduled": self.as_scheduled}
+                **self.classification, "as_scheduled": self.as_scheduled, "notes": self.notes}
 
 
 def run_on_engines(
@@ -258,9 +260,9 @@ def run_on_engines(
         say(f"starting the ipyparallel controller and the MPI job of {policy.ranks} engines "
             + ("(an sbatch job)" if launcher == "slurm" else "(mpiexec)"))
         cluster.start_cluster_sync()
-        engine_sets = list(cluster.engines.values())
         client = cluster.connect_client_sync()
-        _wait_for_engines(client, policy.ranks, engine_sets, policy.timeouts.startup_s, say)
+        notes = _wait_for_engines(cluster, client, policy.ranks, policy.timeouts.startup_s, say)
+        engine_sets = list(cluster.engines.values())
         startup_s = time.monotonic() - started
         view = client[:]
         targets = list(view.targets)
@@ -288,7 +290,7 @@ def run_on_engines(
         _stop(cluster, client, profile_dir, cluster_id)
     by_rank = {ranks[t]: v for t, v in zip(targets, values, strict=True)}
     scheduled = {event.rank for event in policy.failure_schedule}
-    return EngineRun(classify_engines(by_rank, scheduled), seconds, startup_s, timed_out, output)
+    return EngineRun(classify_engines(by_rank, scheduled), seconds, startup_s, timed_out, output, notes)
 
 
 def _stop(cluster: Any, client: Any, profile_dir: Path, cluster_id: str) -> None:
@@ -306,21 +308,45 @@ def _stop(cluster: Any, client: Any, profile_dir: Path, cluster_id: str) -> None
         ensure_stopped(cluster_id)
 
 
-def _wait_for_engines(client: Any, n: int, engine_sets: list[Any], timeout_s: float,
-                      say: Callable[[str], Any]) -> None:
-    """Wait for ``n`` engines, failing early (with mpiexec's output) when the engine job has exited."""
+def _wait_for_engines(cluster: Any, client: Any, n: int, timeout_s: float, say: Callable[[str], Any]) -> list[str]:
+    """Wait for ``n`` engines, failing early (with mpiexec's output) when the engine job has exited.
+
+    A job that exits before any engine registered (``mpiexec`` failing to start, as PRRTE does now
+    and then under load) changed nothing, the campaign not having begun: it is started again, at
+    most ``START_ATTEMPTS`` times in all, as ``launch`` does with its job (``job.py``). Returns a
+    note for each such start."""
+    from ipyparallel.error import EngineError
+
     limit = time.monotonic() + timeout_s
+    notes: list[str] = []
     while True:
         say(f"MPI engines starting: {len(client.ids)} of {n} up")
         try:
             client.wait_for_engines(n, interactive=False, timeout=1)
-            return
-        except TimeoutError:
+            return notes
+        except (TimeoutError, EngineError):  # not all up yet; or the engine job stopped (checked below)
             pass
-        if any(not s.running for s in engine_sets) or time.monotonic() > limit:
-            state = "exited" if any(not s.running for s in engine_sets) else f"not up after {timeout_s:.0f} s"
+        engine_sets = list(cluster.engines.values())
+        exited = _exited(engine_sets[-1])
+        if exited and not client.ids and len(notes) + 1 < START_ATTEMPTS:
+            last = _engine_output(engine_sets[-1:]).strip().splitlines()[-1:]
+            notes.append(f"the MPI engine job exited before any engine started (attempt {len(notes) + 1}: "
+                         f"{' '.join(last) or 'no output'}); started again")
+            time.sleep(START_RETRY_S)
+            cluster.start_engines_sync(n)
+            continue
+        if exited or time.monotonic() > limit:
+            state = "exited" if exited else f"not up after {timeout_s:.0f} s"
             raise CheckFailed(f"MPI engine job {state} with {len(client.ids)}/{n} engines:\n"
-                              f"{_engine_output(engine_sets)[-3000:]}")
+                              f"{_engine_output(engine_sets)[-3000:]}" + "".join(f"\n{note}" for note in notes))
+
+
+def _exited(engine_set: Any) -> bool:
+    """Whether an engine job has ended: asked of its process directly (``poll``), since the
+    launcher's own notice waits for an event loop that only a notebook's kernel runs; a batch job's
+    launcher knows it only from that notice."""
+    engine_set.poll()
+    return not engine_set.running
 
 
 def _engine_output(engine_sets: list[Any]) -> str:

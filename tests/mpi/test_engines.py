@@ -110,3 +110,29 @@ def test_engines_left_by_a_launcher_that_died_hard_are_stopped(tmp_path):
     left = cluster_processes(cluster_id)
     assert not left and not (ipp_root() / cluster_id).exists(), f"still running after 20 s: {left}"
     assert not ensure_stopped(cluster_id)
+
+
+@pytest.mark.mpi
+def test_an_engine_job_that_failed_before_any_engine_started_is_started_again(tmp_path, monkeypatch):
+    """``mpiexec`` failing to start (PRRTE under load: "The PMIx server's listener thread failed
+    to start") before any engine registered changed nothing: the engine job is started again and
+    noted, as ``launch`` does with its job, and the campaign runs on the second one."""
+    from symcc_ulfm.launch import engines
+    from symcc_ulfm.launch.prepare import prepare_state_dir
+
+    real = engines.find_mpiexec()
+    starts = tmp_path / "starts"
+    wrapper = tmp_path / "mpiexec"
+    wrapper.write_text(f"#!/bin/sh\necho start >> {starts}\n"
+                       f"if [ $(wc -l < {starts}) = 1 ]; then echo 'PMIx listener thread failed to start'; exit 1; fi\n"
+                       f'exec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(engines, "find_mpiexec", lambda: str(wrapper))
+    policy = build_policy(ranks=4, warm_spares=0, workers_per_master=1, failure_schedule="", executor="simulate",
+                          executor_options={"cost_s": 0.02}, stop_after=2, deadline_s=120.0)
+    state = prepare_state_dir(policy, tmp_path / "state", FileModes())
+    run = engines.run_on_engines(policy, state.root, FileModes(), cluster_id=f"restart-{uuid.uuid4().hex[:8]}")
+    assert len(starts.read_text().split()) == 2
+    assert len(run.notes) == 1 and "exited before any engine started" in run.notes[0], run.notes
+    assert "PMIx listener" in run.notes[0] and run.to_json()["notes"] == run.notes
+    assert run.as_scheduled and run.problems() == [] and not run.timed_out
