@@ -38,7 +38,7 @@ from ..errors import CheckFailed, ConfigError, SymccUlfmError
 from ..evidence import provenance
 from ..evidence.oracle.judge import judge
 from ..evidence.rundir import NOTEBOOK_NAME
-from ..launch.batch import LOST_DAEMON
+from ..launch.batch import LOST_DAEMON, lost_daemon
 from ..store.allocations import read_allocations
 from ..store.paths import StateDir
 from ..store.policy_file import read_policy
@@ -199,7 +199,7 @@ def _daemon_scenario(cluster: SlurmCluster, out: Path, echo) -> tuple[dict, list
     output = campaign.output.read_text(errors="replace") if campaign.output.exists() else ""
     oracle = _oracle_facts(campaign.state.root)
     stopped = {"job": job, "oracle": oracle, "stop_s": round(time.time() - killed_at, 3),
-               "lost_daemon_reported": LOST_DAEMON in output,
+               "lost_daemon_reported": lost_daemon(output.encode()),
                "resume_hint": RESUME_HINT in output,
                "outcome_written": campaign.state.outcome.exists()}
     problems = []
@@ -207,7 +207,7 @@ def _daemon_scenario(cluster: SlurmCluster, out: Path, echo) -> tuple[dict, list
         problems.append(f"daemon loss: the job passed ({job['exit_code']}, oracle {oracle['passed']}) although its "
                         "daemon was killed")
     if not stopped["lost_daemon_reported"]:
-        problems.append(f"daemon loss: the job output does not say {LOST_DAEMON!r}")
+        problems.append(f"daemon loss: the job output says none of {LOST_DAEMON!r}")
     if not stopped["resume_hint"]:
         problems.append(f"daemon loss: launch did not say {RESUME_HINT!r}")
     if stopped["outcome_written"]:

@@ -26,8 +26,11 @@ from ..errors import HostSpecError, PolicyError
 from ..store.allocations import record_allocation
 from ..store.paths import StateDir
 
-# What PRRTE 3.0 prints when it loses a remote daemon (prted): it then ends the whole job.
-LOST_DAEMON = "PRTE has lost communication with a remote daemon"
+# What PRRTE 3.0 prints when it loses a remote daemon (prted), after which it ends the whole job:
+# the first when it notices the daemon's connection close, the second when it notices first that
+# the ``srun`` which started the daemons exited (which of the two comes first is a race).
+LOST_DAEMON = ("PRTE has lost communication with a remote daemon",
+               "from launching\nthe per-node daemon")
 
 
 def current_allocation(env: Mapping[str, str] | None = None) -> Allocation | None:
@@ -68,4 +71,4 @@ def record(state: StateDir, allocation: Allocation, hosts: tuple[tuple[str, int]
 
 def lost_daemon(output: bytes) -> bool:
     """Whether the job's output shows that PRRTE lost a node's daemon (and so ended the job)."""
-    return LOST_DAEMON.encode() in output
+    return any(text.encode() in output for text in LOST_DAEMON)

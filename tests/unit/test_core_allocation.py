@@ -1,4 +1,4 @@
-"""Slurm's allocation variables as a value (core.allocation): host lists, task counts, placement."""
+"""Slurm's allocation variables as a value (core.allocation): host lists, task counts, placement; a lost daemon."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 from symcc_ulfm.core.allocation import Allocation, expand_nodelist, expand_tasks, from_environment, placement
 from symcc_ulfm.core.hosts import host_of_rank
 from symcc_ulfm.errors import HostSpecError
+from symcc_ulfm.launch.batch import lost_daemon
 
 
 @pytest.mark.parametrize(("text", "nodes"), [
@@ -115,3 +116,13 @@ def test_placement_refuses_more_ranks_than_slots():
     with pytest.raises(HostSpecError) as info:
         placement(Allocation("9", ("a", "b"), (2, 2)), 10)
     assert info.value.field == "ranks" and "4 task slots" in str(info.value) and "--ranks 4" in str(info.value)
+
+
+@pytest.mark.parametrize("output", [
+    b"--------\nPRTE has lost communication with a remote daemon.\n\n  HNP daemon   : [prterun-a-1@0] on node a\n",
+    b"--------\nsrun returned non-zero exit status (35072) from launching\nthe per-node daemon. You may debug this\n",
+])
+def test_either_way_prrte_reports_a_lost_daemon_is_recognised(output):
+    """PRRTE says one or the other, whichever of the daemon's socket or its srun it notices first."""
+    assert lost_daemon(output)
+    assert not lost_daemon(b"mpiexec noticed that process rank 7 ... exited on signal 9 (Killed).\n")
