@@ -212,6 +212,21 @@ def test_afl_refuses_a_binary_it_cannot_fuzz(tmp_path):
         AflFuzzer(options={})
 
 
+def test_afl_refuses_cmplog_whose_binary_it_could_not_confine(tmp_path):
+    """afl-fuzz would start a ``-c`` binary itself, not through the confining launcher."""
+    if not afl_available():
+        pytest.skip(AFL_MISSING)
+    from symcc_ulfm.errors import PolicyError
+    from symcc_ulfm.executors.symcc.afl_coverage import AFL_SHM_MARKER
+
+    marked = tmp_path / "marked"
+    marked.write_bytes(AFL_SHM_MARKER)  # all that the check of an AFL build looks for
+    for extra in (["-c", "./prog.cmplog"], ["-c./prog.cmplog"], ["-dc", "0"], ["-p", "fast", "-Dc", "0"]):
+        with pytest.raises(PolicyError, match="CmpLog"):
+            AflFuzzer(options={"afl_binary": str(marked), "extra_args": extra})
+    AflFuzzer(options={"afl_binary": str(marked), "extra_args": ["-p", "fast"]}).close()  # other flags are taken
+
+
 def test_havoc_fuzzes_a_python_target_contained_and_keeps_what_is_new(tmp_path):
     fuzzer = create("havoc", "tokenizer", {"mutations": 1000, "mutate_clock": False}, scratch=tmp_path)
     try:

@@ -6,7 +6,9 @@ starts with ``F`` carries a crash finding of that input, a crash that never happ
 really crashes (SIGSEGV) on an input that starts with ``C``. An exploration publishes both as
 findings; ``findings --confirm`` replays each in fresh sandboxes and records the replay: the real
 crash is confirmed 3/3, the forged one is not (0/3), in the command's output and in the
-directory's triage records, where a later ``findings`` reads them.
+directory's triage records, where a later ``findings`` reads them. A campaign (real ``mpiexec``)
+publishes the forged finding through the WAL, the oracle passes it, and ``findings --confirm`` on
+its state does not confirm it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.mpi import launch
+
+from symcc_ulfm.executors.sandbox import isolation
 
 FORGER = '''
 import os
@@ -108,3 +113,26 @@ def test_findings_takes_repeat_only_with_confirm(explored):
     assert done.returncode == 2 and "--repeat" in done.stderr, done.stderr
     done = cli("findings", str(explored), "--confirm", "--repeat", "0")
     assert done.returncode == 2 and "--repeat" in done.stderr, done.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(isolation.unavailable() is not None, reason="no user namespaces here")
+def test_a_campaign_publishes_a_forged_finding_that_findings_does_not_confirm(tmp_path):
+    """The search is finite (the forging seed, and the crashing input the engine solves from it):
+    the campaign ends exhausted, whatever the load."""
+    (tmp_path / "forger.py").write_text(FORGER)
+    state = tmp_path / "state"
+    run = launch(state, "--ranks", "3", "--warm-spares", "0", "--workers-per-master", "2", "--failure-schedule", "",
+                 "--deadline", "240", "--target", f"{tmp_path / 'forger.py'}:parse", "--executor-option",
+                 "mutations=0", "--executor-option", f'seeds=["{FORGED.hex()}"]')
+    assert run.returncode == 0 and run.outcome == "exhausted", run.stderr + json.dumps(run.verdict.get("problems"))
+    assert run.verdict["passed"]  # the oracle cannot tell a forged finding: its records are consistent
+    confirmed = cli("findings", str(state), "--confirm", "--json")
+    assert confirmed.returncode == 0, confirmed.stderr
+    rows = {row["signature"].split(" at ")[0]: row for row in json.loads(confirmed.stdout)["findings"]}
+    assert set(rows) == {"SIGSEGV (forged)", "SIGSEGV"}, rows
+    forged, real = rows["SIGSEGV (forged)"], rows["SIGSEGV"]
+    assert forged["input_sha256"] == hashlib.sha256(FORGED).hexdigest()
+    assert forged["confirmed"] is False and forged["reproduction"]["reproduced"] == 0, forged
+    assert real["confirmed"] is True and real["reproduction"]["reproduced"] == 3, real
+    assert (state / "triage" / "records" / f"replay-{forged['id']}.json").is_file()

@@ -35,8 +35,8 @@ afl-fuzz again, resuming its directory (``AFL_AUTORESUME``), as it does for an a
 Its own
 options (``executor_options.afl``): ``afl_fuzz`` (default: on PATH), ``dictionary`` (a file in AFL's
 ``-x`` format; ``launch --dictionary`` gives every kind that takes one its tokens instead, written
-back as ``afl-fuzz/dictionary.txt`` for ``-x``), ``extra_args`` (more afl-fuzz flags, e.g. ``["-p", "fast"]``; not ``-c``: a CmpLog binary would
-run unconfined).
+back as ``afl-fuzz/dictionary.txt`` for ``-x``), ``extra_args`` (more afl-fuzz flags, e.g. ``["-p", "fast"]``; no ``-c``, alone or in a cluster of
+flags: a CmpLog binary would run unconfined).
 """
 
 from __future__ import annotations
@@ -129,9 +129,11 @@ class AflFuzzer(Executor):
         self._extra = own.get("extra_args", [])
         if not isinstance(self._extra, list) or not all(isinstance(a, str) for a in self._extra):
             raise PolicyError("executor_options.afl.extra_args", f"{self._extra!r}: expected a list of strings")
-        if "-c" in self._extra:
-            raise PolicyError("executor_options.afl.extra_args", "-c: afl-fuzz would run the CmpLog binary itself, "
-                                                                 "where its writes are not confined")
+        if any(arg.startswith("-") and not arg.startswith("--") and "c" in arg for arg in self._extra):
+            raise PolicyError("executor_options.afl.extra_args", "-c (also in a cluster such as -dc or -c./cmplog, or "
+                                                                 "as another option's attached value): afl-fuzz would "
+                                                                 "run the CmpLog binary itself, where its writes are "
+                                                                 "not confined")
         self._twin = AflTwin(self._binary, symcc.afl_showmap or which_showmap(), self._args, symcc.measure_timeout_s,
                              confined=True)
         self._map_size: str | None = None  # AFL_MAP_SIZE, from the binary at the first start
