@@ -61,7 +61,11 @@ def cmd_findings(args: argparse.Namespace) -> int:
 
 
 def _confirmed(row: dict) -> str:
+    from ..core.master import poison
+
     measured = row["reproduction"]
+    if row["signature"] == poison.SIGNATURE:
+        return "unconfirmed: never replayed (the input killed worker ranks from inside the sandbox)"
     if row["confirmed"] is None:
         return "unconfirmed: not replayed yet (findings --confirm, or replay)"
     rate = f"{measured['reproduced']}/{measured['attempts']} in fresh sandboxes (min rate {measured['min_rate']:g})"
