@@ -136,6 +136,8 @@ def test_an_afl_target_plants_nothing_in_afl_fuzzs_directory(tmp_path):
     kept = [c for s in slices for c in s.candidates]
     assert kept, [s.notes for s in slices]  # afl-fuzz ran the target and kept what it found
     assert not [c for c in kept if b"PLANTED" in c], [s.notes for s in slices]
+    found = [f.data for s in slices for f in s.findings]  # afl-fuzz's crashes/ and hangs/: findings of the slice
+    assert not [data for data in found if b"PLANTED" in data], found
     logs = list(scratch.rglob("plant-attempts"))
     assert len(logs) == 1, logs
     attempts = logs[0].read_text().splitlines()
