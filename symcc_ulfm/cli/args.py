@@ -155,8 +155,13 @@ def build_parser() -> CommandParser:
     p.add_argument("--minimum-hosts", type=int)
     p.add_argument("--json", action="store_true")
 
-    p = command("findings", help="list the unique findings of a state or run directory")
+    p = command("findings", help="list the unique findings of a state, run or explore --out directory, each "
+                                 "confirmed or not by its latest replay")
     p.add_argument("dir")
+    p.add_argument("--confirm", action="store_true", help="first replay each finding not replayed yet, each attempt "
+                                                          "in a fresh sandbox, and record the replay")
+    p.add_argument("--repeat", type=int, help="attempts of a --confirm replay (default 3)")
+    p.add_argument("--min-rate", type=float, default=0.8, help="the reproduction rate that confirms a finding")
     p.add_argument("--json", action="store_true")
 
     p = command("status", help="a running or finished campaign's progress, from its files (read-only)")

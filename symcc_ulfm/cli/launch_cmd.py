@@ -124,7 +124,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
             f"endpoint edges {verdict['endpoint_edges']}"
         )
         lines.append(f"findings: {verdict['findings_unique']} unique, {verdict['findings_hits']} hits"
-                     + (f" (symcc-ulfm findings {state.root})" if verdict["findings_unique"] else ""))
+                     + (f", as the target reported them (symcc-ulfm findings {state.root} --confirm replays each)"
+                        if verdict["findings_unique"] else ""))
     lines += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
     lines += [f"note: {note}" for note in ([job.output_error] if job.output_error else []) + job.notes]
     row = same_type_error(verdict.get("findings", []), verdict.get("public_objects", 0))

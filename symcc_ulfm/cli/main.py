@@ -42,18 +42,34 @@ def _refuse_running(state: Path) -> None:
 
 def cmd_findings(args: argparse.Namespace) -> int:
     from ..core.modes import modes_from_env
+    from ..core.triage_policy import CONFIRM_REPEAT, check_min_rate, check_repeat
     from ..tools.replay import list_findings
 
-    result = list_findings(args.dir, modes_from_env(os.environ))
+    if args.repeat is not None and not args.confirm:
+        raise ConfigError("--repeat", "only with --confirm (the attempts of its replays)")
+    confirm = check_repeat(CONFIRM_REPEAT if args.repeat is None else args.repeat) if args.confirm else None
+    result = list_findings(args.dir, modes_from_env(os.environ), confirm, check_min_rate(args.min_rate))
     text = [f"{result['unique']} unique findings, {result['hits']} hits in {result['state_dir']}"]
     for row in result["findings"]:
         when = f"+{row['first_seen_s']:.1f} s" if "first_seen_s" in row else f"{row['first_seen']:.0f}"
         where = f" (generation {row['generation']}, worker {row['worker']})" if "generation" in row else ""
         text.append(f"{row['id']}  {row['kind']:<9} hits {row['hits']:<4} first {when}{where}  {row['signature']}\n"
-                    f"    input {row['input_sha256']}\n    {row['replay']}")
+                    f"    input {row['input_sha256']}\n    {_confirmed(row)}\n    {row['replay']}")
     text += [f"damaged WAL record (its findings are not listed): {line}" for line in result["damaged"]]
     emit(args, result, "\n".join(text))
     return 4 if result["damaged"] else 0
+
+
+def _confirmed(row: dict) -> str:
+    from ..core.master import poison
+
+    measured = row["reproduction"]
+    if row["signature"] == poison.SIGNATURE:
+        return "unconfirmed: never replayed (the input killed worker ranks from inside the sandbox)"
+    if row["confirmed"] is None:
+        return "unconfirmed: not replayed yet (findings --confirm, or replay)"
+    rate = f"{measured['reproduced']}/{measured['attempts']} in fresh sandboxes (min rate {measured['min_rate']:g})"
+    return f"confirmed {rate}" if row["confirmed"] else f"NOT CONFIRMED: {measured['verdict']}, {rate}"
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -4,7 +4,8 @@ A replay runs a finding's input ``attempts`` times and counts how often the find
 ``(kind, signature)`` came back. Following ClusterFuzz's notion of a *reliable* crash (one that
 reproduces in a high fraction of attempts, not merely once), the measured rate is compared with a
 minimum rate: ``reproducible`` at or above it, ``flaky`` below it but above zero, ``not
-reproduced`` at zero. The command's exit status follows the same comparison.
+reproduced`` at zero. The command's exit status follows the same comparison, and a finding is
+*confirmed* when its latest replay passed it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ..errors import ConfigError
 
 DEFAULT_MIN_RATE = 0.8
 DEFAULT_REPEAT = 10  # attempts of a finding's replay unless --repeat says otherwise
+CONFIRM_REPEAT = 3  # attempts of the replay that confirms a finding (findings --confirm) unless --repeat says otherwise
 MAX_REPEAT = 10_000
 VERDICTS = ("reproducible", "flaky", "not reproduced")
 

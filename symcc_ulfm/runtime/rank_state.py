@@ -106,13 +106,13 @@ class RankState:
         changes kind starts the other one afresh. For an analysis worker given a slice of
         ``lent_kind``, that fuzzer, started in ``lent-<kind>/`` of its scratch and kept there: after
         :meth:`pause_lent` it is started again on that directory (afl-fuzz resumes it and knows what
-        it was offered), so it is offered only what is new."""
+        it was offered), so it is offered only what is new. The rank's own executor writes in
+        ``own/`` beside it: the targets it runs cannot write the lent fuzzer's directory."""
         own = self.kind
         if self._own is not None and self._own.kind != own:
             self.close_executor()
         if self._own is None:
-            scratch = self.state.worker_scratch(self.stable)
-            clear_dir(scratch, self.state.modes.snapshot_dir)
+            scratch = clear_dir(self.state.worker_scratch(self.stable) / "own", self.state.modes.snapshot_dir)
             self._own = HeldExecutor(own, create(own, self.policy.target, self.policy.executor_options, scratch,
                                                  self.policy.isolation))
         if kind == own:

@@ -17,6 +17,7 @@
     staging/worker-<w>/<lease>@<sha256>           a worker's candidates awaiting commit
     staging/worker-<w>/running-<g>                the lease worker w was executing in generation g
     scratch/worker-<w>/                           files worker w's executions write (removed when w fails)
+    scratch/worker-<w>/own/, lent-<kind>/         those of its own executor, of the fuzzer it is lent to
     logs/rank-<stable>.jsonl                      structured per-rank logs
     logs/heartbeat-<stable>                       the rank's last sign of life (store.heartbeat)
     seeds/seeds-<n>.json                          the seeds each launch added, recorded before they were published

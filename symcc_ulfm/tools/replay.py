@@ -10,6 +10,12 @@ shows what the first matching attempt left to read: the traceback of a Python ex
 stderr of a binary (a sanitizer's report), the stack a dead child printed. A measured replay of
 a finding is recorded in the source's ``triage/records/`` (not in a sealed run directory).
 
+A finding is *confirmed* by its latest replay: confirmed when the rate reached the minimum rate,
+not confirmed when it did not, unconfirmed while it has not been replayed. What the search
+reported is the target's claim (a Python target's code runs in the processes that report it);
+a replay is a new execution in a sandbox that never ran the search, and ``findings --confirm``
+replays each finding that has none yet (:data:`~.core.triage_policy.CONFIRM_REPEAT` attempts).
+
 An input quarantined because it killed worker ranks (``core.master.poison``) escaped the
 sandbox's parent once already; it is listed but not executed again in this process.
 """
@@ -25,7 +31,7 @@ from ..core import triage_policy
 from ..core.finding import finding_id
 from ..core.master import poison
 from ..core.modes import FileModes
-from ..errors import StoreError
+from ..errors import ConfigError, StoreError
 from ..executors import create
 from ..executors.base import Executor
 from ..executors.outcome import Outcome
@@ -35,18 +41,25 @@ from .sources import Found, Run, Source, open_source
 REPLAY_FORMAT = "symcc-ulfm-replay/2"
 
 
-def list_findings(path: str | Path, modes: FileModes) -> dict:
-    """The unique findings of a source, and the WAL records that could not be read (``damaged``:
-    their findings are not among them)."""
+def list_findings(path: str | Path, modes: FileModes, confirm: int | None = None,
+                  min_rate: float = triage_policy.DEFAULT_MIN_RATE) -> dict:
+    """The unique findings of a source, each with its confirmation (:func:`confirmation`), and the
+    WAL records that could not be read (``damaged``: their findings are not among them). With
+    ``confirm``, each finding without a replay is first replayed ``confirm`` times."""
     source = open_source(path, modes)
     damaged: list[str] = []
     found = source.findings(damaged)
+    latest = _replays(source)
+    if confirm is not None:
+        unreplayed = [item for item in found if item.id not in latest and item.signature != poison.SIGNATURE]
+        latest.update((row["id"], row) for row in replay_all(source, unreplayed, confirm, min_rate))
     started = _started_at(source)
     rows = []
     for item in found:
         unique = item.row.get("unique")
         row = unique.to_json(started) if unique is not None else {k: v for k, v in item.row.items() if k != "unique"}
         row["replay"] = shlex.join(["symcc-ulfm", "replay", str(source.root), item.id])
+        row.update(confirmation(latest.get(item.id), item))
         rows.append(row)
     return {"state_dir": str(source.root), "source": source.kind, "unique": len(rows),
             "hits": sum(r["hits"] for r in rows), "findings": rows, "damaged": damaged}
@@ -134,6 +147,24 @@ def replay_input(run: Run, data: bytes, repeat: int = 1, min_rate: float = triag
         row.update(kind=row["expected"]["kind"], signature=row["expected"]["signature"])
         row["id"] = finding_id(row["kind"], row["signature"])
     return row
+
+
+def confirmation(replayed: dict | None, item: Found) -> dict:
+    """``confirmed`` (True, False, or None: no replay of it, or one of another input) and the
+    ``reproduction`` it rests on, from the latest replay of ``item``."""
+    measured = replayed.get("reproduction") if isinstance(replayed, dict) else None
+    if not isinstance(measured, dict) or replayed.get("input_sha256") not in {item.input_sha256, *item.inputs}:
+        return {"confirmed": None, "reproduction": None}
+    try:
+        reproduction = triage_policy.reproduction(measured["reproduced"], measured["attempts"], measured["min_rate"])
+    except (KeyError, TypeError, ValueError, ConfigError):
+        return {"confirmed": None, "reproduction": None}
+    return {"confirmed": reproduction.passed, "reproduction": reproduction.to_json()}
+
+
+def _replays(source: Source) -> dict[str, dict]:
+    """The recorded replay of each finding, by finding id."""
+    return {finding: record for (kind, finding), record in source.triage().read_records().items() if kind == "replay"}
 
 
 def _record(source: Source, row: dict) -> str | None:

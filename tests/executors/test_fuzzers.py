@@ -11,16 +11,18 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from helpers.mpi import launch
-from helpers.symcc import AFL_MISSING, afl_available, afl_twin, stand_in
+from helpers.symcc import AFL_MISSING, afl_available, afl_twin, compile_c, stand_in
 
 from symcc_ulfm.core.master.slices import descriptor
 from symcc_ulfm.executors import create
-from symcc_ulfm.executors.fuzzers.afl import FOREIGN, AflFuzzer
+from symcc_ulfm.executors.fuzzers.afl import FOREIGN, TARGET_DIR, AflFuzzer
+from symcc_ulfm.executors.sandbox import landlock
 
 
 def slice_of(seq: int, seconds: float, kind: str = "afl") -> dict:
@@ -108,6 +110,99 @@ def test_contained_afl_goes_on_fuzzing_while_the_worker_measures_beside_it(twin,
     assert afl_processes(tmp_path) == []
 
 
+PLANT = Path(__file__).resolve().parents[1] / "fixtures" / "afl" / "plant.c"
+
+
+def test_an_afl_target_plants_nothing_in_afl_fuzzs_directory(tmp_path):
+    """A hostile target (tests/fixtures/afl/plant.c) tries, on every execution under afl-fuzz and
+    under the worker's measurements, to write afl-fuzz's finds into its directory: a queue entry and
+    a crash under afl-fuzz's naming by the absolute and the relative path, its bytes appended to
+    afl-fuzz's own queue entries, crashes through ``/proc/PID/cwd`` and ``/proc/PID/root`` of each
+    of its ancestors. Every attempt is refused, and nothing planted is returned as afl-fuzz's."""
+    if not afl_available():
+        pytest.skip(AFL_MISSING)
+    binary = compile_c("afl-cc", tmp_path / "plant", PLANT)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    fuzzer = create("afl", None, {"afl_binary": str(binary), "args": [str(scratch / "afl-fuzz")]}, scratch=scratch)
+    try:
+        fuzzer.offer([b"ZZZZ", b"SYMS"])
+        slices = [fuzzer.run(b"", slice_of(1, 2.0))]
+        measured = fuzzer.measure_many([b"ZZZZ", b"SYM!", *slices[0].candidates])  # the target runs here too
+        assert all(m is not None for m in measured)
+        slices += [fuzzer.run(b"", slice_of(seq, 1.0)) for seq in (2, 3)]
+    finally:
+        fuzzer.close()
+    kept = [c for s in slices for c in s.candidates]
+    assert kept, [s.notes for s in slices]  # afl-fuzz ran the target and kept what it found
+    assert not [c for c in kept if b"PLANTED" in c], [s.notes for s in slices]
+    found = [f.data for s in slices for f in s.findings]  # afl-fuzz's crashes/ and hangs/: findings of the slice
+    assert not [data for data in found if b"PLANTED" in data], found
+    logs = list(scratch.rglob("plant-attempts"))
+    assert len(logs) == 1, logs
+    attempts = logs[0].read_text().splitlines()
+    paths = [line.split()[-1] for line in attempts]
+    assert {p.split("/")[-2] for p in paths} == {"queue", "crashes"}, attempts
+    through_proc = [p for p in paths if p.startswith("/proc/")]
+    assert len(through_proc) >= 8, attempts  # cwd and root of its fork server, afl-fuzz, the worker's child, PID 1
+    assert not [line for line in attempts if not line.startswith("refused")], attempts
+    planted = [p for p in (scratch / "afl-fuzz").rglob("*") if p.is_file() and b"PLANTED" in p.read_bytes()]
+    assert planted == []
+
+
+def test_a_confined_afl_target_keeps_its_persistent_mode(tmp_path):
+    """afl-fuzz cannot check a binary it starts through the confining launcher; the executor tells
+    it what its check would have found: a persistent-mode binary (tests/fixtures/afl/persistent.c,
+    ``__AFL_LOOP(4)``) runs 4 inputs per process, and writes where its TMPDIR says (the only
+    directory it may write). Slices until a process has ended its loop (bounded by count)."""
+    if not afl_available():
+        pytest.skip(AFL_MISSING)
+    binary = compile_c("afl-cc", tmp_path / "persistent", PLANT.parent / "persistent.c")
+    fuzzer = AflFuzzer(options={"afl_binary": str(binary)})
+    fuzzer.scratch_dir = tmp_path
+    counts: list[int] = []
+    try:
+        fuzzer.offer([b"QQQQ"])
+        for seq in range(1, 31):
+            fuzzer.run(b"", slice_of(seq, 1.0))
+            counts = [int(p.read_text()) for p in (tmp_path / TARGET_DIR).glob("iterations-*")]
+            if counts:
+                break
+    finally:
+        fuzzer.close()
+    assert counts and set(counts) == {4}, counts
+
+
+REFUSED = """
+import sys
+from symcc_ulfm.errors import SymccUlfmError
+from symcc_ulfm.executors import create
+executor = create("afl", None, {"afl_binary": "/bin/true"})
+try:
+    executor.identity()
+except SymccUlfmError as exc:
+    print(type(exc).__name__, exc)
+    sys.exit(exc.exit_code)
+finally:
+    executor.close()
+"""
+
+
+def test_the_afl_kind_is_refused_where_the_kernel_has_no_landlock(tmp_path):
+    """Run as on a kernel without Landlock (tests/fixtures/afl/no_landlock.c: a seccomp filter
+    makes its system calls fail with ENOSYS), the afl kind is refused (CapabilityError, exit 5)
+    saying why, in its sandbox before afl-fuzz or its target runs: its target is never started
+    with afl-fuzz's directory writable."""
+    launcher = compile_c("gcc", tmp_path / "no_landlock", PLANT.parent / "no_landlock.c")
+    done = subprocess.run([str(launcher), sys.executable, "-c", REFUSED], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert done.stdout.startswith("CapabilityError") and "has no Landlock" in done.stdout, done.stdout
+    if landlock.unavailable() is None:  # the kernel has it: the same refused for another reason (not an AFL build)
+        allowed = subprocess.run([sys.executable, "-c", REFUSED], capture_output=True, text=True, timeout=120)
+        assert allowed.returncode == 2 and "Landlock" not in allowed.stdout, allowed.stdout + allowed.stderr
+
+
 def test_afl_refuses_a_binary_it_cannot_fuzz(tmp_path):
     plain = tmp_path / "plain"
     subprocess.run(["gcc", "-o", str(plain), "-x", "c", "-"], input=b"int main(void){return 0;}", check=True)
@@ -117,6 +212,21 @@ def test_afl_refuses_a_binary_it_cannot_fuzz(tmp_path):
         AflFuzzer(options={"afl_binary": str(plain)})
     with pytest.raises(TargetError, match="afl_binary"):
         AflFuzzer(options={})
+
+
+def test_afl_refuses_cmplog_whose_binary_it_could_not_confine(tmp_path):
+    """afl-fuzz would start a ``-c`` binary itself, not through the confining launcher."""
+    if not afl_available():
+        pytest.skip(AFL_MISSING)
+    from symcc_ulfm.errors import PolicyError
+    from symcc_ulfm.executors.symcc.afl_coverage import AFL_SHM_MARKER
+
+    marked = tmp_path / "marked"
+    marked.write_bytes(AFL_SHM_MARKER)  # all that the check of an AFL build looks for
+    for extra in (["-c", "./prog.cmplog"], ["-c./prog.cmplog"], ["-dc", "0"], ["-p", "fast", "-Dc", "0"]):
+        with pytest.raises(PolicyError, match="CmpLog"):
+            AflFuzzer(options={"afl_binary": str(marked), "extra_args": extra})
+    AflFuzzer(options={"afl_binary": str(marked), "extra_args": ["-p", "fast"]}).close()  # other flags are taken
 
 
 def test_havoc_fuzzes_a_python_target_contained_and_keeps_what_is_new(tmp_path):

@@ -1375,6 +1375,8 @@ def check_idle_analyst_fuzzes(root: Path, observed: dict[int, dict]) -> None:
                              for r in analyzed_)
     slices = [r for r in done if r["manifest"]["slice"] is not None]
     assert len({(r["manifest"]["slice"]["worker"], r["manifest"]["slice"]["seq"]) for r in slices}) == len(slices)
+    # the lent fuzzer's directory is beside the one the analysis targets write, never inside it
+    assert sorted(os.listdir(root / "scratch" / f"worker-{W2}")) == ["lent-simfuzz", "own"]
     assert stop_reasons(root, W1) == stop_reasons(root, W2) == ["budget"]
     assert observed[PEER]["notice"]["reason"] == "budget"
     check_counted_once(root)

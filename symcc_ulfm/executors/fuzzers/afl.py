@@ -16,6 +16,18 @@ from 000000 in the order offered, at most 1 MiB and never empty (what afl-fuzz s
 ``AFL_SYNC_TIME=1`` it imports them at start and then every 30 s (half the sync time: AFL++
 4.04c's rule for a main instance; its sync time is in whole minutes).
 
+afl-fuzz writes its directory; the target may not. afl-fuzz starts the target through
+:mod:`..sandbox.landlock` (``python -I -S landlock.py --rw afl-target -- BINARY ARGS``), which
+confines it before it executes the binary: the target (and all it starts) may write only beneath
+``afl-target/`` in the worker's scratch (its ``TMPDIR``) and ``/dev``, by any path, and cannot ptrace or
+reach through ``/proc`` the processes outside it; the worker's own runs of the twin (its
+measurements) are confined the same way to their run directories. So what is collected from
+``queue/``, ``crashes/`` and ``hangs/`` was written by afl-fuzz. Where the kernel has no Landlock
+the kind is refused (CapabilityError). afl-fuzz is told what its own check of the binary would
+have found (it cannot check a launcher): ``AFL_SKIP_BIN_CHECK``, the binary's map size
+(``AFL_DUMP_MAP_SIZE``, from a confined run) as ``AFL_MAP_SIZE``, and persistent and deferred
+fork-server modes by the binary's signatures, as AFL++'s ``check_binary`` sets them.
+
 The executor is hosted in the worker's sandbox child like the symcc executor (``in_process_target``),
 a child subreaper (``adopts_orphans``): afl-fuzz is that child's child, in a session of its own with
 ``PR_SET_PDEATHSIG``, so it dies with the child; a child that died is forked again and starts
@@ -23,7 +35,8 @@ afl-fuzz again, resuming its directory (``AFL_AUTORESUME``), as it does for an a
 Its own
 options (``executor_options.afl``): ``afl_fuzz`` (default: on PATH), ``dictionary`` (a file in AFL's
 ``-x`` format; ``launch --dictionary`` gives every kind that takes one its tokens instead, written
-back as ``afl-fuzz/dictionary.txt`` for ``-x``), ``extra_args`` (more afl-fuzz flags, e.g. ``["-p", "fast"]``).
+back as ``afl-fuzz/dictionary.txt`` for ``-x``), ``extra_args`` (more afl-fuzz flags, e.g. ``["-p", "fast"]``; no ``-c``, alone or in a cluster of
+flags: a CmpLog binary would run unconfined).
 """
 
 from __future__ import annotations
@@ -32,6 +45,7 @@ import contextlib
 import ctypes
 import hashlib
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -42,9 +56,10 @@ from typing import Any, ClassVar
 
 from ...core.limits import MAX_OBJECT_BYTES
 from ...core.master.slices import is_descriptor
-from ...errors import PolicyError, TargetError
+from ...errors import CapabilityError, PolicyError, TargetError
 from ..base import Executor, Measurement, RunResult
 from ..dictionary import afl_text, tokens_of
+from ..sandbox import landlock
 from ..sandbox.reaper import is_subreaper
 from ..symcc.afl_coverage import AflTwin, check_instrumented, which_showmap
 from ..symcc.options import DEFAULTS as SYMCC_DEFAULTS
@@ -56,12 +71,16 @@ OWN = {"afl_fuzz": None, "dictionary": None, "extra_args": []}
 AFL_MAX_FILE = 1024 * 1024  # afl-fuzz skips larger inputs (MAX_FILE) and empty ones
 INSTANCE = "worker"
 FOREIGN = "campaign"
+TARGET_DIR = "afl-target"  # beside afl-fuzz's directory: the only one its target may write
+# what AFL++'s check_binary looks for in a binary (and sets for the target) when afl-fuzz can check it
+_MODES = {b"##SIG_AFL_PERSISTENT##": "__AFL_PERSISTENT", b"##SIG_AFL_DEFER_FORKSRV##": "__AFL_DEFER_FORKSRV"}
+FORKSRV_INIT_MS = 10_000  # the confined start of the fork server: a Python start-up before the binary
 START_S = 15.0  # afl-fuzz's start: calibration of the initial inputs (AFL_FAST_CAL)
 PR_SET_PDEATHSIG = 1
 _ENV = {
     "AFL_NO_UI": "1", "AFL_SKIP_CPUFREQ": "1", "AFL_NO_AFFINITY": "1", "AFL_SYNC_TIME": "1", "AFL_IMPORT_FIRST": "1",
     "AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES": "1", "AFL_AUTORESUME": "1", "AFL_NO_WARN_INSTABILITY": "1",
-    "AFL_FAST_CAL": "1", "AFL_QUIET": "1",
+    "AFL_FAST_CAL": "1", "AFL_QUIET": "1", "AFL_SKIP_BIN_CHECK": "1",
 }
 
 
@@ -81,9 +100,13 @@ class AflFuzzer(Executor):
         if symcc.afl_binary is None:
             raise TargetError("executor_options.afl_binary", "the afl worker kind fuzzes the target's AFL build: "
                                                              "set afl_binary (built with afl-cc)")
+        reason = landlock.unavailable()
+        if reason is not None:
+            raise CapabilityError(f"the afl kind confines the writes of its target with Landlock: {reason}")
         self._binary = os.path.abspath(symcc.afl_binary)
         data = _read_file("executor_options.afl_binary", self._binary)
         check_instrumented(symcc.afl_binary, data)
+        self._modes = {env: "1" for signature, env in _MODES.items() if signature in data}
         self._binary_sha256 = hashlib.sha256(data).hexdigest()
         self._args = symcc.args
         self._timeout_ms = max(5, round(symcc.measure_timeout_s * 1000))
@@ -106,7 +129,14 @@ class AflFuzzer(Executor):
         self._extra = own.get("extra_args", [])
         if not isinstance(self._extra, list) or not all(isinstance(a, str) for a in self._extra):
             raise PolicyError("executor_options.afl.extra_args", f"{self._extra!r}: expected a list of strings")
-        self._twin = AflTwin(self._binary, symcc.afl_showmap or which_showmap(), self._args, symcc.measure_timeout_s)
+        if any(arg.startswith("-") and not arg.startswith("--") and "c" in arg for arg in self._extra):
+            raise PolicyError("executor_options.afl.extra_args", "-c (also in a cluster such as -dc or -c./cmplog, or "
+                                                                 "as another option's attached value): afl-fuzz would "
+                                                                 "run the CmpLog binary itself, where its writes are "
+                                                                 "not confined")
+        self._twin = AflTwin(self._binary, symcc.afl_showmap or which_showmap(), self._args, symcc.measure_timeout_s,
+                             confined=True)
+        self._map_size: str | None = None  # AFL_MAP_SIZE, from the binary at the first start
         self._scratch: Scratch | None = None
         self._adopt = is_subreaper()
         self._process: subprocess.Popen | None = None
@@ -210,14 +240,22 @@ class AflFuzzer(Executor):
         if self._tokens and self._dictionary is None:
             self._dictionary = str(root / "dictionary.txt")
             Path(self._dictionary).write_bytes(afl_text(self._tokens))
+        target_dir = self._base() / TARGET_DIR
+        target_dir.mkdir(exist_ok=True)
+        target = landlock.command([str(target_dir)], [self._binary, *self._args])
+        env = {**clean_env(), **_ENV, **self._modes, "TMPDIR": str(target_dir),
+               "AFL_FORKSRV_INIT_TMOUT": str(max(FORKSRV_INIT_MS, 10 * self._timeout_ms))}
+        if self._map_size is None:
+            self._map_size = self._dump_map_size(target_dir)
+        if self._map_size:
+            env["AFL_MAP_SIZE"] = self._map_size
         argv = [self._afl_fuzz, "-i", "-" if resume else str(inputs), "-o", str(sync), "-M", INSTANCE,
                 "-t", str(self._timeout_ms), "-m", "none", *(["-x", self._dictionary] if self._dictionary else []),
-                *self._extra, "--", self._binary, *self._args]
+                *self._extra, "--", *target]
         log = open(root / "afl-fuzz.log", "ab")  # noqa: SIM115 - the child keeps it; closed below
         try:
             self._process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                             cwd=root, env={**clean_env(), **_ENV}, start_new_session=True,
-                                             preexec_fn=_die_with_parent)
+                                             cwd=root, env=env, start_new_session=True, preexec_fn=_die_with_parent)
         except OSError as exc:
             raise TargetError("executor_options.afl.afl_fuzz", f"{self._afl_fuzz}: cannot execute ({exc})") from None
         finally:
@@ -226,6 +264,32 @@ class AflFuzzer(Executor):
         self._wait_started(root, sync)
         self._flush_offered()
         return "resumed" if resume else "fresh"
+
+    def _dump_map_size(self, target_dir: Path) -> str:
+        """The size of the binary's coverage map as its AFL++ runtime reports it (``AFL_DUMP_MAP_SIZE``:
+        it prints it and exits), run confined like afl-fuzz runs it; "" where it reports none."""
+        process = subprocess.Popen(landlock.command([str(target_dir)], [self._binary]), stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=target_dir,
+                                   env={**clean_env(), "TMPDIR": str(target_dir), "AFL_DUMP_MAP_SIZE": "1"},
+                                   start_new_session=True)
+        out, until = b"", time.monotonic() + START_S
+        try:
+            while len(out) < 64:
+                left = until - time.monotonic()
+                if left <= 0 or not select.select([process.stdout], [], [], left)[0]:
+                    raise TargetError("executor_options.afl_binary", f"{self._binary} did not report its map size "
+                                                                     f"(AFL_DUMP_MAP_SIZE) within {START_S:.0f} s")
+                chunk = os.read(process.stdout.fileno(), 64)
+                if not chunk:
+                    break
+                out += chunk
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)  # not reaped yet: its pid still names its group
+            process.stdout.close()
+            process.wait()
+        size = out.strip()
+        return size.decode() if size.isdigit() and len(size) <= 9 else ""
 
     def _adopt_directory(self, sync: Path) -> None:
         for sub in ("queue", "crashes", "hangs"):

@@ -26,6 +26,9 @@ A twin that behaves differently when run directly (nondeterminism, a run close t
 the direct run's outcome. Inputs the time budget left unmeasured are ``None``; the results are a
 prefix (everything after the first ``None`` is ``None``), as the sandbox reports them.
 
+A ``confined`` twin (the ``afl`` worker kind's) runs, afl-showmap with it, under
+:mod:`..sandbox.landlock`: it may write only beneath the run's own directory and ``/dev``.
+
 Map bytes: AFL's binary hit-count class is a single set bit: 1, 2, 4, 8, 16, 32, 64, 128 for hit
 counts 1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+ (``count_class_binary``). Bit ``k`` is exactly
 bucket ``k`` of :data:`~symcc_ulfm.executors.base.HIT_CLASS_BOUNDS`, so the coverage id is
@@ -82,12 +85,13 @@ def check_instrumented(path: str, data: bytes) -> None:
 class AflTwin:
     """Measures inputs on ``binary`` (``args`` may hold ``@@``) with ``showmap``, ``timeout_s`` per run."""
 
-    def __init__(self, binary: str, showmap: str, args: list[str], timeout_s: float):
+    def __init__(self, binary: str, showmap: str, args: list[str], timeout_s: float, confined: bool = False):
         self.binary = binary
         self.showmap = showmap
         self.args = args
         self.timeout_s = timeout_s
         self.timeout_ms = max(1, round(timeout_s * 1000))
+        self.confined = confined
 
     def measure_many(self, inputs: list[bytes], budget_s: float | None, scratch: Scratch,
                      adopt: bool, spare: frozenset[int] = frozenset()) -> list[Measurement | None]:
@@ -125,7 +129,7 @@ class AflTwin:
                 "--", self.binary, *self.args]
         ended = run_binary("executor_options.afl_showmap", argv, stdin=DEVNULL, stderr=work / "stderr",
                            env=clean_env(), cwd=work, timeout_s=limit, adopt=adopt, term_grace_s=TERM_GRACE_S,
-                           spare=spare)
+                           spare=spare, writable=self._writable(work))
         if not ended.timed_out and ended.returncode not in (0, 1, 2):
             raise TargetError(FIELD, f"afl-showmap failed on a batch (exit {ended.returncode}): {tail(work / 'stderr')}")
         maps = {}
@@ -151,11 +155,15 @@ class AflTwin:
                             self.binary, *argv],
                            stdin=input_path, stderr=work / "stderr", env=clean_env(), cwd=work,
                            timeout_s=STARTUP_S + self.timeout_s, adopt=adopt, term_grace_s=TERM_GRACE_S,
-                           spare=spare)
+                           spare=spare, writable=self._writable(work))
         if not map_path.is_file():
             raise TargetError(FIELD, f"afl-showmap gave no map (exit {shown.returncode}, timed out: "
                                      f"{shown.timed_out}): {tail(work / 'stderr')}")
         coverage = coverage_from_afl_map(map_path.read_bytes())
         ran = run_binary(FIELD, [self.binary, *argv], stdin=input_path, stderr=work / "stderr-direct",
-                         env=clean_env(), cwd=work, timeout_s=self.timeout_s, adopt=adopt, spare=spare)
+                         env=clean_env(), cwd=work, timeout_s=self.timeout_s, adopt=adopt, spare=spare,
+                         writable=self._writable(work))
         return Measurement(coverage, classify_exit(ran.returncode, ran.timed_out, tail(work / "stderr-direct")))
+
+    def _writable(self, work: Path) -> list[Path] | None:
+        return [work] if self.confined else None

@@ -36,6 +36,7 @@ from typing import Any
 
 from ...errors import TargetError
 from ..outcome import OK, Outcome, death, sanitizer_summary, signal_name
+from ..sandbox import landlock
 from ..sandbox.reaper import sweep_children
 
 STDERR_TAIL_BYTES = 2000
@@ -75,9 +76,10 @@ class Exit:
 
 def run_binary(field: str, argv: list[str], *, stdin: Path, stderr: Path, env: dict[str, str], cwd: Path,
                timeout_s: float, adopt: bool, term_grace_s: float = 0.0, cpu_limit_s: float | None = None,
-               spare: frozenset[int] = frozenset()) -> Exit:
+               spare: frozenset[int] = frozenset(), writable: list[Path] | None = None) -> Exit:
     """Run ``argv`` (stdin from a file, stdout discarded, stderr to a file), at most ``timeout_s``;
-    with ``adopt``, then end every other child of this process but those in ``spare``.
+    with ``adopt``, then end every other child of this process but those in ``spare``; given
+    ``writable``, confined to write only beneath those directories (:mod:`..sandbox.landlock`).
 
     On timeout the leader gets SIGTERM first when ``term_grace_s`` is positive (afl-showmap then
     removes its shared memory and stops its fork server), then its whole group SIGKILL. A binary
@@ -89,12 +91,17 @@ def run_binary(field: str, argv: list[str], *, stdin: Path, stderr: Path, env: d
     target spinning forever is killed by the kernel; the watcher's timeout comes long before it.
     """
     started = time.monotonic()
+    ruleset = None if writable is None else landlock.ruleset([str(path) for path in writable])
     with open(stdin, "rb") as stdin_file, open(stderr, "wb") as stderr_file:
         try:
             proc = subprocess.Popen(argv, stdin=stdin_file, stdout=subprocess.DEVNULL, stderr=stderr_file,
-                                    cwd=cwd, env=env, start_new_session=True)
+                                    cwd=cwd, env=env, start_new_session=True,
+                                    preexec_fn=None if ruleset is None else lambda: landlock.restrict(ruleset))
         except OSError as exc:
             raise TargetError(field, f"{argv[0]}: cannot execute ({exc.strerror or exc})") from None
+        finally:
+            if ruleset is not None:
+                os.close(ruleset)
     cpu_s = math.ceil(CPU_LIMIT_FACTOR * timeout_s + CPU_LIMIT_EXTRA_S if cpu_limit_s is None else cpu_limit_s)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         resource.prlimit(proc.pid, resource.RLIMIT_CPU, (cpu_s, cpu_s))  # SIGKILL at the limit
