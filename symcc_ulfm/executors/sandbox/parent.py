@@ -18,6 +18,15 @@ reproduced (:meth:`~.base.Executor.reproduce`, by default a measurement) in a fr
 only a concrete run that fails again is a finding (the symbolic run is the engine's view; a
 shim's limit is not a bug of the target). A death inside :meth:`measure_many` or
 :meth:`reproduce` is a concrete run already and is reported as it is.
+
+Every frame the child sends is untrusted input (target code ran in its process, and a Python
+target's module ran in its fork server): the reader checks each against its type's schema
+(:mod:`.frames`), and each request checks that its replies agree with it (the type it expects,
+a ``measured`` frame's index, an ``offered`` count). A reply that breaks the protocol is the
+outcome of the request's own input, kind ``protocol`` (:func:`.outcome.protocol`): the child is
+killed and the next request forks another. It is a finding as it is, not reproduced: the frame
+is what the input made the child send. A fuzzer's slice has no input of its own; its run returns
+nothing, with the outcome in its notes.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ from typing import Any
 from ...core.master.slices import is_descriptor
 from ...errors import TargetError, rebuild
 from ..base import Executor, Finding, Measurement, RunResult
-from ..outcome import Outcome
+from ..outcome import Outcome, protocol
 from . import slot as S
 from .forkserver import STARTUP_S, ChildDied, ChildProcess, grace_s
 
@@ -113,10 +122,9 @@ class Sandbox(ChildProcess, Executor):
                 elif kind == reply:
                     return message, reply_blobs
                 elif kind == "error":
-                    raise rebuild(str(message.get("error")), str(message.get("message")),
-                                  message.get("exit_code", 70))
+                    raise rebuild(message["error"], message["message"], message["exit_code"])
                 else:
-                    raise ChildDied(Outcome("crash", "sandbox: unexpected reply", f"unexpected {kind!r}"))
+                    raise ChildDied(self._refused(f"{kind} frame in reply to {request['type']}"))
         except ChildDied:
             final = self._slot.read()  # the child is gone: what it last wrote stays
             state = None if final is None else final.last  # executing, or executed last in this request
@@ -139,7 +147,9 @@ class Sandbox(ChildProcess, Executor):
         for pos in range(0, len(inputs), CHUNK_INPUTS):
             chunk = inputs[pos:pos + CHUNK_INPUTS]
             try:
-                self._exchange({"type": "offer"}, chunk, None, "offered", self.run_limit_s)
+                message, _ = self._exchange({"type": "offer"}, chunk, None, "offered", self.run_limit_s)
+                if message["count"] != len(chunk):
+                    raise ChildDied(self._refused("offered frame: inconsistent", f"{message['count']} of {len(chunk)}"))
             except ChildDied:
                 self._restart()
                 return
@@ -163,6 +173,10 @@ class Sandbox(ChildProcess, Executor):
         except ChildDied as died:
             current = self._executing
             self._restart()
+            if died.outcome.kind == "protocol":  # what the child sent is the outcome of the run's own input
+                return RunResult(candidates=[], executions=1, seconds=time.monotonic() - started,
+                                 notes={"sandbox": died.outcome.to_json()},
+                                 findings=[] if sliced else [Finding(died.outcome, data)])
             notes = {"sandbox": died.outcome.to_json(), "executing": current is not None}
             findings = []
             if current is not None:  # the target's execution of `current` ended the child: confirm it concretely
@@ -225,17 +239,19 @@ class Sandbox(ChildProcess, Executor):
             raise TargetError("target", f"preflight: the sandbox child died ({died.outcome.kind}: "
                                         f"{died.outcome.signature})") from None
 
+    def _refused(self, what: str, detail: str = "") -> Outcome:
+        """A reply that does not fit its request: the child is killed; the ``protocol`` outcome."""
+        self._kill()
+        return protocol(what, detail)
+
     def _result(self, message: dict, blobs: list[bytes]) -> RunResult:
-        count = message.get("candidates")
-        if type(count) is not int or not isinstance(message.get("findings"), list) or \
-                len(blobs) != count + len(message["findings"]):
-            self._kill()
-            raise ChildDied(Outcome("crash", "sandbox: garbled reply", "a result whose blobs do not match it"))
+        """The RunResult of a ``result`` frame (its counts agree: :mod:`.frames`)."""
+        count = message["candidates"]
         findings = [Finding(Outcome.from_json(f["outcome"]), blobs[count + i]) for i, f in enumerate(message["findings"])]
         return RunResult(candidates=blobs[:count], hints=message["hints"], executions=message["executions"],
                          solver_queries=message["solver_queries"], solver_seconds=message["solver_seconds"],
                          seconds=message["seconds"], notes=message["notes"], findings=findings,
-                         reaches=message.get("reaches"))
+                         reaches=message["reaches"])
 
     def measure(self, data: bytes) -> Measurement:
         return self.measure_many([data])[0]
@@ -256,7 +272,8 @@ class Sandbox(ChildProcess, Executor):
         return results
 
     def _measure_chunk(self, chunk: list[bytes], budget_s: float | None, results: list, offset: int) -> tuple[int, bool]:
-        """Measure ``chunk`` into ``results[offset:]``; (inputs settled, whether the child finished)."""
+        """Measure ``chunk`` into ``results[offset:]``; (inputs settled, whether the child finished).
+        A death or a reply out of turn is the outcome of the input whose ``measured`` frame was due."""
         exec_bound = self.execution_limit_s + grace_s(self.execution_limit_s)
         if self._ready.get("batch_measure"):  # the whole chunk is one batch: its results come together
             exec_bound *= len(chunk)
@@ -266,20 +283,26 @@ class Sandbox(ChildProcess, Executor):
             self._send({"type": "measure", "budget_s": budget_s}, chunk)
             while True:
                 message, blobs = self._next(time.monotonic() + exec_bound)
-                kind = message.get("type")
-                if kind == "measured" and message.get("index") == index and len(blobs) == 1:
+                kind = message["type"]
+                if kind == "measured" and message["index"] == index < len(chunk):
                     coverage = frozenset(array.array("Q", blobs[0]))
                     results[offset + index] = Measurement(coverage, Outcome.from_json(message["outcome"]),
-                                                          message.get("returned"))
+                                                          message["returned"])
                     index += 1
-                elif kind == "measured-end":
+                elif kind == "measured-end" and message["count"] == index:
                     return index, True
                 elif kind == "error":
-                    raise rebuild(str(message.get("error")), str(message.get("message")), message.get("exit_code", 70))
+                    raise rebuild(message["error"], message["message"], message["exit_code"])
+                elif kind in ("measured", "measured-end"):
+                    raise ChildDied(self._refused(f"{kind} frame: out of turn",
+                                                  f"{message.get('index', message.get('count'))} after {index} "
+                                                  f"of {len(chunk)}"))
                 else:
-                    raise ChildDied(Outcome("crash", "sandbox: unexpected reply", f"unexpected {kind!r}"))
+                    raise ChildDied(self._refused(f"{kind} frame in reply to measure"))
         except ChildDied as died:
             self._restart()
+            if index == len(chunk):  # every input measured: the death is nobody's
+                return index, False
             results[offset + index] = Measurement(frozenset(), died.outcome)
             return index + 1, False
 
