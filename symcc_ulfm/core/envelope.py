@@ -20,6 +20,7 @@ from .limits import MAX_OBJECT_BYTES
 
 VERSION = 1
 MAX_COVERAGE_IDS = 1 << 20
+MAX_TEXT = 4096  # characters of a string field (a RESULT's error, a STOP's reason)
 
 
 def _int(v: Any) -> bool:
@@ -35,7 +36,7 @@ def _float(v: Any) -> bool:
 
 
 def _str(v: Any) -> bool:
-    return isinstance(v, str) and len(v) <= 4096
+    return isinstance(v, str) and len(v) <= MAX_TEXT
 
 
 def _opt_str(v: Any) -> bool:

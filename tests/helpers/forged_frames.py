@@ -20,7 +20,12 @@ Every other input, and every other request, is served as usual.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+from hypothesis import strategies as st
+
+from symcc_ulfm.executors.sandbox.frames import MAX_HEADER, PREFIX
 
 FORGERIES = "PTNDM"
 SEED = b"AAAAAAAA"
@@ -93,8 +98,129 @@ def parse(data: bytes) -> str:
 '''
 
 
+ECHO = b"FRAME"
+ECHO_SOURCE = '''
+import sys
+
+_child = sys.modules.get("__main__")
+_Child = getattr(_child, "Child", None)
+
+
+def _echoing(serve):
+    def handler(self, message, blobs):
+        if blobs and blobs[0][:5] == b"FRAME":  # the rest of the input is the reply, byte for byte
+            self.mine()
+            _child.write_all(self.rep, blobs[0][5:])
+            return None
+        return serve(self, message, blobs)
+    return handler
+
+
+if _Child is not None:
+    for _request in ("run", "measure", "reproduce", "offer"):
+        setattr(_Child, _request, _echoing(getattr(_Child, _request)))
+
+
+def parse(data: bytes) -> str:
+    return "ok" if data[:1] == b"o" else "other"
+'''
+
+
+def write_echo(directory: Path) -> str:
+    """The target ``directory/echo.py:parse``, whose sandbox child answers a ``run``,
+    ``measure``, ``reproduce`` or ``offer`` request whose (first) input is :data:`ECHO` plus
+    bytes with those bytes alone, written to its reply pipe as they are, and serves on."""
+    path = directory / "echo.py"
+    path.write_text(ECHO_SOURCE)
+    return f"{path}:parse"
+
+
 def write_forger(directory: Path) -> str:
     """The target ``directory/forger.py:parse``."""
     path = directory / "forger.py"
     path.write_text(SOURCE)
     return f"{path}:parse"
+
+
+# -- hostile replies, for the fuzz tests (Hypothesis) ------------------------------------------------
+
+_OK = {"kind": "ok", "signature": "", "detail": ""}
+_RAISED = {"kind": "exception", "signature": "KeyError at t.py:parse:3", "detail": "KeyError: 'x'"}
+VALID = {  # a valid reply of each type but result (hostile_replies draws those), with its blobs
+    "ready": ({"identity": {"executor": "concolic"}, "batch_measure": False, "execution_limit_s": 1.0,
+               "run_limit_s": 2.0, "files": ["/t.py"]}, [b"seed"]),
+    "error": ({"error": "TargetError", "message": "target: no", "exit_code": 2}, []),
+    "exec": ({}, [b"executing"]),
+    "reproduced": ({"outcome": _RAISED, "report": "Traceback"}, []),
+    "preflight-ok": ({"summary": {}}, []),
+    "offered": ({"count": 1}, []),
+    "measured": ({"index": 0, "outcome": _OK, "returned": None}, [bytes(8)]),
+    "measured-end": ({"count": 0}, []),
+}
+MUTATIONS = ("drop", "extra", "retype", "count", "type", "deep", "blob", "sizes", "utf8", "not-object", "garbage",
+             "oversize")
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+                     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12), st.just("\ud800"))
+_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                         st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+                       max_leaves=8)
+
+
+@st.composite
+def _result(draw) -> tuple[dict, list[bytes]]:
+    n, k = draw(st.integers(0, 3)), draw(st.integers(0, 2))
+    blobs = [draw(st.binary(max_size=12)) for _ in range(n + k)]
+    header = {"type": "result", "hints": draw(st.sampled_from([None, [{"bound": 1, "branch": 0}] * n])),
+              "executions": draw(st.integers(0, 9)), "solver_queries": 0, "solver_seconds": 0.0,
+              "seconds": draw(st.sampled_from([0.0, 0.0, 1e6])), "notes": {"x": 1}, "candidates": n,
+              "findings": [{"outcome": _RAISED}] * k, "reaches": draw(st.sampled_from([None, [[8]] * n]))}
+    return header, blobs
+
+
+@st.composite
+def hostile_replies(draw, types: tuple[str, ...] = ("result", *VALID)) -> bytes:
+    """A whole frame (its prefix agrees with its bytes) of one of ``types``: valid, or mutated by
+    some of :data:`MUTATIONS` (a field dropped, added or of another type; a count off; another
+    type; notes nested past ``json``'s recursion limit; a blob more or less, or sizes that lie;
+    a header that is not UTF-8, not an object or garbage; a prefix over the size limit)."""
+    kind = draw(st.sampled_from(types))
+    if kind == "result":
+        header, blobs = draw(_result())
+    else:
+        header, blobs = dict(VALID[kind][0], type=kind), list(VALID[kind][1])
+    mutations = draw(st.lists(st.sampled_from(MUTATIONS), max_size=3))
+    deep = None
+    for mutation in mutations:
+        keys = sorted(header)
+        if mutation == "drop" and keys:
+            header.pop(draw(st.sampled_from(keys)))
+        elif mutation == "extra":
+            header[draw(st.text(min_size=1, max_size=8))] = draw(_VALUES)
+        elif mutation == "retype" and keys:
+            header[draw(st.sampled_from(keys))] = draw(_VALUES)
+        elif mutation == "count" and type(header.get("candidates")) is int:
+            header["candidates"] += draw(st.sampled_from([-1, 1, 1 << 17]))
+        elif mutation == "type":
+            header["type"] = draw(st.sampled_from([*VALID, "result", "run", ""]) | st.text(max_size=8))
+        elif mutation == "deep":
+            deep = draw(st.sampled_from([40, 5000, 200000]))
+        elif mutation == "blob":
+            if blobs and draw(st.booleans()):
+                blobs.pop()
+            else:
+                blobs.append(draw(st.binary(max_size=12)))
+    sizes = draw(st.lists(st.integers(-1, 20), max_size=4)) if "sizes" in mutations else [len(b) for b in blobs]
+    text = json.dumps({**header, "blobs": sizes}, separators=(",", ":"))
+    if deep is not None:  # nested by hand: json.dumps stops at its own recursion limit
+        text = text[:-1] + ',"notes":' + "[" * deep + "]" * deep + "}"
+    head = text.encode()
+    if "utf8" in mutations:
+        at = draw(st.integers(0, len(head)))
+        head = head[:at] + b"\xff\xfe" + head[at:]
+    if "not-object" in mutations:
+        head = b"[1,2,3]"
+    if "garbage" in mutations:
+        head = draw(st.binary(max_size=40))
+    payload = b"".join(blobs)
+    declared = (MAX_HEADER + 1, len(payload)) if "oversize" in mutations else (len(head), len(payload))
+    return PREFIX.pack(*declared) + head + payload

@@ -28,12 +28,14 @@ from typing import Any
 from ...core.envelope import MAX_COVERAGE_IDS, is_coverage, is_hint
 from ...core.finding import KINDS, MAX_DETAIL, MAX_SIGNATURE
 from ...core.limits import MAX_OBJECT_BYTES
+from ...core.master.report import MAX_COUNT
 
 PREFIX = struct.Struct("<II")
 MAX_HEADER = 64 << 20
 MAX_PAYLOAD = 1 << 30
 MAX_BLOBS = 1 << 20  # parts of one frame's payload
 MAX_CANDIDATES = 1 << 16  # candidates (and, apart, findings) of one result
+MAX_EXECUTIONS = MAX_COUNT - MAX_CANDIDATES  # of one run: its worker adds its measurements, its master takes MAX_COUNT
 MAX_DEPTH = 32  # nesting of a reply's free-form JSON (an identity, which holds the options, nested up to 16)
 MAX_TEXT = 1 << 13  # an error's message, a target file's path, a measured return value
 MAX_REPORT = 1 << 16  # a reproduction's report (the child sends its last 16,384 characters)
@@ -136,6 +138,10 @@ def _read_exact(fd: int, n: int, eof_ok: bool = False) -> bytes | None:
 
 def _count(v: Any) -> bool:
     return type(v) is int and 0 <= v < 2**63
+
+
+def _executions(v: Any) -> bool:
+    return _count(v) and v <= MAX_EXECUTIONS
 
 
 def _seconds(v: Any) -> bool:
@@ -256,7 +262,7 @@ REPLIES: dict[str, tuple[dict[str, Callable[[Any], bool]], frozenset[str],
     "error": ({"error": _text(128), "message": _text(MAX_TEXT), "exit_code": _count, "field": _maybe_text(256)},
               frozenset({"field"}), _none),
     "exec": ({}, frozenset(), _exec),
-    "result": ({"hints": _per_candidate(is_hint), "executions": _count, "solver_queries": _count,
+    "result": ({"hints": _per_candidate(is_hint), "executions": _executions, "solver_queries": _executions,
                 "solver_seconds": _seconds, "seconds": _seconds, "notes": _object, "candidates": _count,
                 "findings": _findings, "reaches": _per_candidate(_reached)}, frozenset(), _result),
     "reproduced": ({"outcome": _outcome, "report": _text(MAX_REPORT)}, frozenset(), _none),

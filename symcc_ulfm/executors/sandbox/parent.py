@@ -48,6 +48,7 @@ from .forkserver import STARTUP_S, ChildDied, ChildProcess, grace_s
 CHUNK_BYTES = 8 << 20
 CHUNK_INPUTS = 512
 POLL_S = 0.05  # how often a request's wait looks at the execution slot (the precision of a hang's bound)
+CLOCK_SLACK_S = 0.001  # rounding between the child's reading of the monotonic clock and this side's
 
 
 class Sandbox(ChildProcess, Executor):
@@ -169,7 +170,7 @@ class Sandbox(ChildProcess, Executor):
             limit = self.run_limit_s + (float(hint["seconds"]) if sliced else 0.0)
             message, blobs = self._exchange({"type": "run", "hint": hint, "mutate": mutate}, [data], data, "result",
                                             limit)
-            return self._result(message, blobs)
+            return self._result(message, blobs, time.monotonic() - started)
         except ChildDied as died:
             current = self._executing
             self._restart()
@@ -244,8 +245,14 @@ class Sandbox(ChildProcess, Executor):
         self._kill()
         return protocol(what, detail)
 
-    def _result(self, message: dict, blobs: list[bytes]) -> RunResult:
-        """The RunResult of a ``result`` frame (its counts agree: :mod:`.frames`)."""
+    def _result(self, message: dict, blobs: list[bytes], elapsed: float) -> RunResult:
+        """The RunResult of a ``result`` frame (its counts agree: :mod:`.frames`) that took
+        ``elapsed`` seconds here: the child measured its times within that (the same clock), so a
+        longer one is no measurement."""
+        claimed = max(message["seconds"], message["solver_seconds"])
+        if claimed > elapsed + CLOCK_SLACK_S:
+            raise ChildDied(self._refused("result frame: seconds longer than the run",
+                                          f"{claimed:g} s claimed, {elapsed:g} s taken"))
         count = message["candidates"]
         findings = [Finding(Outcome.from_json(f["outcome"]), blobs[count + i]) for i, f in enumerate(message["findings"])]
         return RunResult(candidates=blobs[:count], hints=message["hints"], executions=message["executions"],
