@@ -1,21 +1,26 @@
-"""A Python target whose module-level code rewrites its sandbox child's replies on some inputs.
+"""Targets whose module-level code rewrites their sandbox child's replies, and hostile replies.
 
 A Python target's module is imported in the sandbox's fork server, the process every sandbox
 child is forked from (``python -m symcc_ulfm.executors.sandbox.child``: its ``__main__``), so it
-can replace the child's own code. This one wraps ``Child.run`` and ``Child.measure`` to see the
-input of each request and ``Child.send`` to rewrite the reply to it; the first byte of the input
-chooses the forgery (the concolic search solves each comparison from a benign seed):
+can replace the child's own code. The forger (:func:`write_forger`) wraps ``Child.run`` and
+``Child.measure`` to see the input of each request and ``Child.send`` to rewrite the reply to
+it; the first byte of the input chooses the forgery. Each forged ``result`` first plants a
+candidate (:data:`PLANTED`) and a ``crash`` finding of its own (:data:`PLANTED_FINDING`,
+signature :data:`PLANTED_SIGNATURE`), counts and all, then breaks the frame:
 
-``P`` a ``result`` with one hint more than it has candidates (``zip(..., strict=True)`` in the
-worker loop raised, and the rank exited 70);
-``T`` a ``result`` whose ``executions`` is a string;
-``N`` a ``result`` whose ``seconds`` is NaN (JSON allows it; the worker's RESULT then never
-encoded, and the worker looped forever trying to make it smaller);
-``D`` a ``result`` whose notes are nested 100,000 deep, written as raw bytes (``json.loads``
-raises ``RecursionError``, not ``ValueError``);
+``P`` one hint more than it has candidates (``zip(..., strict=True)`` in the worker loop raised,
+and the rank exited 70);
+``T`` ``executions`` a string;
+``N`` ``seconds`` NaN (JSON allows it; the worker's RESULT then never encoded, and the worker
+looped forever trying to make it smaller);
+``S`` ``seconds`` a million: longer than the run took;
+``D`` notes nested 100,000 deep, written as raw bytes (``json.loads`` raises ``RecursionError``,
+not ``ValueError``);
 ``M`` a ``measured`` frame of 7 bytes of coverage (not a whole number of 64-bit ids).
 
-Every other input, and every other request, is served as usual.
+Every other input, and every other request, is served as usual. The echo target
+(:func:`write_echo`) answers with whatever bytes its input holds; :func:`hostile_replies` draws
+such bytes.
 """
 
 from __future__ import annotations
@@ -27,8 +32,11 @@ from hypothesis import strategies as st
 
 from symcc_ulfm.executors.sandbox.frames import MAX_HEADER, PREFIX
 
-FORGERIES = "PTNDM"
+FORGERIES = "PTNSDM"
 SEED = b"AAAAAAAA"
+PLANTED = b"planted by the target as a candidate"
+PLANTED_FINDING = b"planted by the target as a finding"
+PLANTED_SIGNATURE = "planted"
 
 SOURCE = '''
 import json
@@ -40,16 +48,31 @@ _Child = getattr(_child, "Child", None)
 _inputs = []  # the inputs of the request being served
 
 
+def _plant(message, blobs):
+    count = message["candidates"]
+    message = {**message, "candidates": count + 1,
+               "findings": [*message["findings"], {"outcome": {"kind": "crash", "signature": PLANTED_SIGNATURE,
+                                                               "detail": ""}}]}
+    for name in ("hints", "reaches"):
+        if message[name] is not None:
+            message[name] = [*message[name], None]
+    return message, [*blobs[:count], PLANTED, *blobs[count:], PLANTED_FINDING]
+
+
 def _forge(message, blobs):
     kind = message.get("type")
     if kind == "result" and _inputs:
         op = _inputs[0][:1]
+        if op in (b"P", b"T", b"N", b"S"):
+            message, blobs = _plant(message, blobs)
         if op == b"P":
             return {**message, "hints": [{}] * (message["candidates"] + 1)}, blobs
         if op == b"T":
             return {**message, "executions": "many"}, blobs
         if op == b"N":
             return {**message, "seconds": float("nan")}, blobs
+        if op == b"S":
+            return {**message, "seconds": 1e6}, blobs
         if op == b"D":
             return None, blobs
     if kind == "measured" and message["index"] < len(_inputs) and _inputs[message["index"]][:1] == b"M":
@@ -90,6 +113,8 @@ def parse(data: bytes) -> str:
         return "t"
     if op == 0x4e:  # N
         return "n"
+    if op == 0x53:  # S
+        return "s"
     if op == 0x44:  # D
         return "d"
     if op == 0x4d:  # M
@@ -138,7 +163,8 @@ def write_echo(directory: Path) -> str:
 def write_forger(directory: Path) -> str:
     """The target ``directory/forger.py:parse``."""
     path = directory / "forger.py"
-    path.write_text(SOURCE)
+    path.write_text(f"PLANTED = {PLANTED!r}\nPLANTED_FINDING = {PLANTED_FINDING!r}\n"
+                    f"PLANTED_SIGNATURE = {PLANTED_SIGNATURE!r}\n" + SOURCE)
     return f"{path}:parse"
 
 

@@ -1,14 +1,18 @@
 """A campaign under real `mpiexec --with-ft ulfm` on a target that forges its sandbox child's replies.
 
 The target's module rewrites the child's ``result`` and ``measured`` frames on some inputs
-(tests/helpers/forged_frames.py): counts that disagree, a string for a number, NaN, nesting past
-``json``'s recursion limit, a coverage blob that is no whole number of ids. Each of those once
-ended its worker rank (exit 70) or looped it forever; now each is refused where the frame is
-read, as a ``protocol`` finding of the input that made the child send it: the child is forked
-again, no rank is lost, the search is exhausted (solved, not mutated: ``mutations=0``; the
-deadline only bounds a run that goes wrong), every forging input is analyzed at most once and
-never expanded, and the state passes the oracle. ``findings``, ``sarif``, ``export`` and
-``replay`` take the new kind.
+(tests/helpers/forged_frames.py): each forged result plants a candidate and a finding of its
+own, then breaks the frame (counts that disagree, a string for a number, NaN, more seconds than
+the run took, nesting past ``json``'s recursion limit); a forged measurement's coverage is no
+whole number of ids. Each of those once ended its worker rank (exit 70) or looped it forever;
+now each is refused where the frame is read, as a ``protocol`` finding of the input that made
+the child send it: the child is forked again, no rank is lost, nothing the frame carried reaches
+the corpus or the findings, every forging input is analyzed at most once and never expanded,
+and the state passes the oracle. The seeds are the benign one and one per forged result; the
+campaign ends by its budget by count: one worker, as many results as seeds, and seeds go first
+(``core.master.frontier``), so every seed is analyzed whatever the machine's speed (the deadline
+only bounds a run that goes wrong). ``findings``, ``sarif``, ``export`` and ``replay`` take the
+new kind.
 """
 
 from __future__ import annotations
@@ -19,15 +23,17 @@ import subprocess
 import sys
 
 import pytest
-from helpers.forged_frames import FORGERIES, SEED, write_forger
+from helpers.forged_frames import FORGERIES, PLANTED, PLANTED_FINDING, PLANTED_SIGNATURE, SEED, write_forger
 from helpers.mpi import launch
 
 pytestmark = pytest.mark.mpi
+SEEDS = [SEED, *(f.encode() + SEED[1:] for f in "PTNSD")]  # M forges a measurement: a solved child's
 
 SIGNATURES = {
     "P": "sandbox reply: result frame: inconsistent",
     "T": "sandbox reply: result frame: invalid executions",
     "N": "sandbox reply: result frame: invalid seconds",
+    "S": "sandbox reply: result frame: seconds longer than the run",
     "D": "sandbox reply: header is not JSON",
     "M": "sandbox reply: measured frame: inconsistent",
 }
@@ -40,10 +46,11 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def forged_run(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("forged")
-    return launch(tmp_path / "state", "--ranks", "4", "--warm-spares", "0", "--workers-per-master", "3",
-                  "--failure-schedule", "", "--deadline", "240", "--target", write_forger(tmp_path),
-                  "--executor-option", "mutations=0", "--executor-option", "exec_timeout_s=1",
-                  "--executor-option", f"seeds={json.dumps([SEED.hex()])}")
+    return launch(tmp_path / "state", "--ranks", "2", "--warm-spares", "0", "--workers-per-master", "1",
+                  "--failure-schedule", "", "--stop-after", str(len(SEEDS)), "--deadline", "240",
+                  "--target", write_forger(tmp_path), "--executor-option", "mutations=0",
+                  "--executor-option", "exec_timeout_s=1",
+                  "--executor-option", f"seeds={json.dumps([s.hex() for s in SEEDS])}")
 
 
 def _records(state) -> list[dict]:
@@ -54,23 +61,30 @@ def test_every_forged_frame_is_a_protocol_finding_and_no_rank_is_lost(forged_run
     run = forged_run
     v = run.verdict
     assert run.returncode == 0, run.stderr + json.dumps(v.get("problems"))
-    assert run.outcome == "exhausted", "the whole search, every forging input settled"
+    assert run.outcome == "budget-reached", "ended by its count, not its deadline"
     assert v["passed"] and v["receipts"] == [] and v["final_generation"] == 0, "no rank died"
     objects = run.state / "corpus" / "objects"
+    corpus = {p.name: p.read_bytes() for p in objects.iterdir()}
+    assert not {PLANTED, PLANTED_FINDING} & set(corpus.values()), "nothing a refused frame carried is published"
+    analyzed = {r["input_hash"] for r in _records(run.state) if r["state"] == "done"}
+    assert {hashlib.sha256(s).hexdigest() for s in SEEDS} <= analyzed, "every seed analyzed"
     by_forgery = {}
     for row in json.loads(_cli("findings", str(run.state), "--json").stdout)["findings"]:
-        first = (objects / row["input_sha256"]).read_bytes()[:1].decode("latin-1")
+        assert row["signature"] != PLANTED_SIGNATURE, row
+        first = corpus[row["input_sha256"]][:1].decode("latin-1")
         by_forgery.setdefault(first, []).append((row["kind"], row["signature"]))
     assert {f: by_forgery.get(f) for f in FORGERIES} == {f: [("protocol", s)] for f, s in SIGNATURES.items()}
     assert set(by_forgery) == set(FORGERIES), by_forgery  # the benign inputs gave none
     leased: dict[str, int] = {}
     for record in _records(run.state):
-        first = (objects / record["input_hash"]).read_bytes()[:1].decode("latin-1")
+        first = corpus[record["input_hash"]][:1].decode("latin-1")
         leased[first] = leased.get(first, 0) + 1 + len(record["history"])
-        assert record["state"] == "done" and record["manifest"]["error"] is None
+        if record["state"] != "done":  # leased when the budget was spent
+            continue
+        assert record["manifest"]["error"] is None
         if first in FORGERIES:
             assert record["manifest"]["objects"] == [], "a refused result adds nothing"
-    assert all(leased.get(f) == 1 for f in "PTND"), leased  # analyzed once, its result refused, never again
+    assert all(leased.get(f) == 1 for f in "PTNSD"), leased  # analyzed once, its result refused, never again
     assert "M" not in leased, "refused when measured: terminal, never analyzed"
 
 
