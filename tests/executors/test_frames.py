@@ -14,7 +14,8 @@ holds (``write_echo``): a frame the reader refuses, one out of turn, one that cl
 seconds than the run took, is a ``protocol`` finding of that input with the refusal as its
 signature, nothing it carried (candidates, findings) comes back, the child is forked again and
 serves the next input; a valid ``result`` is taken as it is (what a target says of its own run
-is its claim) and a valid ``error`` is the engine's error the parent rebuilds.
+is its claim) and a valid ``error`` is the engine's error the parent rebuilds. Bytes written
+after a reply are the ``protocol`` finding of the input replied to, reported with the next run.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import select
 import threading
 
 import pytest
-from helpers.forged_frames import ECHO, VALID, hostile_replies, write_echo
+from helpers.forged_frames import ECHO, LATE, VALID, hostile_replies, write_echo
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -247,3 +248,25 @@ def test_a_repeat_offender_is_refused_each_time_and_the_sandbox_serves_between(e
         _serves(echo)
     assert echo.deaths == deaths + 3
 
+
+@needs_namespaces
+@pytest.mark.parametrize("late", [b"", b"garbage", None], ids=["nothing", "garbage", "a-valid-result"])
+def test_bytes_a_child_writes_after_its_reply_are_the_protocol_finding_of_that_input(echo, late):
+    """Written after a valid reply, they are found before the next request is sent (never read
+    as its reply): the child is replaced and the next run reports the finding of the input whose
+    reply they followed."""
+    data = LATE + (_frame("result") if late is None else late)
+    assert echo.run(data, mutate=False).findings == []
+    if late != b"":  # the bytes are in: read with the reply already, or in the pipe
+        arrived = echo._buffer.pending() or select.select([echo._rep], [], [], 30)[0]
+        assert arrived, "the child wrote nothing after its reply in 30 s"
+    deaths = echo.deaths
+    result = echo.run(BENIGN, mutate=False)
+    if late == b"":
+        assert result.findings == [] and echo.deaths == deaths
+        return
+    [finding] = result.findings
+    assert (finding.outcome.kind, finding.outcome.signature, finding.data) == (
+        "protocol", "sandbox reply: bytes between requests", data)
+    assert echo.deaths == deaths + 1
+    _serves(echo)

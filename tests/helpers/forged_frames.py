@@ -18,6 +18,10 @@ looped forever trying to make it smaller);
 not ``ValueError``);
 ``M`` a ``measured`` frame of 7 bytes of coverage (not a whole number of 64-bit ids).
 
+``E`` answers its ``run`` with an ``error`` frame (the engine's failure, as a child reports one)
+whose message is 8,000 characters: more than a worker's RESULT takes (its worker once looped
+forever trying to make that RESULT smaller).
+
 Every other input, and every other request, is served as usual. The echo target
 (:func:`write_echo`) answers with whatever bytes its input holds; :func:`hostile_replies` draws
 such bytes.
@@ -32,7 +36,7 @@ from hypothesis import strategies as st
 
 from symcc_ulfm.executors.sandbox.frames import MAX_HEADER, PREFIX
 
-FORGERIES = "PTNSDM"
+FORGERIES = "PTNSDM"  # each a protocol finding; E is an error
 SEED = b"AAAAAAAA"
 PLANTED = b"planted by the target as a candidate"
 PLANTED_FINDING = b"planted by the target as a finding"
@@ -75,6 +79,8 @@ def _forge(message, blobs):
             return {**message, "seconds": 1e6}, blobs
         if op == b"D":
             return None, blobs
+        if op == b"E":
+            return {"type": "error", "error": "ExecutorError", "message": "forged " * 1143, "exit_code": 70}, []
     if kind == "measured" and message["index"] < len(_inputs) and _inputs[message["index"]][:1] == b"M":
         return message, [b"\\x01" * 7]
     return message, blobs
@@ -115,6 +121,8 @@ def parse(data: bytes) -> str:
         return "n"
     if op == 0x53:  # S
         return "s"
+    if op == 0x45:  # E
+        return "e"
     if op == 0x44:  # D
         return "d"
     if op == 0x4d:  # M
@@ -124,6 +132,7 @@ def parse(data: bytes) -> str:
 
 
 ECHO = b"FRAME"
+LATE = b"LATE"
 ECHO_SOURCE = '''
 import sys
 
@@ -137,6 +146,11 @@ def _echoing(serve):
             self.mine()
             _child.write_all(self.rep, blobs[0][5:])
             return None
+        if blobs and blobs[0][:4] == b"LATE":  # served as usual, then the rest written after the reply
+            served = serve(self, message, blobs)
+            self.mine()
+            _child.write_all(self.rep, blobs[0][4:])
+            return served
         return serve(self, message, blobs)
     return handler
 
@@ -154,7 +168,8 @@ def parse(data: bytes) -> str:
 def write_echo(directory: Path) -> str:
     """The target ``directory/echo.py:parse``, whose sandbox child answers a ``run``,
     ``measure``, ``reproduce`` or ``offer`` request whose (first) input is :data:`ECHO` plus
-    bytes with those bytes alone, written to its reply pipe as they are, and serves on."""
+    bytes with those bytes alone, written to its reply pipe as they are, and serves on; one whose
+    input is :data:`LATE` plus bytes as usual, and then writes those bytes."""
     path = directory / "echo.py"
     path.write_text(ECHO_SOURCE)
     return f"{path}:parse"

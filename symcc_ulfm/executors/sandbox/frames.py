@@ -92,6 +92,10 @@ class FrameBuffer:
     def feed(self, chunk: bytes) -> None:
         self._data += chunk
 
+    def pending(self) -> int:
+        """Bytes held that no frame returned yet."""
+        return len(self._data)
+
     def next(self) -> tuple[dict, list[bytes]] | None:
         if len(self._data) < PREFIX.size:
             return None

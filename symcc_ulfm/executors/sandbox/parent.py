@@ -26,12 +26,16 @@ a ``measured`` frame's index, an ``offered`` count). A reply that breaks the pro
 outcome of the request's own input, kind ``protocol`` (:func:`.outcome.protocol`): the child is
 killed and the next request forks another. It is a finding as it is, not reproduced: the frame
 is what the input made the child send. A fuzzer's slice has no input of its own; its run returns
-nothing, with the outcome in its notes.
+nothing, with the outcome in its notes. A child speaks only in reply to a request: bytes it wrote
+after a reply, found before the next request is sent, are out of turn too, the outcome of the
+input whose reply they followed, reported with the next run's findings.
 """
 
 from __future__ import annotations
 
 import array
+import os
+import select
 import tempfile
 import time
 from collections.abc import Mapping
@@ -67,6 +71,8 @@ class Sandbox(ChildProcess, Executor):
         self._executing: bytes | None = None  # the input executing in the current request (see _exchange)
         self._offered: list[bytes] = []  # every input offered (a fuzzer's pool): offered again to a new child
         self._reoffer = False  # a child died since: the next run offers them all first
+        self._served: bytes | None = None  # the input of the last reply the child sent (see _between_requests)
+        self._late: list[Finding] = []  # protocol findings of bytes a child wrote between requests, for the next run
         super().__init__({"type": "init", "executor": name, "target": target, "options": dict(options or {}),
                           "scratch": None if scratch is None else str(scratch)}, startup_s,
                          writable=[scratch] if isolated else None)
@@ -99,6 +105,8 @@ class Sandbox(ChildProcess, Executor):
         """
         exec_bound = self.execution_limit_s + grace_s(self.execution_limit_s)
         self._executing, framed = None, None
+        self._between_requests()
+        self._served = None
         self._ensure_child()
         request_deadline = time.monotonic() + limit_s + exec_bound
         self._slot.reset()  # the child is between requests: it writes the slot only while it serves one
@@ -121,8 +129,10 @@ class Sandbox(ChildProcess, Executor):
                 if kind == "exec":
                     framed = reply_blobs[0] if reply_blobs else None
                 elif kind == reply:
+                    self._served = own
                     return message, reply_blobs
                 elif kind == "error":
+                    self._served = own
                     raise rebuild(message["error"], message["message"], message["exit_code"])
                 else:
                     raise ChildDied(self._refused(f"{kind} frame in reply to {request['type']}"))
@@ -159,8 +169,34 @@ class Sandbox(ChildProcess, Executor):
         super()._restart()
         self._reoffer = bool(self._offered)
 
+    def _between_requests(self) -> None:
+        """Before a request: a child that wrote after its last reply spoke out of turn. It is
+        replaced; the ``protocol`` finding of the input it served last waits for the next run.
+        (An end of file is a death: the request that meets it judges it.)"""
+        if self._pid is None:
+            return
+        held = self._buffer.pending()
+        if select.select([self._rep], [], [], 0)[0]:
+            try:
+                held += len(os.read(self._rep, 1 << 16))
+            except OSError:
+                pass
+        if not held:
+            return
+        self._restart()
+        if self._served is not None:
+            self._late.append(Finding(protocol("bytes between requests",
+                                               f"{held} bytes or more after the reply to this input"), self._served))
+        self._served = None
+
     def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
-        data = bytes(data)
+        self._between_requests()
+        late, self._late = self._late, []
+        result = self._run(bytes(data), hint, mutate)
+        result.findings[:0] = late
+        return result
+
+    def _run(self, data: bytes, hint: dict[str, Any] | None, mutate: bool) -> RunResult:
         started = time.monotonic()
         sliced = is_descriptor(hint)  # a fuzzer's slice (core.master.slices): the limit is its seconds more
         if self._reoffer:
@@ -188,7 +224,7 @@ class Sandbox(ChildProcess, Executor):
             if mutate and current is not None and current != data and not sliced:
                 # a hybrid executor's mutant ended the child: the run's own work is rerun without mutants
                 # (they are drawn deterministically: the same one would end the new child again)
-                again = self.run(data, hint, mutate=False)
+                again = self._run(data, hint, mutate=False)
                 again.findings[:0] = findings
                 again.notes.update(mutant_ended_child=notes)
                 again.executions += 1 + (current is not None)
@@ -285,6 +321,8 @@ class Sandbox(ChildProcess, Executor):
         if self._ready.get("batch_measure"):  # the whole chunk is one batch: its results come together
             exec_bound *= len(chunk)
         index = 0
+        self._between_requests()
+        self._served = None
         try:
             self._ensure_child()
             self._send({"type": "measure", "budget_s": budget_s}, chunk)
@@ -297,6 +335,7 @@ class Sandbox(ChildProcess, Executor):
                                                           message["returned"])
                     index += 1
                 elif kind == "measured-end" and message["count"] == index:
+                    self._served = chunk[index - 1] if index else None
                     return index, True
                 elif kind == "error":
                     raise rebuild(message["error"], message["message"], message["exit_code"])
