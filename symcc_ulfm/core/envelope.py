@@ -8,6 +8,7 @@ Fence checks compare a message with the lease the master persisted.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from .limits import MAX_OBJECT_BYTES
 
 VERSION = 1
 MAX_COVERAGE_IDS = 1 << 20
+MAX_TEXT = 4096  # characters of a string field (a RESULT's error, a STOP's reason)
 
 
 def _int(v: Any) -> bool:
@@ -34,7 +36,7 @@ def _float(v: Any) -> bool:
 
 
 def _str(v: Any) -> bool:
-    return isinstance(v, str) and len(v) <= 4096
+    return isinstance(v, str) and len(v) <= MAX_TEXT
 
 
 def _opt_str(v: Any) -> bool:
@@ -45,20 +47,23 @@ def _token(v: Any) -> bool:
     return isinstance(v, str) and 0 < len(v) <= 128 and all(c.isalnum() or c in "-_.:" for c in v)
 
 
-def _coverage(v: Any) -> bool:
-    # type() per element, then one min and max: a RESULT carries thousands of ids
+def is_coverage(v: Any) -> bool:
+    """Coverage ids (``core.coverage``). type() per element, then one min and max: a RESULT
+    carries thousands of ids."""
     return isinstance(v, list) and len(v) <= MAX_COVERAGE_IDS and (
         not v or (set(map(type, v)) == {int} and min(v) >= 0 and max(v) < 2**63))
 
 
-def _hint(v: Any) -> bool:
-    """Executor search state for one input: a small flat object of scalars (or null)."""
+def is_hint(v: Any) -> bool:
+    """Executor search state for one input: a small flat object of scalars (or null); numbers
+    finite, as canonical JSON writes only those."""
     return v is None or (
         isinstance(v, dict)
         and len(v) <= 16
         and all(
-            isinstance(k, str) and len(k) <= 64 and (type(x) in (int, bool) or (type(x) is float and x == x)
-                                                     or (isinstance(x, str) and len(x) <= 256))
+            isinstance(k, str) and len(k) <= 64
+            and (type(x) in (int, bool) or (type(x) is float and math.isfinite(x))
+                 or (isinstance(x, str) and len(x) <= 256))
             for k, x in v.items()
         )
     )
@@ -71,8 +76,8 @@ def _candidates(v: Any) -> bool:
         and is_sha256_hex(c["sha256"])
         and _int(c["length"])
         and c["length"] <= MAX_OBJECT_BYTES
-        and _coverage(c["coverage"])
-        and _hint(c["hint"])
+        and is_coverage(c["coverage"])
+        and is_hint(c["hint"])
         for c in v
     )
 
@@ -96,7 +101,7 @@ def _items(v: Any) -> bool:
         and is_sha256_hex(i["input_hash"])
         and _int(i["priority"])
         and _int(i["length"])
-        and _hint(i["hint"])
+        and is_hint(i["hint"])
         for i in v
     )
 
@@ -104,12 +109,12 @@ def _items(v: Any) -> bool:
 _FENCE = {"generation": _int, "shard": _token, "lease": _token, "work_hash": is_sha256_hex, "input_hash": is_sha256_hex}
 SCHEMAS: dict[str, dict[str, Callable[[Any], bool]]] = {
     "READY": {"generation": _int, "worker": _int},
-    "WORK": {**_FENCE, "worker": _int, "hint": _hint},
+    "WORK": {**_FENCE, "worker": _int, "hint": is_hint},
     "RESULT": {**_FENCE, "worker": _int, "candidates": _candidates, "findings": _findings, "stats": _stats,
                "error": _opt_str},
     # a worker past the deadline hands back the leases it has not started (core.master.machine)
     "RETURN": {"generation": _int, "worker": _int, "leases": _tokens},
-    "FRONTIER": {"generation": _int, "master": _int, "items": _items, "coverage": _coverage},
+    "FRONTIER": {"generation": _int, "master": _int, "items": _items, "coverage": is_coverage},
     "STOP": {"generation": _int, "reason": _str},
     "PROBE": {"generation": _int, "master": _int, "wave": _int},
     "STATUS": {"generation": _int, "master": _int, "wave": _int, "idle": _bool, "sent": _int, "received": _int,

@@ -1,6 +1,8 @@
 """Findings: the format every layer shares (worker report, manifest entry) and its checks.
 
-An execution's outcome kind is one of :data:`KINDS`; everything but ``ok`` is a finding. A
+An execution's outcome kind is one of :data:`KINDS`; everything but ``ok`` is a finding
+(``protocol``: the sandbox child that executed the input answered with a malformed,
+inconsistent or oversized frame, ``executors.sandbox.frames``). A
 worker reports what it observed as ``{kind, signature, detail, sha256}`` (the SHA-256 of the
 input that produced it); the master adds the time it accepted the report and writes it into the
 commit manifest, so findings are published by the same WAL path as corpus objects. A unique
@@ -15,9 +17,9 @@ from typing import Any
 
 from .canonical import is_sha256_hex
 
-KINDS = ("ok", "exception", "crash", "hang", "oom")
+KINDS = ("ok", "exception", "crash", "hang", "oom", "protocol")
 FINDING_KINDS = KINDS[1:]
-TERMINAL_KINDS = ("crash", "hang", "oom")  # inputs not expanded further (as AFL keeps crashes out of its queue)
+TERMINAL_KINDS = ("crash", "hang", "oom", "protocol")  # inputs not expanded further (as AFL keeps crashes out of its queue)
 MAX_SIGNATURE = 400
 MAX_DETAIL = 400
 MAX_PER_RESULT = 256

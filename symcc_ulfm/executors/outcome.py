@@ -2,8 +2,9 @@
 
 Every execution has an :class:`Outcome`: ``ok``, ``exception`` (an uncaught exception the user
 did not declare expected), ``crash`` (a signal, an abnormal exit, a sanitizer report), ``hang``
-(the time limit) or ``oom`` (the memory limit). Anything but ``ok`` is a finding; findings are
-deduplicated by ``(kind, signature)``.
+(the time limit), ``oom`` (the memory limit) or ``protocol`` (the sandbox child that executed it
+answered with a frame that is not what its type says: :func:`protocol`). Anything but ``ok`` is a
+finding; findings are deduplicated by ``(kind, signature)``.
 
 Signatures come from the innermost frames of the *target's own code* (the files the target is
 traced in), as crash triage tools bucket by the top of the stack: the innermost frame with its
@@ -153,6 +154,12 @@ def sanitizer_summary(stderr: str) -> str | None:
         if line.startswith("SUMMARY: ") and "Sanitizer" in line:
             found = line[len("SUMMARY: "):]
     return found
+
+
+def protocol(what: str, detail: str = "") -> Outcome:
+    """The outcome of an input whose sandbox child broke the pipe protocol: ``what`` names the
+    problem (``result frame: inconsistent``), ``detail`` its particulars."""
+    return Outcome("protocol", clip(f"sandbox reply: {what}", MAX_SIGNATURE), clip(detail, MAX_DETAIL))
 
 
 def death(how: str, stderr: str = "", files: Iterable[str] | None = None, kind: str = "crash") -> Outcome:

@@ -168,7 +168,7 @@ class WorkerLoop:
         try:
             held = self._held_for(work)
         except PolicyError as exc:  # a slice of a kind this worker is not lent to
-            held, error = None, f"{type(exc).__name__}: {exc}"
+            held, error = None, _error_text(exc)
         if held is not None:
             ctx.check_executor(held)
             try:
@@ -181,7 +181,7 @@ class WorkerLoop:
                     self.staging.mark_running(self.gen, None)
                 stats["sandbox_deaths"] = _deaths(held.executor) - deaths
             except (IntegrityError, SymccUlfmError) as exc:
-                error = f"{type(exc).__name__}: {exc}"
+                error = _error_text(exc)
         stats["seconds"] = time.perf_counter() - started
         self.executed += 1
         try:
@@ -278,6 +278,13 @@ class WorkerLoop:
             "run_seconds": result.seconds,
         }
         return candidates, list(reports.values())[:MAX_PER_RESULT], stats
+
+
+def _error_text(exc: Exception) -> str:
+    """The RESULT's ``error``: the exception's type and message, cut to what the envelope takes
+    (an executor's message may quote a target's output at any length)."""
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= envelope.MAX_TEXT else text[:envelope.MAX_TEXT - 3] + "..."
 
 
 def _deaths(executor: Executor) -> int:

@@ -77,7 +77,7 @@ def read_findings(state: StateDir, damaged: list[str] | None = None) -> list[Uni
 
 
 def terminal_inputs(state: StateDir) -> set[str]:
-    """Inputs of ``crash``, ``hang`` and ``oom`` findings (never executed again at the end; those
+    """Inputs of ``crash``, ``hang``, ``oom`` and ``protocol`` findings (never executed again at the end; those
     of a damaged record, which the oracle fails, are not known and run bounded like any input)."""
     out: set[str] = set()
     for found in read_findings(state, damaged=[]):

@@ -12,7 +12,7 @@ inputs of findings are written to ``out_dir`` under their SHA-256 hex name, atom
 (executor, target, options, isolation, the seeds' SHA-256s) in ``explore.json``, written before
 the search starts, so that ``findings``, ``replay``, ``minimize``, ``export`` and ``sarif`` read
 the directory as they read a campaign's (``tools.sources``; names: ``store.paths.ExploreDir``).
-Inputs of ``crash``, ``hang`` and ``oom`` findings are not expanded.
+Inputs of ``crash``, ``hang``, ``oom`` and ``protocol`` findings are not expanded.
 
 The search ends when the queue is empty, after ``runs`` runs of the executor, after ``seconds``
 (counted from when the seeds have been measured: a sandbox's start-up and the seeds are not part

@@ -17,7 +17,10 @@ a replay is a new execution in a sandbox that never ran the search, and ``findin
 replays each finding that has none yet (:data:`~.core.triage_policy.CONFIRM_REPEAT` attempts).
 
 An input quarantined because it killed worker ranks (``core.master.poison``) escaped the
-sandbox's parent once already; it is listed but not executed again in this process.
+sandbox's parent once already; it is listed but not executed again in this process. A
+``protocol`` finding is replayed like any other, with a note: it is what a sandbox child sent
+while it served the input, which a reproduction shows again only where the child's reply to it
+breaks the protocol too.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ from ..store.reads import read_bytes
 from .sources import Found, Run, Source, open_source
 
 REPLAY_FORMAT = "symcc-ulfm-replay/2"
+PROTOCOL_NOTE = ("a protocol finding is what the sandbox child sent while it served this input (a reply that is "
+                 "malformed, inconsistent or oversized), not how the target's execution ended: a replay shows it "
+                 "only where the child's reply to a reproduction breaks the protocol too")
 
 
 def list_findings(path: str | Path, modes: FileModes, confirm: int | None = None,
@@ -124,6 +130,8 @@ def replay_all(source: Source, found: list[Found] | None = None, repeat: int = t
                     executor.renew()
                 executor = executor or executor_of(source.run)
                 row.update(judge(attempts(executor, data, repeat), (item.kind, item.signature), min_rate))
+                if item.kind == "protocol":
+                    row["note"] = PROTOCOL_NOTE
                 if record:
                     row["recorded"] = _record(source, row)
             results.append(row)

@@ -28,7 +28,7 @@ from .sources import Found, Source, StateSource, open_source
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LOCATION = re.compile(r" at ([^ :]+):([^ :]+):(\d+)(?: |$)")
-_LEVEL = {"crash": "error", "oom": "error", "hang": "warning", "exception": "warning"}
+_LEVEL = {"crash": "error", "oom": "error", "protocol": "error", "hang": "warning", "exception": "warning"}
 
 
 def _object_path(source: Source, sha256: str) -> str:

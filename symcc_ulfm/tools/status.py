@@ -40,7 +40,7 @@ from ..store.runlog import Event, LogFollower
 STATUS_FORMAT = "symcc-ulfm-status/1"
 RATE_WINDOW_S = 10.0  # the "now" rates are taken over the samples of this window
 ALIVE_S = 3.0  # a heartbeat older than this is no sign of life
-CRASH_KINDS = ("crash", "exception", "oom")  # counted as AFL++'s saved_crashes; "hang" as saved_hangs
+CRASH_KINDS = ("crash", "exception", "oom", "protocol")  # counted as AFL++'s saved_crashes; "hang" as saved_hangs
 
 
 @dataclass

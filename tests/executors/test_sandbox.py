@@ -130,7 +130,8 @@ def test_a_run_that_hangs_is_bounded_by_the_execution_slot_and_confirmed(bad):
 
 
 def test_a_target_that_writes_into_the_sandbox_pipe_or_floods_its_streams_is_contained(bad):
-    assert bad.measure(b"I0").outcome.signature == "sandbox: garbled reply"
+    garbled = bad.measure(b"I0").outcome
+    assert (garbled.kind, garbled.signature) == ("protocol", "sandbox reply: frame over the size limit")
     flood = bad.measure(b"J0")
     assert flood.outcome.kind == "ok" and flood.returned == "", "stdin is /dev/null; stdout/stderr drained"
 
@@ -187,13 +188,15 @@ def test_a_target_whose_import_kills_the_process_is_reported(tmp_path):
 def test_frames_reject_garbage_before_allocating():
     buffer = FrameBuffer()
     buffer.feed(b"\xff\xff\xff\xff\x00\x00\x00\x00")
-    with pytest.raises(FrameError, match="over the limit"):
+    with pytest.raises(FrameError, match="over the size limit"):
         buffer.next()
     buffer = FrameBuffer()
-    buffer.feed(encode_frame({"type": "x"}, [b"ab", b"c"])[:-1])
+    buffer.feed(encode_frame({"type": "ready", "identity": {}, "batch_measure": False, "execution_limit_s": 1,
+                              "run_limit_s": 2, "files": []}, [b"ab", b"c"])[:-1])
     assert buffer.next() is None
     buffer.feed(b"c")
-    assert buffer.next() == ({"type": "x", "blobs": [2, 1]}, [b"ab", b"c"])
+    assert buffer.next() == ({"type": "ready", "identity": {}, "batch_measure": False, "execution_limit_s": 1,
+                              "run_limit_s": 2, "files": [], "blobs": [2, 1]}, [b"ab", b"c"])
 
 
 def test_fault_dumps_and_sanitizer_reports_are_parsed():

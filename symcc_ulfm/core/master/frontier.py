@@ -5,7 +5,7 @@ which master owns a forwarded item (rendezvous ownership). :class:`Frontier`: th
 the priorities and hints of inputs, the counts of durable done records, and the FRONTIER
 messages that carry new inputs and coverage to their owners. Priorities, hints and coverage
 come back from the done manifests, so nothing depends on the memory of a master that died.
-Inputs of a ``crash``, ``hang`` or ``oom`` finding are never queued (``core.finding``). Pure:
+Inputs of a ``crash``, ``hang``, ``oom`` or ``protocol`` finding are never queued (``core.finding``). Pure:
 durable checks (is this work already done in the WAL?) stay with the caller.
 """
 
@@ -121,7 +121,7 @@ def signatures(findings: list[dict]) -> set[tuple[str, str]]:
 
 
 def terminal(manifest: dict) -> set[str]:
-    """Inputs of the manifest's ``crash``, ``hang`` and ``oom`` findings: never expanded further."""
+    """Inputs of the manifest's terminal findings (``core.finding``): never expanded further."""
     return {f["sha256"] for f in manifest["findings"] if f["kind"] in TERMINAL_KINDS}
 
 

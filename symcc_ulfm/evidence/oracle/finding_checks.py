@@ -1,7 +1,8 @@
 """The oracle's findings checks: every finding of a done manifest, quarantines, and the recount.
 
 Written from DESIGN.md §8 without the runtime's code: a finding record is ``{kind, signature,
-detail, sha256, time}`` with kind ``exception``, ``crash``, ``hang`` or ``oom``, and must name the
+detail, sha256, time}`` with kind ``exception``, ``crash``, ``hang``, ``oom`` or ``protocol`` (a
+sandbox child that answered out of protocol), and must name the
 record's input or one of its manifest's objects, which must be in the corpus. A unique finding
 is a ``(kind, signature)`` pair; its hits are the distinct inputs that produced it. A quarantine
 (a poison input settled without running it) must be backed by ``poison_deaths`` leases of the
@@ -17,7 +18,8 @@ import re
 import stat
 from typing import Any
 
-_KINDS = ("exception", "crash", "hang", "oom")
+_KINDS = ("exception", "crash", "hang", "oom", "protocol")
+TERMINAL = ("crash", "hang", "oom", "protocol")  # kinds whose inputs the search never expands
 _KEYS = {"kind", "signature", "detail", "sha256", "time"}
 _SHA = re.compile(r"[0-9a-f]{64}")
 

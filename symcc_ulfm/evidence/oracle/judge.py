@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .finding_checks import FindingChecks
+from .finding_checks import TERMINAL, FindingChecks
 from .log_checks import LogChecks, check_capabilities
 from .membership_checks import MembershipChecks
 from .rules import (
@@ -67,7 +67,7 @@ def check_exhausted(j: _Judge, policy: dict, records: dict, names: list[str], dr
         j.fail(f"outcome.json says exhausted, but {len(unsettled)} WAL records are not done, e.g. {unsettled[0][:12]}")
     analyzed = {r["input_hash"] for r in records.values() if r["state"] == "done"}
     stopped = {f["sha256"] for r in records.values() if r["state"] == "done"
-               for f in r["manifest"].get("findings", []) if f["kind"] in ("crash", "hang", "oom")}
+               for f in r["manifest"].get("findings", []) if f["kind"] in TERMINAL}
     left = sorted(set(names) - analyzed - stopped - dropped)
     if left:
         j.fail(f"outcome.json says exhausted, but {len(left)} corpus objects were never analyzed, e.g. {left[0][:12]}")

@@ -23,7 +23,7 @@ import time
 import weakref
 
 from ...errors import ExecutorError, rebuild
-from ..outcome import Outcome, death, signal_name
+from ..outcome import Outcome, death, protocol, signal_name
 from . import isolation
 from .frames import FrameBuffer, FrameError, encode_frame
 from .slot import Slot
@@ -206,7 +206,7 @@ class ChildProcess:
                 frame = self._buffer.next()
             except FrameError as exc:
                 self._kill()
-                raise ChildDied(Outcome("crash", "sandbox: garbled reply", f"the child wrote garbage: {exc}")) from None
+                raise ChildDied(protocol(exc.what, exc.detail)) from None
             if frame is not None:
                 return frame
             remaining = until - time.monotonic()

@@ -18,11 +18,24 @@ reproduced (:meth:`~.base.Executor.reproduce`, by default a measurement) in a fr
 only a concrete run that fails again is a finding (the symbolic run is the engine's view; a
 shim's limit is not a bug of the target). A death inside :meth:`measure_many` or
 :meth:`reproduce` is a concrete run already and is reported as it is.
+
+Every frame the child sends is untrusted input (target code ran in its process, and a Python
+target's module ran in its fork server): the reader checks each against its type's schema
+(:mod:`.frames`), and each request checks that its replies agree with it (the type it expects,
+a ``measured`` frame's index, an ``offered`` count). A reply that breaks the protocol is the
+outcome of the request's own input, kind ``protocol`` (:func:`.outcome.protocol`): the child is
+killed and the next request forks another. It is a finding as it is, not reproduced: the frame
+is what the input made the child send. A fuzzer's slice has no input of its own; its run returns
+nothing, with the outcome in its notes. A child speaks only in reply to a request: bytes it wrote
+after a reply, found before the next request is sent, are out of turn too, the outcome of the
+input whose reply they followed, reported with the next run's findings.
 """
 
 from __future__ import annotations
 
 import array
+import os
+import select
 import tempfile
 import time
 from collections.abc import Mapping
@@ -32,13 +45,14 @@ from typing import Any
 from ...core.master.slices import is_descriptor
 from ...errors import TargetError, rebuild
 from ..base import Executor, Finding, Measurement, RunResult
-from ..outcome import Outcome
+from ..outcome import Outcome, protocol
 from . import slot as S
 from .forkserver import STARTUP_S, ChildDied, ChildProcess, grace_s
 
 CHUNK_BYTES = 8 << 20
 CHUNK_INPUTS = 512
 POLL_S = 0.05  # how often a request's wait looks at the execution slot (the precision of a hang's bound)
+CLOCK_SLACK_S = 0.001  # rounding between the child's reading of the monotonic clock and this side's
 
 
 class Sandbox(ChildProcess, Executor):
@@ -57,6 +71,8 @@ class Sandbox(ChildProcess, Executor):
         self._executing: bytes | None = None  # the input executing in the current request (see _exchange)
         self._offered: list[bytes] = []  # every input offered (a fuzzer's pool): offered again to a new child
         self._reoffer = False  # a child died since: the next run offers them all first
+        self._served: bytes | None = None  # the input of the last reply the child sent (see _between_requests)
+        self._late: list[Finding] = []  # protocol findings of bytes a child wrote between requests, for the next run
         super().__init__({"type": "init", "executor": name, "target": target, "options": dict(options or {}),
                           "scratch": None if scratch is None else str(scratch)}, startup_s,
                          writable=[scratch] if isolated else None)
@@ -89,6 +105,8 @@ class Sandbox(ChildProcess, Executor):
         """
         exec_bound = self.execution_limit_s + grace_s(self.execution_limit_s)
         self._executing, framed = None, None
+        self._between_requests()
+        self._served = None
         self._ensure_child()
         request_deadline = time.monotonic() + limit_s + exec_bound
         self._slot.reset()  # the child is between requests: it writes the slot only while it serves one
@@ -111,12 +129,13 @@ class Sandbox(ChildProcess, Executor):
                 if kind == "exec":
                     framed = reply_blobs[0] if reply_blobs else None
                 elif kind == reply:
+                    self._served = own
                     return message, reply_blobs
                 elif kind == "error":
-                    raise rebuild(str(message.get("error")), str(message.get("message")),
-                                  message.get("exit_code", 70))
+                    self._served = own
+                    raise rebuild(message["error"], message["message"], message["exit_code"])
                 else:
-                    raise ChildDied(Outcome("crash", "sandbox: unexpected reply", f"unexpected {kind!r}"))
+                    raise ChildDied(self._refused(f"{kind} frame in reply to {request['type']}"))
         except ChildDied:
             final = self._slot.read()  # the child is gone: what it last wrote stays
             state = None if final is None else final.last  # executing, or executed last in this request
@@ -139,7 +158,9 @@ class Sandbox(ChildProcess, Executor):
         for pos in range(0, len(inputs), CHUNK_INPUTS):
             chunk = inputs[pos:pos + CHUNK_INPUTS]
             try:
-                self._exchange({"type": "offer"}, chunk, None, "offered", self.run_limit_s)
+                message, _ = self._exchange({"type": "offer"}, chunk, None, "offered", self.run_limit_s)
+                if message["count"] != len(chunk):
+                    raise ChildDied(self._refused("offered frame: inconsistent", f"{message['count']} of {len(chunk)}"))
             except ChildDied:
                 self._restart()
                 return
@@ -148,8 +169,34 @@ class Sandbox(ChildProcess, Executor):
         super()._restart()
         self._reoffer = bool(self._offered)
 
+    def _between_requests(self) -> None:
+        """Before a request: a child that wrote after its last reply spoke out of turn. It is
+        replaced; the ``protocol`` finding of the input it served last waits for the next run.
+        (An end of file is a death: the request that meets it judges it.)"""
+        if self._pid is None:
+            return
+        held = self._buffer.pending()
+        if select.select([self._rep], [], [], 0)[0]:
+            try:
+                held += len(os.read(self._rep, 1 << 16))
+            except OSError:
+                pass
+        if not held:
+            return
+        self._restart()
+        if self._served is not None:
+            self._late.append(Finding(protocol("bytes between requests",
+                                               f"{held} bytes or more after the reply to this input"), self._served))
+        self._served = None
+
     def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
-        data = bytes(data)
+        self._between_requests()
+        late, self._late = self._late, []
+        result = self._run(bytes(data), hint, mutate)
+        result.findings[:0] = late
+        return result
+
+    def _run(self, data: bytes, hint: dict[str, Any] | None, mutate: bool) -> RunResult:
         started = time.monotonic()
         sliced = is_descriptor(hint)  # a fuzzer's slice (core.master.slices): the limit is its seconds more
         if self._reoffer:
@@ -159,10 +206,14 @@ class Sandbox(ChildProcess, Executor):
             limit = self.run_limit_s + (float(hint["seconds"]) if sliced else 0.0)
             message, blobs = self._exchange({"type": "run", "hint": hint, "mutate": mutate}, [data], data, "result",
                                             limit)
-            return self._result(message, blobs)
+            return self._result(message, blobs, time.monotonic() - started)
         except ChildDied as died:
             current = self._executing
             self._restart()
+            if died.outcome.kind == "protocol":  # what the child sent is the outcome of the run's own input
+                return RunResult(candidates=[], executions=1, seconds=time.monotonic() - started,
+                                 notes={"sandbox": died.outcome.to_json()},
+                                 findings=[] if sliced else [Finding(died.outcome, data)])
             notes = {"sandbox": died.outcome.to_json(), "executing": current is not None}
             findings = []
             if current is not None:  # the target's execution of `current` ended the child: confirm it concretely
@@ -173,7 +224,7 @@ class Sandbox(ChildProcess, Executor):
             if mutate and current is not None and current != data and not sliced:
                 # a hybrid executor's mutant ended the child: the run's own work is rerun without mutants
                 # (they are drawn deterministically: the same one would end the new child again)
-                again = self.run(data, hint, mutate=False)
+                again = self._run(data, hint, mutate=False)
                 again.findings[:0] = findings
                 again.notes.update(mutant_ended_child=notes)
                 again.executions += 1 + (current is not None)
@@ -225,17 +276,25 @@ class Sandbox(ChildProcess, Executor):
             raise TargetError("target", f"preflight: the sandbox child died ({died.outcome.kind}: "
                                         f"{died.outcome.signature})") from None
 
-    def _result(self, message: dict, blobs: list[bytes]) -> RunResult:
-        count = message.get("candidates")
-        if type(count) is not int or not isinstance(message.get("findings"), list) or \
-                len(blobs) != count + len(message["findings"]):
-            self._kill()
-            raise ChildDied(Outcome("crash", "sandbox: garbled reply", "a result whose blobs do not match it"))
+    def _refused(self, what: str, detail: str = "") -> Outcome:
+        """A reply that does not fit its request: the child is killed; the ``protocol`` outcome."""
+        self._kill()
+        return protocol(what, detail)
+
+    def _result(self, message: dict, blobs: list[bytes], elapsed: float) -> RunResult:
+        """The RunResult of a ``result`` frame (its counts agree: :mod:`.frames`) that took
+        ``elapsed`` seconds here: the child measured its times within that (the same clock), so a
+        longer one is no measurement."""
+        claimed = max(message["seconds"], message["solver_seconds"])
+        if claimed > elapsed + CLOCK_SLACK_S:
+            raise ChildDied(self._refused("result frame: seconds longer than the run",
+                                          f"{claimed:g} s claimed, {elapsed:g} s taken"))
+        count = message["candidates"]
         findings = [Finding(Outcome.from_json(f["outcome"]), blobs[count + i]) for i, f in enumerate(message["findings"])]
         return RunResult(candidates=blobs[:count], hints=message["hints"], executions=message["executions"],
                          solver_queries=message["solver_queries"], solver_seconds=message["solver_seconds"],
                          seconds=message["seconds"], notes=message["notes"], findings=findings,
-                         reaches=message.get("reaches"))
+                         reaches=message["reaches"])
 
     def measure(self, data: bytes) -> Measurement:
         return self.measure_many([data])[0]
@@ -256,30 +315,40 @@ class Sandbox(ChildProcess, Executor):
         return results
 
     def _measure_chunk(self, chunk: list[bytes], budget_s: float | None, results: list, offset: int) -> tuple[int, bool]:
-        """Measure ``chunk`` into ``results[offset:]``; (inputs settled, whether the child finished)."""
+        """Measure ``chunk`` into ``results[offset:]``; (inputs settled, whether the child finished).
+        A death or a reply out of turn is the outcome of the input whose ``measured`` frame was due."""
         exec_bound = self.execution_limit_s + grace_s(self.execution_limit_s)
         if self._ready.get("batch_measure"):  # the whole chunk is one batch: its results come together
             exec_bound *= len(chunk)
         index = 0
+        self._between_requests()
+        self._served = None
         try:
             self._ensure_child()
             self._send({"type": "measure", "budget_s": budget_s}, chunk)
             while True:
                 message, blobs = self._next(time.monotonic() + exec_bound)
-                kind = message.get("type")
-                if kind == "measured" and message.get("index") == index and len(blobs) == 1:
+                kind = message["type"]
+                if kind == "measured" and message["index"] == index < len(chunk):
                     coverage = frozenset(array.array("Q", blobs[0]))
                     results[offset + index] = Measurement(coverage, Outcome.from_json(message["outcome"]),
-                                                          message.get("returned"))
+                                                          message["returned"])
                     index += 1
-                elif kind == "measured-end":
+                elif kind == "measured-end" and message["count"] == index:
+                    self._served = chunk[index - 1] if index else None
                     return index, True
                 elif kind == "error":
-                    raise rebuild(str(message.get("error")), str(message.get("message")), message.get("exit_code", 70))
+                    raise rebuild(message["error"], message["message"], message["exit_code"])
+                elif kind in ("measured", "measured-end"):
+                    raise ChildDied(self._refused(f"{kind} frame: out of turn",
+                                                  f"{message.get('index', message.get('count'))} after {index} "
+                                                  f"of {len(chunk)}"))
                 else:
-                    raise ChildDied(Outcome("crash", "sandbox: unexpected reply", f"unexpected {kind!r}"))
+                    raise ChildDied(self._refused(f"{kind} frame in reply to measure"))
         except ChildDied as died:
             self._restart()
+            if index == len(chunk):  # every input measured: the death is nobody's
+                return index, False
             results[offset + index] = Measurement(frozenset(), died.outcome)
             return index + 1, False
 
