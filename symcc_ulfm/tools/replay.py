@@ -16,7 +16,6 @@ sandbox's parent once already; it is listed but not executed again in this proce
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections import Counter
 from pathlib import Path
@@ -29,7 +28,6 @@ from ..errors import StoreError
 from ..executors import create
 from ..executors.base import Executor
 from ..executors.outcome import Outcome
-from ..store.reads import read_bytes
 from .sources import Found, Run, Source, open_source
 
 REPLAY_FORMAT = "symcc-ulfm-replay/2"
@@ -41,7 +39,7 @@ def list_findings(path: str | Path, modes: FileModes) -> dict:
     source = open_source(path, modes)
     damaged: list[str] = []
     found = source.findings(damaged)
-    started = _started_at(source)
+    started = source.started_at
     rows = []
     for item in found:
         unique = item.row.get("unique")
@@ -145,15 +143,4 @@ def _record(source: Source, row: dict) -> str | None:
     try:
         return str(source.triage().record("replay", row["id"], value))
     except StoreError:
-        return None
-
-
-def _started_at(source: Source) -> float | None:
-    state = getattr(source, "state", None)
-    if state is None:
-        return None
-    try:
-        snapshot = json.loads(read_bytes(state.membership / "generation-0-snapshot.json"))
-        return float(snapshot["started_at"])
-    except (FileNotFoundError, ValueError, KeyError, TypeError):
         return None
