@@ -61,10 +61,10 @@ def open_state(path: str | Path, modes: FileModes) -> StateFiles:
         deadlines = read_deadlines(state, policy)
     except IntegrityError as exc:  # deadline.json refused, or either file unsafe to open: named
         raise DamagedState(str(state.root), str(exc)) from None
-    return StateFiles(state, policy, sha256, deadlines, read_membership(state))
+    return StateFiles(state, policy, sha256, deadlines, _read_membership(state))
 
 
-def read_membership(state: StateDir) -> Membership | None:
+def _read_membership(state: StateDir) -> Membership | None:
     """The latest committed generation, its chain of receipts checked (``SnapshotStore.current``);
     None before the snapshot of generation 0 was written (a campaign prepared but not started).
     A damaged snapshot, layout or receipt is a :class:`DamagedState` naming it."""

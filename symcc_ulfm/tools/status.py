@@ -30,14 +30,13 @@ from ..core.limits import MAX_SMALL_JSON_BYTES
 from ..core.membership import Membership
 from ..core.modes import FileModes
 from ..errors import IntegrityError, SymccUlfmError
-from ..store.deadline_file import read_deadlines
 from ..store.heartbeat import last_sign_of_life
 from ..store.joblock import running
 from ..store.paths import StateDir
 from ..store.reads import read_bytes
 from ..store.record import parse_record_file
 from ..store.runlog import Event, LogFollower
-from ..store.state_files import open_state, read_membership
+from ..store.state_files import open_state
 
 STATUS_FORMAT = "symcc-ulfm-status/1"
 RATE_WINDOW_S = 10.0  # the "now" rates are taken over the samples of this window
@@ -182,7 +181,8 @@ class Tracker:
 
     def _snapshot(self, now: float, is_running: bool, leased: int, unreadable: int) -> dict[str, Any]:
         policy, totals = self.policy, self._totals
-        snap = read_membership(self.state)  # the latest committed generation
+        files = open_state(self.state.root, self.state.modes)  # since the last poll: a resume, a commit
+        snap = files.membership  # the latest committed generation
         outcome = self._json(self.state.outcome)
         epoch = snap.epoch if snap else None
         finished = outcome is not None and not is_running and (epoch is None or outcome.get("epoch") == epoch)
@@ -193,7 +193,7 @@ class Tracker:
         else:
             phase = "finished" if finished else ("stopped" if snap is not None else "not started")
         started = snap.started_at if snap else None
-        deadlines = read_deadlines(self.state, policy)  # a resume may have extended it
+        deadlines = files.deadlines  # a resume may have extended it
         deadline_s = deadlines.of_epoch(epoch) if snap else deadlines.latest
         deadline_at = epoch_deadline(snap.epoch_started_at, snap.consumed_s, deadline_s) if snap else None
         elapsed = self._campaign_time(snap, outcome, now, is_running)
