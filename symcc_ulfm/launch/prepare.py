@@ -142,7 +142,9 @@ def resume_policy(state_dir: Path, modes: FileModes, given: dict[str, Any]) -> P
     given value differs from the stored one is named with both values (exit 2, before anything
     is written); a ``deadline_s`` is compared with the latest deadline (``core.deadlines``): a
     longer one is no difference but an extension (:func:`prepare_state_dir` records it), a
-    shorter one is refused.
+    shorter one is refused. The state is opened as every command opens it
+    (``store.state_files``): a damaged policy, deadline or membership file is refused naming it
+    (exit 2), before the lock is taken.
     """
     state = StateDir(Path(state_dir).absolute(), modes)
     if not os.path.lexists(state.policy):
