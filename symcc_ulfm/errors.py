@@ -8,7 +8,8 @@ Exit codes (also listed in the README):
 == ==========================================================================================
 0  success: the campaign reached its deadline and the oracle passed / the check passed
 1  a check failed: oracle, verifier, campaign outcome
-2  bad input: policy, file mode, failure schedule, host spec, target that matches nothing
+2  bad input: policy, file mode, failure schedule, host spec, target that matches nothing, a state
+   whose policy, deadline, membership snapshot or layout cannot be read as its owner wrote it
 3  a matrix finished its report but at least one cell failed internally
 4  integrity: a tampered corpus object, a corrupted WAL record, tampered evidence
 5  a capability missing: ULFM (or inconsistent across ranks: fail closed, never plain MPI), or
@@ -65,6 +66,12 @@ class HostSpecError(ConfigError):
 
 class TargetError(ConfigError):
     """A target that cannot be resolved (explicit targets matching nothing exit 2)."""
+
+
+class DamagedState(ConfigError):
+    """A state whose ``policy.json``, ``deadline.json``, membership snapshot, layout or receipt
+    its owner refuses when a command opens the state (``store.state_files``): the message names
+    the file and why. Bad input like a bad option (exit 2): no command reads on from such a state."""
 
 
 class MatrixCellsFailed(SymccUlfmError):

@@ -84,8 +84,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         raise ConfigError("STATE_DIR", f"{args.dir} {exc.strerror}; give a state directory "
                                        "(launch --state-dir) or a run directory holding one") from None
-    except ValueError as exc:  # policy.json that is not JSON
-        raise ConfigError("STATE_DIR", f"{args.dir}: its policy.json cannot be read ({exc})") from None
     redraw = args.watch is not None and not args.json and sys.stdout.isatty()
     try:
         while True:

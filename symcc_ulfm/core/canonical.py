@@ -15,6 +15,23 @@ def canonical_json(value: Any) -> bytes:
     ).encode("ascii")
 
 
+def parse_canonical(raw: bytes) -> Any:
+    """The value that the bytes of a canonical JSON file hold, as its reader takes them.
+
+    Anything that is not JSON text in UTF-8 is a ``ValueError`` with the reason: garbage, a file
+    cut short, bytes that are not UTF-8, ``NaN`` or ``Infinity`` (which :func:`canonical_json`
+    never writes) and nesting deeper than the parser can follow. Whether the value has the shape
+    of the file and is its canonical form is its reader's to check."""
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply to parse") from None
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

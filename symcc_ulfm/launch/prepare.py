@@ -11,6 +11,7 @@ checked against it, and a longer deadline is recorded as an extension (``core.de
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -33,10 +34,11 @@ from ..store.heartbeat import last_sign_of_life
 from ..store.identity import require_same, write_identity
 from ..store.joblock import OwnerLock
 from ..store.paths import StateDir, foreign_entries
-from ..store.policy_file import holds_policy, read_policy, write_policy
+from ..store.policy_file import holds_policy, write_policy
 from ..store.reads import read_bytes
 from ..store.seed_record import record_seeds
 from ..store.snapshots import SnapshotStore
+from ..store.state_files import open_state
 from ..store.trust import check_entries, check_layout, check_state_dir
 from ..store.wal import WorkWAL
 
@@ -140,17 +142,20 @@ def resume_policy(state_dir: Path, modes: FileModes, given: dict[str, Any]) -> P
     given value differs from the stored one is named with both values (exit 2, before anything
     is written); a ``deadline_s`` is compared with the latest deadline (``core.deadlines``): a
     longer one is no difference but an extension (:func:`prepare_state_dir` records it), a
-    shorter one is refused.
+    shorter one is refused. The state is opened as every command opens it
+    (``store.state_files``): a damaged policy, deadline or membership file is refused naming it
+    (exit 2), before the lock is taken.
     """
     state = StateDir(Path(state_dir).absolute(), modes)
-    if not state.policy.exists():
+    if not os.path.lexists(state.policy):
         raise PolicyError("state_dir", f"{state.root} holds no campaign to resume")
-    stored, _ = read_policy(state)
+    files = open_state(state.root, modes)  # a damaged policy, deadline or membership file: exit 2, named
+    stored = files.policy
     merged = {**{f.name: getattr(stored, f.name) for f in fields(Policy)}, **given, "deadline_s": stored.deadline_s,
               "executor_options": {**stored.executor_options, **given.get("executor_options", {})},
               "timeouts": {**asdict(stored.timeouts), **given.get("timeouts", {})}}
     found = differences(stored, build_policy(**merged))
-    latest = read_deadlines(state, stored).latest
+    latest = files.deadlines.latest
     if given.get("deadline_s", latest) < latest:
         found.append(("deadline_s", latest, given["deadline_s"]))
     if found:

@@ -10,8 +10,7 @@ atomically as a whole; one that is not canonical, names another policy or is mal
 
 from __future__ import annotations
 
-import json
-
+from ..core.canonical import parse_canonical
 from ..core.deadlines import Deadlines
 from ..core.limits import MAX_SMALL_JSON_BYTES
 from ..core.policy import Policy
@@ -28,8 +27,8 @@ def read_deadlines(state: StateDir, policy: Policy) -> Deadlines:
     except FileNotFoundError:
         return Deadlines(policy.sha256, policy.deadline_s)
     try:
-        deadlines = Deadlines.from_json(json.loads(raw), policy.sha256, policy.deadline_s)
-    except (ValueError, RecursionError, PolicyError) as exc:
+        deadlines = Deadlines.from_json(parse_canonical(raw), policy.sha256, policy.deadline_s)
+    except (ValueError, PolicyError) as exc:
         raise IntegrityError(f"{state.deadline}: {exc}") from None
     if deadlines.to_bytes() != raw:
         raise IntegrityError(f"{state.deadline} is not in canonical form")

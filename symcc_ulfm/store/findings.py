@@ -9,10 +9,7 @@ is never counted twice. ``first`` is the occurrence the master accepted first.
 
 from __future__ import annotations
 
-import errno
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..core.finding import TERMINAL_KINDS, finding_id
 from ..errors import WalCorruption
@@ -95,13 +92,3 @@ def select(found: list[UniqueFinding], key: str) -> UniqueFinding | None:
         return by_id[0]
     by_input = [f for f in found if key in f.inputs]
     return by_input[0] if len(by_input) == 1 else None
-
-
-def state_of(path: str | Path, modes) -> StateDir:
-    """A state directory, or the ``state/`` of a run directory."""
-    path = Path(path)
-    if not os.path.lexists(path / "policy.json") and os.path.lexists(path / "state" / "policy.json"):
-        path = path / "state"
-    if not os.path.lexists(path / "policy.json"):
-        raise FileNotFoundError(errno.ENOENT, "holds no policy.json (neither a state nor a run directory)", str(path))
-    return StateDir(path, modes)

@@ -11,10 +11,10 @@ exists, the new snapshot is not authoritative.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
+from ..core.canonical import parse_canonical
 from ..core.limits import MAX_MEMBERSHIP_BYTES
 from ..core.membership import (
     PREPARE_FORMAT,
@@ -86,9 +86,9 @@ class SnapshotStore:
 
     def _json(self, path: Path) -> dict:
         try:
-            value = json.loads(self._read(path))
-        except ValueError:
-            raise SnapshotCorruption(f"{path.name} is not valid JSON") from None
+            value = parse_canonical(self._read(path))
+        except ValueError as exc:
+            raise SnapshotCorruption(f"{path.name} is not valid JSON ({exc})") from None
         if not isinstance(value, dict):
             raise SnapshotCorruption(f"{path.name} is not a JSON object")
         return value

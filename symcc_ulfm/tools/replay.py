@@ -25,7 +25,6 @@ breaks the protocol too.
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections import Counter
 from pathlib import Path
@@ -38,7 +37,6 @@ from ..errors import ConfigError, StoreError
 from ..executors import create
 from ..executors.base import Executor
 from ..executors.outcome import Outcome
-from ..store.reads import read_bytes
 from .sources import Found, Run, Source, open_source
 
 REPLAY_FORMAT = "symcc-ulfm-replay/2"
@@ -59,7 +57,7 @@ def list_findings(path: str | Path, modes: FileModes, confirm: int | None = None
     if confirm is not None:
         unreplayed = [item for item in found if item.id not in latest and item.signature != poison.SIGNATURE]
         latest.update((row["id"], row) for row in replay_all(source, unreplayed, confirm, min_rate))
-    started = _started_at(source)
+    started = source.started_at
     rows = []
     for item in found:
         unique = item.row.get("unique")
@@ -184,15 +182,4 @@ def _record(source: Source, row: dict) -> str | None:
     try:
         return str(source.triage().record("replay", row["id"], value))
     except StoreError:
-        return None
-
-
-def _started_at(source: Source) -> float | None:
-    state = getattr(source, "state", None)
-    if state is None:
-        return None
-    try:
-        snapshot = json.loads(read_bytes(state.membership / "generation-0-snapshot.json"))
-        return float(snapshot["started_at"])
-    except (FileNotFoundError, ValueError, KeyError, TypeError):
         return None

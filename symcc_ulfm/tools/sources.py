@@ -2,6 +2,10 @@
 ``state/``) or an ``explore --out`` directory (``store.paths.ExploreDir``), behind one
 :class:`Source`: its unique findings, their inputs, the executor that produced them, and where
 triage may write (``triage/``; nowhere in a sealed run directory, whose seal covers every file).
+
+A state is opened by ``store.state_files.open_state``: its policy, deadline and membership files
+are read by their owners first, and a damaged one is refused by name (exit 2) before a
+finding is listed, exported or executed.
 """
 
 from __future__ import annotations
@@ -14,13 +18,13 @@ from pathlib import Path
 
 from ..core.finding import finding_id
 from ..core.modes import FileModes
-from ..core.policy import Policy
 from ..errors import ConfigError, CorpusIntegrityError
 from ..evidence.rundir import enclosing_run
 from ..store.corpus import Corpus
-from ..store.findings import read_findings, state_of
-from ..store.paths import ExploreDir, StateDir
+from ..store.findings import read_findings
+from ..store.paths import ExploreDir
 from ..store.reads import read_bytes
+from ..store.state_files import StateFiles, open_state
 from ..store.triage import TriageStore
 from .explore import EXPLORE_FORMAT
 
@@ -62,6 +66,7 @@ class Source:
     root: Path
     run: Run
     sealed: Path | None = None  # the sealed run directory enclosing it: never written
+    started_at: float | None = None  # when the campaign started (a state's generation 0), for relative times
 
     def findings(self, damaged: list[str] | None = None) -> list[Found]:
         raise NotImplementedError
@@ -89,11 +94,12 @@ class Source:
 class StateSource(Source):
     kind = "state"
 
-    def __init__(self, state: StateDir):
+    def __init__(self, files: StateFiles):
+        state, policy = files.state, files.policy
         self.state = state
         self.root = state.root
-        policy = Policy.from_json(json.loads(read_bytes(state.policy)))
         self.run = Run(policy.executor, policy.target, dict(policy.executor_options), policy.isolation)
+        self.started_at = files.membership.started_at if files.membership is not None else None
         enclosing = enclosing_run(state.root)
         self.sealed = enclosing.root if enclosing is not None and enclosing.sums.exists() else None
         self.corpus = Corpus(state.corpus, state.modes.corpus, state.modes.snapshot)
@@ -159,7 +165,7 @@ def open_source(path: str | Path, modes: FileModes) -> Source:
     if os.path.lexists(out.manifest):
         return ExploreSource(out)
     if os.path.lexists(path / "policy.json") or os.path.lexists(path / "state" / "policy.json"):
-        return StateSource(state_of(path, modes))
+        return StateSource(open_state(path, modes))
     if os.path.lexists(out.findings):
         raise ConfigError("DIR", f"{path} holds explore's findings.json but no explore.json (an explore of an "
                                  "earlier version, which did not record what it ran): explore again, or replay an "

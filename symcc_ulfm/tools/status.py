@@ -1,9 +1,10 @@
 """A campaign's status, running or finished, from its durable files only (``symcc-ulfm status``).
 
 :class:`Tracker` reads a state directory (or the ``state/`` of a run directory) without taking
-a lock and without writing: the WAL records (each done record is read once: it never changes
-again), the corpus listing, the membership snapshots and layouts, the rank logs (incrementally,
-complete lines only), the heartbeats and ``outcome.json``. A record or a log line being
+a lock and without writing: its policy, deadline and membership files through their owners
+(``store.state_files``: a damaged one is refused by name, exit 2), the WAL records (each done
+record is read once: it never changes again), the corpus listing, the rank logs
+(incrementally, complete lines only), the heartbeats and ``outcome.json``. A record or a log line being
 written at that moment is not an error: a torn last line is not a state yet (``store.record``,
 ``store.runlog``), and a record that cannot be read now is counted as ``unreadable`` and read
 again at the next poll. Whether the campaign runs is asked of ``/proc/locks``
@@ -25,17 +26,17 @@ from pathlib import Path
 from typing import Any
 
 from ..core.budget import epoch_deadline
+from ..core.limits import MAX_SMALL_JSON_BYTES
+from ..core.membership import Membership
 from ..core.modes import FileModes
-from ..core.policy import Policy
-from ..errors import SymccUlfmError
-from ..store.deadline_file import read_deadlines
-from ..store.findings import state_of
+from ..errors import IntegrityError, SymccUlfmError
 from ..store.heartbeat import last_sign_of_life
 from ..store.joblock import running
 from ..store.paths import StateDir
 from ..store.reads import read_bytes
 from ..store.record import parse_record_file
 from ..store.runlog import Event, LogFollower
+from ..store.state_files import open_state
 
 STATUS_FORMAT = "symcc-ulfm-status/1"
 RATE_WINDOW_S = 10.0  # the "now" rates are taken over the samples of this window
@@ -60,8 +61,9 @@ class Tracker:
     """Incremental reader of one campaign's status (see the module docstring)."""
 
     def __init__(self, path: str | Path, modes: FileModes | None = None):
-        self.state: StateDir = state_of(path, modes or FileModes())
-        self.policy = json.loads(read_bytes(self.state.policy))
+        files = open_state(path, modes or FileModes())
+        self.state: StateDir = files.state
+        self.policy = files.policy
         self._totals = _Totals()
         self._done: set[str] = set()
         self._logs = LogFollower(self.state.logs)
@@ -142,25 +144,17 @@ class Tracker:
             row["inputs"].add(item["sha256"])
 
     def _json(self, path: Path) -> dict | None:
+        """``outcome.json`` or ``endpoint.json``: None until it is written; a damaged one is
+        an :class:`IntegrityError` naming it."""
         try:
-            return json.loads(read_bytes(path))
-        except (FileNotFoundError, ValueError):
-            return None
-
-    def _membership(self) -> tuple[dict | None, dict | None]:
-        """The snapshot and layout of the latest generation (None, None before generation 0)."""
-        try:
-            names = os.listdir(self.state.membership)
+            value = json.loads(read_bytes(path, MAX_SMALL_JSON_BYTES))
         except FileNotFoundError:
-            return None, None
-        generations = [int(n[len("generation-"):-len("-snapshot.json")]) for n in names
-                       if n.startswith("generation-") and n.endswith("-snapshot.json")
-                       and n[len("generation-"):-len("-snapshot.json")].isdigit()]
-        if not generations:
-            return None, None
-        g = max(generations)
-        return (self._json(self.state.membership / f"generation-{g}-snapshot.json"),
-                self._json(self.state.membership / f"generation-{g}-layout.json"))
+            return None
+        except (ValueError, RecursionError):
+            raise IntegrityError(f"{path} is not valid JSON") from None
+        if not isinstance(value, dict):
+            raise IntegrityError(f"{path} is not a JSON object")
+        return value
 
     def _alive(self, now: float) -> list[int]:
         alive = []
@@ -187,22 +181,23 @@ class Tracker:
 
     def _snapshot(self, now: float, is_running: bool, leased: int, unreadable: int) -> dict[str, Any]:
         policy, totals = self.policy, self._totals
-        snap, layout = self._membership()
+        files = open_state(self.state.root, self.state.modes)  # since the last poll: a resume, a commit
+        snap = files.membership  # the latest committed generation
         outcome = self._json(self.state.outcome)
-        epoch = snap["epoch"] if snap else None
+        epoch = snap.epoch if snap else None
         finished = outcome is not None and not is_running and (epoch is None or outcome.get("epoch") == epoch)
         if is_running:
-            phase = "running" if snap is not None and snap.get("epoch_started_at", 0) <= now else "starting"
+            phase = "running" if snap is not None and snap.epoch_started_at <= now else "starting"
             if snap is not None and outcome is not None and outcome.get("epoch") == epoch:
                 phase = "ending"  # the ranks wrote the outcome; the host side concludes
         else:
             phase = "finished" if finished else ("stopped" if snap is not None else "not started")
-        started = self._started_at()
-        deadlines = read_deadlines(self.state, Policy.from_json(policy))  # a resume may have extended it
+        started = snap.started_at if snap else None
+        deadlines = files.deadlines  # a resume may have extended it
         deadline_s = deadlines.of_epoch(epoch) if snap else deadlines.latest
-        deadline_at = epoch_deadline(snap["epoch_started_at"], snap["consumed_s"], deadline_s) if snap else None
+        deadline_at = epoch_deadline(snap.epoch_started_at, snap.consumed_s, deadline_s) if snap else None
         elapsed = self._campaign_time(snap, outcome, now, is_running)
-        members = _members(snap, layout, policy) if snap else {}
+        members = _members(snap, policy.executor) if snap else {}
         since = outcome["ended_at"] if outcome is not None and not finished else 0.0
         by_kind: dict[str, int] = {}
         for (kind, _), _row in totals.findings.items():
@@ -218,14 +213,14 @@ class Tracker:
             "elapsed_s": round(elapsed, 3),
             "deadline_s": deadline_s,
             "deadline_left_s": None if deadline_at is None or finished else round(max(0.0, deadline_at - now), 3),
-            "generation": snap["generation"] if snap else None,
+            "generation": snap.generation if snap else None,
             "epoch": epoch,
-            "ranks": policy["ranks"],
+            "ranks": policy.ranks,
             "ranks_started": sum(1 for t in self._startups.values() if t >= since),
             "ranks_alive": self._alive(now) if is_running else [],
             "members": members,
-            "executor": policy["executor"],
-            "target": policy.get("target"),
+            "executor": policy.executor,
+            "target": policy.target,
             "totals": {"analyzed": totals.analyzed, "slices": totals.slices, "executions": totals.executions,
                        "generated": totals.generated, "unique": totals.unique, "novel": totals.novel,
                        "coverage_ids": len(totals.coverage), "corpus": self._corpus_size(), "leased": leased},
@@ -242,25 +237,21 @@ class Tracker:
             "unreadable_records": unreadable,
         }
 
-    def _campaign_time(self, snap: dict | None, outcome: dict | None, now: float, is_running: bool) -> float:
+    def _campaign_time(self, snap: Membership | None, outcome: dict | None, now: float, is_running: bool) -> float:
         """Seconds the campaign has run, over all its jobs and without the gaps between them (as
         AFL++'s ``run_time``): what earlier epochs consumed (the snapshot's ``consumed_s``) plus this
         epoch's time, up to its outcome, else up to now while it runs, else (a job killed before it
         wrote one) up to the last sign of life in its logs, which a resume charges it (``mpi.campaign``)."""
         if snap is None:
             return 0.0
-        begun = float(snap["epoch_started_at"])
-        if outcome is not None and outcome.get("epoch") == snap["epoch"]:
+        begun = float(snap.epoch_started_at)
+        if outcome is not None and outcome.get("epoch") == snap.epoch:
             end = float(outcome["ended_at"])
         elif is_running:
             end = now
         else:
             end = last_sign_of_life(self.state.logs, before=now) or begun
-        return float(snap["consumed_s"]) + max(0.0, end - begun)
-
-    def _started_at(self) -> float | None:
-        snap0 = self._json(self.state.membership / "generation-0-snapshot.json")
-        return float(snap0["started_at"]) if snap0 else None
+        return float(snap.consumed_s) + max(0.0, end - begun)
 
     def _rates(self, snapshot: dict) -> dict[str, float]:
         """Per second: over the whole campaign, and over the last :data:`RATE_WINDOW_S` of samples."""
@@ -278,14 +269,10 @@ class Tracker:
         return {k: round(v, 3) for k, v in rates.items()}
 
 
-def _members(snap: dict, layout: dict | None, policy: dict) -> dict[str, Any]:
+def _members(snap: Membership, executor: str) -> dict[str, Any]:
     """Stable ranks by role, and the workers by kind (the campaign's executor unless the slot has one)."""
-    masters, workers, kinds = [], [], {}
-    for group in (layout or {}).get("groups", []):
-        masters.append(group["master"])
-        for i, worker in enumerate(group["workers"]):
-            workers.append(worker)
-            kind = (group.get("kinds") or [None] * len(group["workers"]))[i] or policy["executor"]
-            kinds.setdefault(kind, []).append(worker)
-    return {"masters": masters, "workers": workers, "spares": list(snap.get("spares", [])),
-            "failed": list(snap.get("failed", [])), "workers_by_kind": kinds}
+    kinds: dict[str, list[int]] = {}
+    for worker in snap.layout.workers:
+        kinds.setdefault(snap.layout.kind_of(worker) or executor, []).append(worker)
+    return {"masters": list(snap.layout.masters), "workers": list(snap.layout.workers), "spares": list(snap.spares),
+            "failed": list(snap.failed), "workers_by_kind": kinds}

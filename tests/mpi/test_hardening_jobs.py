@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.mpi import FAST_SIMULATE, launch, status_json
+from helpers.mpi import BY_COUNT, FAST_SIMULATE, launch, status_json
 from helpers.store import mounted_tmpfs
 
 from symcc_ulfm.evidence.oracle.judge import judge
@@ -322,3 +322,20 @@ def test_a_torn_last_log_line_is_noted_and_a_forged_count_fails_the_oracle(finis
     record.write_text("\n".join([*lines[:-1], canonical(last).decode()]) + "\n")
     problems = judge(state)["problems"]
     assert any("(a count taken from the worker's word)" in p for p in problems), problems
+
+
+# -- many seeds ------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # about 3 minutes on 2 busy cores: every seed is published durably (fsync) before the job
+def test_twenty_thousand_seeds_are_all_published_and_the_campaign_passes(tmp_path):
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    for i in range(20_000):
+        (seeds / f"seed-{i:05d}").write_bytes(i.to_bytes(4, "big") + b"seed")
+    run = launch(tmp_path / "state", *SMALL, *FAST_SIMULATE, *BY_COUNT, "--seeds", str(seeds), timeout=900)
+    assert run.returncode == 0 and run.outcome == "budget-reached" and run.verdict["passed"], run.stderr[-2000:]
+    assert "seeds: 20000 distinct inputs" in run.stderr
+    record = json.loads((run.state / "seeds" / "seeds-0.json").read_text())
+    assert len(record["seeds"]) == 20_000
+    assert run.verdict["public_objects"] >= 20_000

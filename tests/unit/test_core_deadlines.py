@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from symcc_ulfm.core.canonical import canonical_json
+from symcc_ulfm.core.canonical import canonical_json, parse_canonical
 from symcc_ulfm.core.deadlines import Deadlines, Extension
 from symcc_ulfm.errors import PolicyError
 
@@ -47,3 +47,14 @@ def test_the_record_is_canonical_names_its_policy_and_is_checked_when_read():
     for forged, named in bad:
         with pytest.raises(PolicyError, match=named):
             Deadlines.from_json(forged, SHA, 15.0)
+
+
+@pytest.mark.parametrize(("raw", "reason"), [
+    (b"\x00\xff garbage", "utf-8"), (b'{"a": ', "Expecting value"), (b"", "Expecting value"),
+    (b'{"a": NaN}', "NaN is not a JSON number"), (b"[-Infinity]", "-Infinity is not a JSON number"),
+    (b"[" * 100_000, "nested too deeply"),
+])
+def test_a_state_file_that_is_no_canonical_json_is_a_value_error_with_the_reason(raw, reason):
+    with pytest.raises(ValueError, match=reason):
+        parse_canonical(raw)
+    assert parse_canonical(canonical_json({"a": [1, 2.5, None]})) == {"a": [1, 2.5, None]}
