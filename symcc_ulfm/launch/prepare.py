@@ -30,6 +30,7 @@ from ..executors.sandbox.parent import Sandbox
 from ..store.corpus import Corpus
 from ..store.deadline_file import read_deadlines, write_deadlines
 from ..store.dirs import ensure_dir
+from ..store.durability import Barrier
 from ..store.heartbeat import last_sign_of_life
 from ..store.identity import require_same, write_identity
 from ..store.joblock import OwnerLock
@@ -239,11 +240,18 @@ def _finished(state: StateDir) -> dict | None:
 
 
 def _publish_seeds(state: StateDir, seeds: list[bytes], names: dict[str, list[str]]) -> None:
-    """Record the seeds (``store.seed_record``, with the names they were read under), then publish them."""
+    """Record the seeds (``store.seed_record``, with the names they were read under), then publish
+    them, durable together by one group commit before the job starts (one ``fsync`` per object
+    and claim took 5.7 ms a seed, 3 minutes for 20,000)."""
     record_seeds(state, seeds, names)
     corpus = Corpus(state.corpus, state.modes.corpus, state.modes.snapshot)
-    for seed in seeds:
-        corpus.publish_seed(seed)
+    barrier = Barrier(state.corpus)
+    try:
+        for seed in seeds:
+            corpus.publish_seed(seed, barrier)
+        barrier.sync()
+    finally:
+        barrier.close()
 
 
 def preflight(state: StateDir) -> Membership:

@@ -142,10 +142,10 @@ class Corpus:
             raise StoreError(f"cannot list {self.objects}: {exc.strerror or exc}") from exc
         return iter(sorted(n for n in entries if not n.startswith(".")))
 
-    def publish_seed(self, data: bytes) -> str:
-        sha256, _ = self.put(data)
+    def publish_seed(self, data: bytes, barrier: Barrier | None = None) -> str:
+        sha256, _ = self.put(data, barrier)
         path = self.claims / sha256
-        if not write_new(path, SEED_OWNER.encode("ascii"), self.claim_mode):
+        if not write_new(path, SEED_OWNER.encode("ascii"), self.claim_mode, barrier):
             self.claim_owner(sha256)  # an existing claim must still be valid
         return sha256
 
