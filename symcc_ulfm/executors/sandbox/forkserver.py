@@ -5,7 +5,9 @@
 (:mod:`.frames`) and, when the child dies, hangs or garbles, reaps it and says how it ended
 (:class:`ChildDied` carrying the :class:`~.outcome.Outcome`). Each child leads its own process
 group and is reaped by the server, which reports its wait status over a ``SOCK_SEQPACKET``
-control socket (JSON; the child's pipes travel as ``SCM_RIGHTS``).
+control socket (JSON; the child's pipes travel as ``SCM_RIGHTS``). A server that does not answer
+there within :data:`CONTROL_S`, or cannot fork, is killed at once and started again
+(:meth:`ChildProcess.server_lost` asks it after each run).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from .frames import FrameBuffer, FrameError, encode_frame
 from .slot import Slot
 
 STARTUP_S = 120.0
-CONTROL_S = 10.0  # a fork or a wait answered by the fork server
+CONTROL_S = 3.0  # a fork, a wait or a ping answered by the fork server: one that does not is replaced
 REAP_S = 5.0  # a child that closed its pipe gets this long to exit before it is killed
 HANG_DUMP_S = 0.5  # how long a hung child gets to print its stack before SIGKILL
 STDERR_TAIL = 16384
@@ -159,7 +161,7 @@ class ChildProcess:
                 return
             os.close(req_w)
             os.close(rep_r)
-            self._stop_server()  # the server is gone or confused: a fresh one
+            self._stop_server(at_once=True)  # the server is gone, stopped or starved: a fresh one
             self._wait_ready()
         raise ExecutorError(f"the sandbox fork server for {self._init['executor']} could not fork a child; "
                             f"{self._tail(600)}")
@@ -293,12 +295,23 @@ class ChildProcess:
                 os.killpg(outer, signal.SIGKILL)
             status = self._control({"op": "wait", "pid": pid, "timeout_s": REAP_S})
         if status is None or status.get("status") is None:
-            self._stop_server()  # a server that cannot reap its child is replaced, with all its children
+            self._stop_server(at_once=True)  # a server that cannot reap its child is replaced, with all its children
             return None
         return status["status"]
 
-    def _stop_server(self) -> int | None:
-        """End the fork server (its children die with it) and close every descriptor; its wait status."""
+    def server_lost(self) -> Outcome | None:
+        """None while the fork server answers a ``ping`` (or none runs); else it is killed with its
+        children (the next request starts another) and the outcome says so: a ``hang`` of the
+        input executed last, which stopped or starved it."""
+        if self._proc is None or self._ready is None or self._control({"op": "ping"}) is not None:
+            return None
+        self._stop_server(at_once=True)
+        return Outcome("hang", "sandbox: the fork server stopped answering",
+                       f"no answer to a ping within {CONTROL_S:g} s after this input ran")
+
+    def _stop_server(self, at_once: bool = False) -> int | None:
+        """End the fork server (its children die with it) and close every descriptor; its wait
+        status. It gets ``REAP_S`` to return after its control socket closed, none ``at_once``."""
         proc, self._proc = self._proc, None
         self._pid, self._ready = None, None
         self._close_channel()
@@ -310,7 +323,7 @@ class ChildProcess:
         if self._finalizer is not None:
             self._finalizer.detach()
         status = None
-        deadline = time.monotonic() + REAP_S
+        deadline = time.monotonic() + (0 if at_once else REAP_S)
         while True:
             try:
                 pid, waited = os.waitpid(proc.pid, os.WNOHANG)
