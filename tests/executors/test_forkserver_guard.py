@@ -60,3 +60,22 @@ def test_a_fork_server_that_stops_answering_is_replaced_and_the_input_is_a_hang(
         assert sandbox.measure(SEED).outcome.kind == "ok" and sandbox._proc.pid != server
     finally:
         sandbox.close()
+
+
+@pytest.mark.parametrize("isolated", [True, False])
+def test_a_fork_bomb_closed_standard_descriptors_and_fd_exhaustion_end_at_once_as_findings(tmp_path, isolated):
+    sandbox = _sandbox(tmp_path, "NZDO", isolated)
+    try:
+        assert sandbox.measure(SEED).outcome.kind == "ok"
+        # a pids cgroup of the sandbox where one can be made, else RLIMIT_NPROC (the kernel exempts root)
+        if sandbox._pids is not None or (isolated and os.geteuid() != 0):
+            bomb = sandbox.measure(b"N" + SEED).outcome
+            assert bomb.kind == "exception" and bomb.signature.startswith("BlockingIOError"), bomb
+        for attack in "ZD":  # the child is replaced, the input a finding of its own
+            outcome = sandbox.measure(attack.encode() + SEED).outcome
+            assert (outcome.kind, outcome.signature) == ("crash", "sandbox: descriptors damaged"), (attack, outcome)
+            assert sandbox.measure(SEED).outcome.kind == "ok"
+        # 300 MiB written to stdout (/dev/null) and stderr (a pipe of which the parent keeps the last 16 KiB)
+        assert sandbox.measure(b"O" + SEED).outcome.kind == "ok" and len(sandbox._stderr) <= 2 * 16384
+    finally:
+        sandbox.close()

@@ -60,6 +60,7 @@ PR_SET_PDEATHSIG = 1
 CONTROL_BYTES = 4096  # one control message (JSON), either way
 REPORT_CHARS = 16384  # the end of a reproduction's report (a traceback, a binary's stderr) that is sent
 _EXIT = os._exit  # the real one: a child that ends normally leaves without a located exit
+DAMAGED = 87  # the exit status of a child whose descriptors a target execution damaged (Child.intact)
 
 
 def coverage_blob(coverage) -> bytes:
@@ -95,6 +96,19 @@ class Child:
         self.executor = executor
         self.slot = slot  # a forked child's execution slot (the server's own Child has none: it runs no target)
         self.pid = os.getpid()
+        self.std = [_identity(fd) for fd in range(3)]  # what descriptors 0-2 are: /dev/null twice, the stderr pipe
+
+    def intact(self) -> None:
+        """After a target execution: a child whose standard descriptors the target closed or
+        replaced, or that has no descriptor left, exits :data:`DAMAGED` (its parent reports that
+        input: :mod:`.forkserver`); the next input gets a new child."""
+        damaged = any(_identity(fd) != known for fd, known in enumerate(self.std))
+        try:
+            os.close(os.dup(2))
+        except OSError:
+            damaged = True
+        if damaged:
+            _EXIT(DAMAGED)
 
     def mine(self) -> None:
         """A copy of this process that a target forked and let return into the executor leaves at
@@ -166,6 +180,7 @@ class Child:
                 if sweep:
                     sweep_leftovers()
                 slot.ended()
+                self.intact()
             elif current == data:
                 slot.write(S.OWN, time.monotonic())
             elif len(current) <= S.CAPACITY:
@@ -225,6 +240,7 @@ class Child:
                 break
             if not self.adopts_orphans:
                 sweep_leftovers()
+            self.intact()
             self.send({"type": "measured", "index": index, "outcome": measured.outcome.to_json(),
                        "returned": measured.returned}, [coverage_blob(measured.coverage)])
             done += 1
@@ -233,6 +249,14 @@ class Child:
 
 def _quiet(data: bytes | None) -> None:
     return None
+
+
+def _identity(fd: int) -> tuple[int, int] | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 class Server:

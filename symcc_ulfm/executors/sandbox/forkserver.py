@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import select
@@ -27,7 +28,9 @@ import weakref
 from ...errors import ExecutorError, rebuild
 from ..outcome import Outcome, death, signal_name
 from . import isolation
+from .child import DAMAGED
 from .frames import FrameBuffer, FrameError, encode_frame
+from .pids import PidsGroup
 from .slot import Slot
 
 STARTUP_S = 120.0
@@ -70,6 +73,7 @@ class ChildProcess:
         self._target_files: list[str] = []  # kept across restarts: a death is judged after its child is gone
         self._finalizer = None
         self._slot: Slot | None = None  # shared with each child in turn (.slot)
+        self._pids = PidsGroup.create()  # every server's processes bounded together (.pids), where it can be
         self._spawn()
 
 
@@ -87,7 +91,8 @@ class ChildProcess:
         try:
             self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.PIPE, pass_fds=(req_r, rep_w, ctrl_child.fileno()),
-                                          start_new_session=True, preexec_fn=_die_with_caller)
+                                          start_new_session=True,
+                                          preexec_fn=functools.partial(_die_with_caller, self._pids))
         finally:
             os.close(req_r)
             os.close(rep_w)
@@ -97,7 +102,7 @@ class ChildProcess:
         os.set_blocking(self._err, False)
         self._channel(req_w, rep_r)
         self._ready = None
-        self._finalizer = weakref.finalize(self, _kill_quietly, self._proc, ctrl)
+        self._finalizer = weakref.finalize(self, _kill_quietly, self._proc, ctrl, self._pids)
         self._send(self._init)
 
     def _channel(self, req: int, rep: int) -> None:
@@ -266,12 +271,16 @@ class ChildProcess:
 
     def _death_outcome(self) -> Outcome:
         """The child (or, while it starts, the server) closed its pipe: reap it and say how it died."""
-        status = self._reap_child() if self._pid is not None else self._stop_server()
+        serving = self._pid is not None
+        status = self._reap_child() if serving else self._stop_server()
         self._drain_stderr()
         if status is None:
             return Outcome("crash", "sandbox: closed its pipe", "the child closed its reply pipe")
         if os.WIFSIGNALED(status):  # a SIGKILL is a crash too: the child's RLIMIT_AS makes memory storms MemoryError
             return death(signal_name(os.WTERMSIG(status)), self._tail(), self._target_files)
+        if serving and os.WEXITSTATUS(status) == DAMAGED:
+            return Outcome("crash", "sandbox: descriptors damaged",
+                           "the target closed or replaced the standard descriptors, or left none free")
         return death(f"exit {os.WEXITSTATUS(status)}", self._tail(), self._target_files)
 
     def _kill(self) -> None:
@@ -360,19 +369,25 @@ class ChildProcess:
         if self._slot is not None:
             self._slot.close()
             self._slot = None
+        if self._pids is not None:
+            self._pids.remove()
 
 
-def _die_with_caller() -> None:
+def _die_with_caller(pids: PidsGroup | None) -> None:
     """In the forked process before it executes the server (or unshare): SIGKILL when this
-    process dies."""
+    process dies; into the sandbox's ``pids`` group."""
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if pids is not None:
+        pids.enter()
 
 
-def _kill_quietly(proc: subprocess.Popen, ctrl: socket.socket) -> None:
+def _kill_quietly(proc: subprocess.Popen, ctrl: socket.socket, pids: PidsGroup | None) -> None:
     """Finalizer of a Sandbox dropped without close(): end its fork server (the children die
-    with it), free the control socket."""
+    with it), free the control socket and the ``pids`` group."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(proc.pid, 0)
     ctrl.close()
+    if pids is not None:
+        pids.remove()

@@ -27,6 +27,8 @@ import errno
 import os
 from pathlib import Path
 
+from .pids import limit_child
+
 PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 4, 38, 22
 SECCOMP_MODE_FILTER = 2
 CLONE_NEWUSER = 0x10000000
@@ -106,7 +108,8 @@ def not_dumpable() -> None:
 
 def confine_child(own_user_namespace: bool) -> None:
     """In a child the fork server just forked, before it serves: a user namespace of its own
-    (``own_user_namespace``: the server is isolated, so root of its namespace) and the filter."""
+    (``own_user_namespace``: the server is isolated, so root of its namespace) with its process
+    bound (:mod:`.pids`), and the filter."""
     libc = ctypes.CDLL(None, use_errno=True)
     if own_user_namespace:
         uid, gid = os.getuid(), os.getgid()
@@ -114,6 +117,7 @@ def confine_child(own_user_namespace: bool) -> None:
         Path("/proc/self/setgroups").write_text("deny")
         Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
         Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+        limit_child()
     instructions = program()
     table = (_Filter * len(instructions))(*(_Filter(*op) for op in instructions))
     prog = _Program(len(instructions), table)
