@@ -52,6 +52,7 @@ import time
 from pathlib import Path
 
 from . import slot as S
+from .forkserver import DAMAGED
 from .frames import encode_frame, read_frame, write_all
 from .guard import confine_child, not_dumpable
 from .reaper import become_subreaper, kill_orphans, sweep_leftovers
@@ -60,7 +61,6 @@ PR_SET_PDEATHSIG = 1
 CONTROL_BYTES = 4096  # one control message (JSON), either way
 REPORT_CHARS = 16384  # the end of a reproduction's report (a traceback, a binary's stderr) that is sent
 _EXIT = os._exit  # the real one: a child that ends normally leaves without a located exit
-DAMAGED = 87  # the exit status of a child whose descriptors a target execution damaged (Child.intact)
 
 
 def coverage_blob(coverage) -> bytes:

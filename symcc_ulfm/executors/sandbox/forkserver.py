@@ -28,7 +28,6 @@ import weakref
 from ...errors import ExecutorError, rebuild
 from ..outcome import Outcome, death, signal_name
 from . import isolation
-from .child import DAMAGED
 from .frames import FrameBuffer, FrameError, encode_frame
 from .pids import PidsGroup
 from .slot import Slot
@@ -38,6 +37,7 @@ CONTROL_S = 3.0  # a fork, a wait or a ping answered by the fork server: one tha
 REAP_S = 5.0  # a child that closed its pipe gets this long to exit before it is killed
 HANG_DUMP_S = 0.5  # how long a hung child gets to print its stack before SIGKILL
 STDERR_TAIL = 16384
+DAMAGED = 87  # the exit status of a child whose descriptors a target execution damaged (child.Child.intact)
 
 
 def grace_s(limit_s: float) -> float:
