@@ -73,7 +73,7 @@ class ChildProcess:
         self._target_files: list[str] = []  # kept across restarts: a death is judged after its child is gone
         self._finalizer = None
         self._slot: Slot | None = None  # shared with each child in turn (.slot)
-        self._pids = PidsGroup.create()  # every server's processes bounded together (.pids), where it can be
+        self._pids: PidsGroup | None = None  # the server's processes bounded together (.pids), where they can be
         self._spawn()
 
 
@@ -88,6 +88,8 @@ class ChildProcess:
                    str(ctrl_child.fileno()), str(parent)]
         if self._writable is not None:
             command = isolation.wrap(command, self._writable)
+        if self._pids is None or not self._pids.path.is_dir():  # made once, or again if someone removed it
+            self._pids = PidsGroup.create()
         try:
             self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.PIPE, pass_fds=(req_r, rep_w, ctrl_child.fileno()),
@@ -371,6 +373,7 @@ class ChildProcess:
             self._slot = None
         if self._pids is not None:
             self._pids.remove()
+            self._pids = None
 
 
 def _die_with_caller(pids: PidsGroup | None) -> None:

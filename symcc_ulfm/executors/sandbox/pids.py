@@ -23,9 +23,11 @@ import contextlib
 import itertools
 import os
 import resource
+import time
 from pathlib import Path
 
 PROCESSES = 64  # processes of one sandbox (the fork server, its child and what an execution starts)
+REMOVE_S = 2.0
 _PREFIX = "symcc-ulfm-sandbox-"
 _serial = itertools.count()
 
@@ -73,7 +75,9 @@ class PidsGroup:
                 groups.get("") if fstype == "cgroup2" else None
             if own is None:
                 continue
-            path = Path(point) / own.lstrip("/") / f"{_PREFIX}{os.getpid()}-{next(_serial)}"
+            parent = Path(point) / own.lstrip("/")
+            _remove_orphans(parent)
+            path = parent / f"{_PREFIX}{os.getpid()}-{next(_serial)}"
             try:
                 path.mkdir()
             except OSError:
@@ -91,6 +95,33 @@ class PidsGroup:
             procs.write("0")
 
     def remove(self) -> None:
-        """Remove the group (after its processes ended; one still in it keeps it)."""
-        with contextlib.suppress(OSError):
-            self.path.rmdir()
+        """Remove the group once its processes are gone (the kernel ends those of a killed PID
+        namespace after its first process: waited for up to :data:`REMOVE_S`)."""
+        deadline = time.monotonic() + REMOVE_S
+        while True:
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.01)
+
+
+def _remove_orphans(parent: Path) -> None:
+    """Remove the empty groups under ``parent`` that processes now gone made (a rank that ended
+    with ``os._exit`` or a signal removes none of its own)."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(parent):
+            owner = entry.name[len(_PREFIX):].split("-")[0] if entry.name.startswith(_PREFIX) else ""
+            if not owner.isdigit():
+                continue
+            try:
+                os.kill(int(owner), 0)
+            except ProcessLookupError:
+                with contextlib.suppress(OSError):
+                    os.rmdir(entry.path)
+            except OSError:
+                continue
