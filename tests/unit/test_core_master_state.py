@@ -525,6 +525,8 @@ def test_at_the_deadline_the_master_drains_releases_and_stops_its_workers():
     assert [s["reason"] for s in model.sent("STOP")] == ["deadline", "deadline"]
     (stop,) = model.logs("master-stop")
     assert stop.fields["abandoned"] == 1 and stop.fields["syncs"] == model.syncs
+    # each abandoned lease is named with its worker and input (never dropped silently)
+    assert stop.fields["abandoned_leases"] == [{"worker": 1, "input": work["input_hash"], "slice": False}]
     with pytest.raises(RuntimeError):
         model.state.handle(ev.Tick(7.0))
 

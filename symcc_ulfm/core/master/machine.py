@@ -343,11 +343,15 @@ class MasterState(StartPhase, CommitRounds):
     # -- stopping ---------------------------------------------------------------------------------
 
     def _stop(self) -> None:
+        """Release every lease still held (its input is in the frontier again, for a resume) and
+        name each in ``master-stop`` with its worker and input, then STOP every worker."""
+        abandoned = [{"worker": w, "input": lost.fence.input_hash, "slice": lost.slice is not None}
+                     for w, queue in self.outstanding.items() for lost in queue]
         for queue in self.outstanding.values():
             for lost in queue:
                 self._emit(ev.Release, lost.fence.lease)
-        self._log("master-stop", abandoned=self.held(), totals=self.frontier.totals, syncs=self.syncs,
-                  frontier=self.queue.pending)
+        self._log("master-stop", abandoned=self.held(), abandoned_leases=abandoned, totals=self.frontier.totals,
+                  syncs=self.syncs, frontier=self.queue.pending)
         for w in self.config.workers:
             stop = envelope.encode("STOP", self.config.limit, generation=self.gen, reason=self.reason)
             self._emit(ev.Send, w, stop, f"STOP to worker {w}")

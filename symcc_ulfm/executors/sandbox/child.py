@@ -7,7 +7,9 @@ the control socket CTRL (a ``SOCK_SEQPACKET`` pair; the message carries the new 
 and reply pipes and its execution slot), a child that serves requests with the executor already built and the target
 already imported. A child the target killed is replaced in about a millisecond instead of a
 Python start-up and the target's imports. The server never runs target code: only its children
-do. It reaps them on ``wait`` messages and answers with their wait status.
+do (:mod:`.guard`: they cannot trace it, touch its memory or change its limits). It reaps them
+on ``wait`` messages and answers with their wait status, and answers ``ping`` (its parent's
+liveness check).
 
 stdin and stdout are ``/dev/null`` (a target may read or print), stderr is a pipe the parent
 keeps the tail of (the server's, inherited by every child). Before anything else the server
@@ -50,7 +52,9 @@ import time
 from pathlib import Path
 
 from . import slot as S
+from .forkserver import DAMAGED
 from .frames import encode_frame, read_frame, write_all
+from .guard import confine_child, not_dumpable
 from .reaper import become_subreaper, kill_orphans, sweep_leftovers
 
 PR_SET_PDEATHSIG = 1
@@ -92,6 +96,19 @@ class Child:
         self.executor = executor
         self.slot = slot  # a forked child's execution slot (the server's own Child has none: it runs no target)
         self.pid = os.getpid()
+        self.std = [_identity(fd) for fd in range(3)]  # what descriptors 0-2 are: /dev/null twice, the stderr pipe
+
+    def intact(self) -> None:
+        """After a target execution: a child whose standard descriptors the target closed or
+        replaced, or that has no descriptor left, exits :data:`DAMAGED` (its parent reports that
+        input: :mod:`.forkserver`); the next input gets a new child."""
+        damaged = any(_identity(fd) != known for fd, known in enumerate(self.std))
+        try:
+            os.close(os.dup(2))
+        except OSError:
+            damaged = True
+        if damaged:
+            _EXIT(DAMAGED)
 
     def mine(self) -> None:
         """A copy of this process that a target forked and let return into the executor leaves at
@@ -163,6 +180,7 @@ class Child:
                 if sweep:
                     sweep_leftovers()
                 slot.ended()
+                self.intact()
             elif current == data:
                 slot.write(S.OWN, time.monotonic())
             elif len(current) <= S.CAPACITY:
@@ -222,6 +240,7 @@ class Child:
                 break
             if not self.adopts_orphans:
                 sweep_leftovers()
+            self.intact()
             self.send({"type": "measured", "index": index, "outcome": measured.outcome.to_json(),
                        "returned": measured.returned}, [coverage_blob(measured.coverage)])
             done += 1
@@ -232,12 +251,21 @@ def _quiet(data: bytes | None) -> None:
     return None
 
 
+def _identity(fd: int) -> tuple[int, int] | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 class Server:
     """The fork server: ``fork`` and ``wait`` messages on the control socket (module docstring)."""
 
-    def __init__(self, ctrl: socket.socket, built: Child):
+    def __init__(self, ctrl: socket.socket, built: Child, isolated: bool):
         self.ctrl = ctrl
         self.built = built
+        self.isolated = isolated  # root of its user namespace: each child gets one of its own (.guard)
         self.children: set[int] = set()  # forked and not yet reaped
         self.statuses: dict[int, int] = {}  # reaped, not yet asked for
 
@@ -257,7 +285,12 @@ class Server:
             kill_orphans(self.children)
             self.reap()
             if op == "fork" and len(fds) == 3:
-                reply = {"pid": self.fork(*fds)}
+                try:
+                    reply = {"pid": self.fork(*fds)}
+                except OSError as exc:  # starved (no memory, no process left): the parent starts another server
+                    reply = {"error": f"fork: {exc}"}
+            elif op == "ping":
+                reply = {"pong": True}
             elif op == "wait" and isinstance(message.get("pid"), int):
                 reply = {"status": self.wait(message["pid"], float(message.get("timeout_s", 0)))}
             else:
@@ -268,13 +301,19 @@ class Server:
 
     def fork(self, req: int, rep: int, slot: int) -> int:
         server = os.getpid()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (req, rep, slot):
+                os.close(fd)
+            raise
         if pid == 0:
             code = 70
             try:
                 self.ctrl.close()
                 os.setpgid(0, 0)
                 _die_with_parent(server)
+                confine_child(self.isolated)
                 become_subreaper()
                 mapped = S.Slot(slot)
                 os.close(slot)
@@ -318,6 +357,7 @@ class Server:
 def main(argv: list[str]) -> int:
     req, rep, ctrl, parent = (int(a) for a in argv)
     _die_with_parent(parent)
+    not_dumpable()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupts are the parent's; a KeyboardInterrupt is the target's
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     faulthandler.enable(file=sys.stderr, all_threads=True)
@@ -329,7 +369,7 @@ def main(argv: list[str]) -> int:
         return 0
     os.close(req)
     os.close(rep)
-    return Server(socket.socket(fileno=ctrl), built).serve()
+    return Server(socket.socket(fileno=ctrl), built, isolated=parent == 0).serve()
 
 
 if __name__ == "__main__":

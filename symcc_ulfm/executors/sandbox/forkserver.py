@@ -5,13 +5,16 @@
 (:mod:`.frames`) and, when the child dies, hangs or garbles, reaps it and says how it ended
 (:class:`ChildDied` carrying the :class:`~.outcome.Outcome`). Each child leads its own process
 group and is reaped by the server, which reports its wait status over a ``SOCK_SEQPACKET``
-control socket (JSON; the child's pipes travel as ``SCM_RIGHTS``).
+control socket (JSON; the child's pipes travel as ``SCM_RIGHTS``). A server that does not answer
+there within :data:`CONTROL_S`, or cannot fork, is killed at once and started again
+(:meth:`ChildProcess.server_lost` asks it after each run).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import select
@@ -26,13 +29,15 @@ from ...errors import ExecutorError, rebuild
 from ..outcome import Outcome, death, protocol, signal_name
 from . import isolation
 from .frames import FrameBuffer, FrameError, encode_frame
+from .pids import PidsGroup
 from .slot import Slot
 
 STARTUP_S = 120.0
-CONTROL_S = 10.0  # a fork or a wait answered by the fork server
+CONTROL_S = 3.0  # a fork, a wait or a ping answered by the fork server: one that does not is replaced
 REAP_S = 5.0  # a child that closed its pipe gets this long to exit before it is killed
 HANG_DUMP_S = 0.5  # how long a hung child gets to print its stack before SIGKILL
 STDERR_TAIL = 16384
+DAMAGED = 87  # the exit status of a child whose descriptors a target execution damaged (child.Child.intact)
 
 
 def grace_s(limit_s: float) -> float:
@@ -68,6 +73,7 @@ class ChildProcess:
         self._target_files: list[str] = []  # kept across restarts: a death is judged after its child is gone
         self._finalizer = None
         self._slot: Slot | None = None  # shared with each child in turn (.slot)
+        self._pids: PidsGroup | None = None  # the server's processes bounded together (.pids), where they can be
         self._spawn()
 
 
@@ -82,10 +88,13 @@ class ChildProcess:
                    str(ctrl_child.fileno()), str(parent)]
         if self._writable is not None:
             command = isolation.wrap(command, self._writable)
+        if self._pids is None or not self._pids.path.is_dir():  # made once, or again if someone removed it
+            self._pids = PidsGroup.create()
         try:
             self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.PIPE, pass_fds=(req_r, rep_w, ctrl_child.fileno()),
-                                          start_new_session=True, preexec_fn=_die_with_caller)
+                                          start_new_session=True,
+                                          preexec_fn=functools.partial(_die_with_caller, self._pids))
         finally:
             os.close(req_r)
             os.close(rep_w)
@@ -95,7 +104,7 @@ class ChildProcess:
         os.set_blocking(self._err, False)
         self._channel(req_w, rep_r)
         self._ready = None
-        self._finalizer = weakref.finalize(self, _kill_quietly, self._proc, ctrl)
+        self._finalizer = weakref.finalize(self, _kill_quietly, self._proc, ctrl, self._pids)
         self._send(self._init)
 
     def _channel(self, req: int, rep: int) -> None:
@@ -159,7 +168,7 @@ class ChildProcess:
                 return
             os.close(req_w)
             os.close(rep_r)
-            self._stop_server()  # the server is gone or confused: a fresh one
+            self._stop_server(at_once=True)  # the server is gone, stopped or starved: a fresh one
             self._wait_ready()
         raise ExecutorError(f"the sandbox fork server for {self._init['executor']} could not fork a child; "
                             f"{self._tail(600)}")
@@ -264,12 +273,16 @@ class ChildProcess:
 
     def _death_outcome(self) -> Outcome:
         """The child (or, while it starts, the server) closed its pipe: reap it and say how it died."""
-        status = self._reap_child() if self._pid is not None else self._stop_server()
+        serving = self._pid is not None
+        status = self._reap_child() if serving else self._stop_server()
         self._drain_stderr()
         if status is None:
             return Outcome("crash", "sandbox: closed its pipe", "the child closed its reply pipe")
         if os.WIFSIGNALED(status):  # a SIGKILL is a crash too: the child's RLIMIT_AS makes memory storms MemoryError
             return death(signal_name(os.WTERMSIG(status)), self._tail(), self._target_files)
+        if serving and os.WEXITSTATUS(status) == DAMAGED:
+            return Outcome("crash", "sandbox: descriptors damaged",
+                           "the target closed or replaced the standard descriptors, or left none free")
         return death(f"exit {os.WEXITSTATUS(status)}", self._tail(), self._target_files)
 
     def _kill(self) -> None:
@@ -293,12 +306,23 @@ class ChildProcess:
                 os.killpg(outer, signal.SIGKILL)
             status = self._control({"op": "wait", "pid": pid, "timeout_s": REAP_S})
         if status is None or status.get("status") is None:
-            self._stop_server()  # a server that cannot reap its child is replaced, with all its children
+            self._stop_server(at_once=True)  # a server that cannot reap its child is replaced, with all its children
             return None
         return status["status"]
 
-    def _stop_server(self) -> int | None:
-        """End the fork server (its children die with it) and close every descriptor; its wait status."""
+    def server_lost(self) -> Outcome | None:
+        """None while the fork server answers a ``ping`` (or none runs); else it is killed with its
+        children (the next request starts another) and the outcome says so: a ``hang`` of the
+        input executed last, which stopped or starved it."""
+        if self._proc is None or self._ready is None or self._control({"op": "ping"}) is not None:
+            return None
+        self._stop_server(at_once=True)
+        return Outcome("hang", "sandbox: the fork server stopped answering",
+                       f"no answer to a ping within {CONTROL_S:g} s after this input ran")
+
+    def _stop_server(self, at_once: bool = False) -> int | None:
+        """End the fork server (its children die with it) and close every descriptor; its wait
+        status. It gets ``REAP_S`` to return after its control socket closed, none ``at_once``."""
         proc, self._proc = self._proc, None
         self._pid, self._ready = None, None
         self._close_channel()
@@ -310,7 +334,7 @@ class ChildProcess:
         if self._finalizer is not None:
             self._finalizer.detach()
         status = None
-        deadline = time.monotonic() + REAP_S
+        deadline = time.monotonic() + (0 if at_once else REAP_S)
         while True:
             try:
                 pid, waited = os.waitpid(proc.pid, os.WNOHANG)
@@ -347,19 +371,26 @@ class ChildProcess:
         if self._slot is not None:
             self._slot.close()
             self._slot = None
+        if self._pids is not None:
+            self._pids.remove()
+            self._pids = None
 
 
-def _die_with_caller() -> None:
+def _die_with_caller(pids: PidsGroup | None) -> None:
     """In the forked process before it executes the server (or unshare): SIGKILL when this
-    process dies."""
+    process dies; into the sandbox's ``pids`` group."""
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if pids is not None:
+        pids.enter()
 
 
-def _kill_quietly(proc: subprocess.Popen, ctrl: socket.socket) -> None:
+def _kill_quietly(proc: subprocess.Popen, ctrl: socket.socket, pids: PidsGroup | None) -> None:
     """Finalizer of a Sandbox dropped without close(): end its fork server (the children die
-    with it), free the control socket."""
+    with it), free the control socket and the ``pids`` group."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(proc.pid, 0)
     ctrl.close()
+    if pids is not None:
+        pids.remove()

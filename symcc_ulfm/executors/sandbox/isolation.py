@@ -8,9 +8,10 @@ symcc_ulfm.executors.sandbox.isolation --rw DIR... -- COMMAND`` (util-linux's ``
 privilege needed, as root or as any user, where the kernel allows unprivileged user namespaces).
 Inside, before it runs COMMAND, this module (:func:`confine`):
 
-* makes every mount private, then **read-only**, except ``/proc``, ``/sys``, ``/dev`` and its
-  submounts: the state directory, the run directory and the evidence, the checkout and the rest
-  of the machine's files cannot be written, whatever the file modes say;
+* makes every mount private, then **read-only**, except ``/proc``, ``/sys``, ``/dev`` and their
+  submounts (but the cgroup file systems): the state directory, the run directory and the
+  evidence, the checkout and the rest of the machine's files cannot be written, whatever the
+  file modes say;
 * binds each ``--rw`` directory (the worker's scratch directory: the files its executions write)
   writable again, points ``TMPDIR`` at the first one (``/tmp`` is read-only like the rest: the
   campaign's own files may live there) and mounts a private ``tmpfs`` on ``/dev/shm``;
@@ -53,6 +54,7 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 _FLAGS = {"ro": MS_RDONLY, "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
           "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
 _KEEP_WRITABLE = ("/proc", "/sys", "/dev")
+_CGROUPS = "/sys/fs/cgroup"  # read-only all the same: a target may not leave its sandbox's pids group (.pids)
 MODULE = "symcc_ulfm.executors.sandbox.isolation"
 UNSHARE = ("--user", "--map-root-user", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc")
 
@@ -94,7 +96,8 @@ def confine(writable: list[str]) -> None:
     uid, gid = os.getuid(), os.getgid()  # root of the first user namespace
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     for point, flags in _mountpoints():
-        if any(point == top or point.startswith(top + "/") for top in _KEEP_WRITABLE):
+        if any(point == top or point.startswith(top + "/") for top in _KEEP_WRITABLE) and \
+                not point.startswith(_CGROUPS):
             continue
         try:
             _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)

@@ -206,7 +206,7 @@ class Sandbox(ChildProcess, Executor):
             limit = self.run_limit_s + (float(hint["seconds"]) if sliced else 0.0)
             message, blobs = self._exchange({"type": "run", "hint": hint, "mutate": mutate}, [data], data, "result",
                                             limit)
-            return self._result(message, blobs, time.monotonic() - started)
+            return self._checked(self._result(message, blobs, time.monotonic() - started), data)
         except ChildDied as died:
             current = self._executing
             self._restart()
@@ -230,8 +230,17 @@ class Sandbox(ChildProcess, Executor):
                 again.executions += 1 + (current is not None)
                 again.seconds = time.monotonic() - started
                 return again
-            return RunResult(candidates=[], executions=1 + (current is not None), seconds=time.monotonic() - started,
-                             notes=notes, findings=findings)
+            return self._checked(RunResult(candidates=[], executions=1 + (current is not None),
+                                           seconds=time.monotonic() - started, notes=notes, findings=findings), data)
+
+    def _checked(self, result: RunResult, data: bytes) -> RunResult:
+        """``result`` of a run of ``data``, with a ``hang`` finding of ``data`` when the fork
+        server no longer answers after it (:meth:`~.forkserver.ChildProcess.server_lost`)."""
+        lost = self.server_lost()
+        if lost is not None:
+            result.findings.append(Finding(lost, data))
+            result.notes["fork_server_lost"] = lost.detail
+        return result
 
     def reproduce(self, data: bytes) -> Outcome:
         """The executor's own :meth:`~.base.Executor.reproduce` in the child; a death is the outcome."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import math
 import os
 import re
@@ -85,26 +86,25 @@ def run_binary(field: str, argv: list[str], *, stdin: Path, stderr: Path, env: d
     removes its shared memory and stops its fork server), then its whole group SIGKILL. A binary
     the kernel refuses to execute is a TargetError on ``field``.
 
-    The leader also gets a CPU-time limit (``RLIMIT_CPU``, set with ``prlimit`` once it runs, by
+    The leader also gets a CPU-time limit (``RLIMIT_CPU``, set in its process before it executes: a
+    sandbox child may not change the limits of another process, :mod:`..sandbox.guard`; by
     default ``CPU_LIMIT_FACTOR`` times ``timeout_s`` plus ``CPU_LIMIT_EXTRA_S``): a backstop for
     a run whose watcher died (the worker was killed mid-run, its sandbox child with it), so that a
     target spinning forever is killed by the kernel; the watcher's timeout comes long before it.
     """
     started = time.monotonic()
+    cpu_s = math.ceil(CPU_LIMIT_FACTOR * timeout_s + CPU_LIMIT_EXTRA_S if cpu_limit_s is None else cpu_limit_s)
     ruleset = None if writable is None else landlock.ruleset([str(path) for path in writable])
     with open(stdin, "rb") as stdin_file, open(stderr, "wb") as stderr_file:
         try:
             proc = subprocess.Popen(argv, stdin=stdin_file, stdout=subprocess.DEVNULL, stderr=stderr_file,
                                     cwd=cwd, env=env, start_new_session=True,
-                                    preexec_fn=None if ruleset is None else lambda: landlock.restrict(ruleset))
+                                    preexec_fn=functools.partial(_confine, cpu_s, ruleset))
         except OSError as exc:
             raise TargetError(field, f"{argv[0]}: cannot execute ({exc.strerror or exc})") from None
         finally:
             if ruleset is not None:
                 os.close(ruleset)
-    cpu_s = math.ceil(CPU_LIMIT_FACTOR * timeout_s + CPU_LIMIT_EXTRA_S if cpu_limit_s is None else cpu_limit_s)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        resource.prlimit(proc.pid, resource.RLIMIT_CPU, (cpu_s, cpu_s))  # SIGKILL at the limit
     pidfd = os.pidfd_open(proc.pid)
     try:
         timed_out = not _exited(pidfd, timeout_s)
@@ -121,6 +121,14 @@ def run_binary(field: str, argv: list[str], *, stdin: Path, stderr: Path, env: d
     if adopt:
         sweep_children(spare)
     return Exit(returncode, timed_out, time.monotonic() - started)
+
+
+def _confine(seconds: int, ruleset: int | None) -> None:
+    """In the binary's process before it executes: SIGKILL after ``seconds`` of CPU time, and
+    the Landlock ``ruleset`` when given."""
+    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds))
+    if ruleset is not None:
+        landlock.restrict(ruleset)
 
 
 def _exited(pidfd: int, timeout_s: float) -> bool:
