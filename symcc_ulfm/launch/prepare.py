@@ -19,11 +19,10 @@ from typing import Any
 
 from ..core.budget import check_lease
 from ..core.canonical import digest
-from ..core.limits import MAX_SMALL_JSON_BYTES
 from ..core.membership import Membership
 from ..core.modes import FileModes
 from ..core.policy import UNSET, Policy, build_policy, differences
-from ..errors import IntegrityError, PolicyError, WalCorruption
+from ..errors import PolicyError, WalCorruption
 from ..executors import check_kinds, create, is_fuzzer
 from ..executors.sandbox.forkserver import grace_s
 from ..executors.sandbox.parent import Sandbox
@@ -36,7 +35,7 @@ from ..store.identity import require_same, write_identity
 from ..store.joblock import OwnerLock
 from ..store.paths import StateDir, foreign_entries
 from ..store.policy_file import holds_policy, write_policy
-from ..store.reads import read_bytes
+from ..store.reads import read_json_object
 from ..store.seed_record import record_seeds
 from ..store.snapshots import SnapshotStore
 from ..store.state_files import open_state
@@ -228,15 +227,7 @@ def _finished(state: StateDir) -> dict | None:
     Only a campaign that reached its deadline is over, until a resume extends it: one that
     stopped because its search was exhausted, its budget by count was spent (each generation
     counts its own) or too few members were left may be resumed with the time it has left."""
-    try:
-        outcome = json.loads(read_bytes(state.outcome, limit=MAX_SMALL_JSON_BYTES))
-    except FileNotFoundError:
-        return None
-    except (ValueError, RecursionError):
-        raise IntegrityError(f"{state.outcome} is not JSON") from None
-    if not isinstance(outcome, dict):
-        raise IntegrityError(f"{state.outcome} is not a JSON object")
-    return outcome
+    return read_json_object(state.outcome)
 
 
 def _publish_seeds(state: StateDir, seeds: list[bytes], names: dict[str, list[str]]) -> None:

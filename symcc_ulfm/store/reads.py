@@ -8,12 +8,13 @@ permission is denied); a missing file raises ``FileNotFoundError``.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 from pathlib import Path
 
-from ..core.limits import MAX_OBJECT_BYTES
-from ..errors import StoreError, UnsafeFile
+from ..core.limits import MAX_OBJECT_BYTES, MAX_SMALL_JSON_BYTES
+from ..errors import IntegrityError, StoreError, UnsafeFile
 
 MODE_HINT = (
     "files are written with the modes of SYMCC_ULFM_SNAPSHOT_FILE_MODE (state) and "
@@ -86,3 +87,17 @@ def read_to_end(fd: int, expected: int, limit: int | None = None) -> bytes:
         if len(chunk) < want:
             break
     return b"".join(chunks)
+
+
+def read_json_object(path: Path | str) -> dict | None:
+    """A small JSON object file (``outcome.json``, ``endpoint.json``): None while it is absent;
+    one that is not a JSON object is an :class:`IntegrityError` naming it."""
+    try:
+        value = json.loads(read_bytes(path, limit=MAX_SMALL_JSON_BYTES))
+    except FileNotFoundError:
+        return None
+    except (ValueError, RecursionError):
+        raise IntegrityError(f"{path} is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise IntegrityError(f"{path} is not a JSON object")
+    return value

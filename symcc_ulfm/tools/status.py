@@ -18,7 +18,6 @@ and ``stats/plot_data`` from it.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -26,14 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core.budget import epoch_deadline
-from ..core.limits import MAX_SMALL_JSON_BYTES
 from ..core.membership import Membership
 from ..core.modes import FileModes
-from ..errors import IntegrityError, SymccUlfmError
+from ..errors import SymccUlfmError
 from ..store.heartbeat import last_sign_of_life
 from ..store.joblock import running
 from ..store.paths import StateDir
-from ..store.reads import read_bytes
+from ..store.reads import read_bytes, read_json_object
 from ..store.record import parse_record_file
 from ..store.runlog import Event, LogFollower
 from ..store.state_files import open_state
@@ -146,15 +144,7 @@ class Tracker:
     def _json(self, path: Path) -> dict | None:
         """``outcome.json`` or ``endpoint.json``: None until it is written; a damaged one is
         an :class:`IntegrityError` naming it."""
-        try:
-            value = json.loads(read_bytes(path, MAX_SMALL_JSON_BYTES))
-        except FileNotFoundError:
-            return None
-        except (ValueError, RecursionError):
-            raise IntegrityError(f"{path} is not valid JSON") from None
-        if not isinstance(value, dict):
-            raise IntegrityError(f"{path} is not a JSON object")
-        return value
+        return read_json_object(path)
 
     def _alive(self, now: float) -> list[int]:
         alive = []
