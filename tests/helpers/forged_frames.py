@@ -113,20 +113,9 @@ def parse(data: bytes) -> str:
     if len(data) < 2:
         return "short"
     op = data[0]
-    if op == 0x50:  # P
-        return "p"
-    if op == 0x54:  # T
-        return "t"
-    if op == 0x4e:  # N
-        return "n"
-    if op == 0x53:  # S
-        return "s"
-    if op == 0x45:  # E
-        return "e"
-    if op == 0x44:  # D
-        return "d"
-    if op == 0x4d:  # M
-        return "m"
+    for byte, name in ((0x50, "p"), (0x54, "t"), (0x4e, "n"), (0x53, "s"), (0x45, "e"), (0x44, "d"), (0x4d, "m")):
+        if op == byte:  # a branch per forgery, for the concolic search
+            return name
     return "benign"
 '''
 
