@@ -77,7 +77,7 @@ from symcc_ulfm.launch.conclude import conclude
 from symcc_ulfm.launch.engines import engine_mpi_args, run_on_engines, slurm_template
 from symcc_ulfm.launch.prepare import check_executor, prepare_state_dir
 from symcc_ulfm.tools import replay, stats_files, status, status_views
-from symcc_ulfm.tools.sources import StateSource
+from symcc_ulfm.tools.sources import open_source
 
 alt.renderers.enable("svg")
 policy = rundir.policy_from_parameters(
@@ -170,7 +170,7 @@ assert verdict["passed"] and engines.as_scheduled, "run FAILED:\n" + "\n".join(f
 
 # %%
 listed = replay.list_findings(state.root, modes)
-replays = {r["id"]: r for r in replay.replay_all(StateSource(state), repeat=replay_repeat,
+replays = {r["id"]: r for r in replay.replay_all(open_source(state.root, modes), repeat=replay_repeat,
                                                   min_rate=min_reproduction_rate, record=False)}
 run.findings.write_text(json.dumps({**listed, "replays": list(replays.values())}, indent=1, sort_keys=True) + "\n")
 
