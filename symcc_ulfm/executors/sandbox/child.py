@@ -45,6 +45,7 @@ import faulthandler
 import json
 import os
 import resource
+import select
 import signal
 import socket
 import sys
@@ -96,13 +97,19 @@ class Child:
         self.executor = executor
         self.slot = slot  # a forked child's execution slot (the server's own Child has none: it runs no target)
         self.pid = os.getpid()
-        self.std = [_identity(fd) for fd in range(3)]  # what descriptors 0-2 are: /dev/null twice, the stderr pipe
+        self.std = select.poll()  # descriptors 0-2 (/dev/null twice, the stderr pipe), asked for no event
+        for fd in range(3):
+            self.std.register(fd, 0)
 
     def intact(self) -> None:
-        """After a target execution: a child whose standard descriptors the target closed or
-        replaced, or that has no descriptor left, exits :data:`DAMAGED` (its parent reports that
-        input: :mod:`.forkserver`); the next input gets a new child."""
-        damaged = any(_identity(fd) != known for fd, known in enumerate(self.std))
+        """After a target execution: a child whose standard descriptors the target closed, or
+        that has no descriptor left, exits :data:`DAMAGED` (its parent reports that input:
+        :mod:`.forkserver`); the next input gets a new child. One ``poll`` tells a closed
+        descriptor (``POLLNVAL``) for the three: it runs after every execution, mutants
+        included (1.7 us with the ``dup``, against 5.3 us for an ``fstat`` of each). A descriptor
+        the target replaced is not told: what a target can write through one it can write
+        through the child's own descriptors, and the parent checks every frame (:mod:`.frames`)."""
+        damaged = any(events & select.POLLNVAL for _, events in self.std.poll(0))
         try:
             os.close(os.dup(2))
         except OSError:
@@ -249,14 +256,6 @@ class Child:
 
 def _quiet(data: bytes | None) -> None:
     return None
-
-
-def _identity(fd: int) -> tuple[int, int] | None:
-    try:
-        st = os.fstat(fd)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 class Server:

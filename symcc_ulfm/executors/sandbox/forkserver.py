@@ -282,7 +282,7 @@ class ChildProcess:
             return death(signal_name(os.WTERMSIG(status)), self._tail(), self._target_files)
         if serving and os.WEXITSTATUS(status) == DAMAGED:
             return Outcome("crash", "sandbox: descriptors damaged",
-                           "the target closed or replaced the standard descriptors, or left none free")
+                           "the target closed a standard descriptor, or left none free")
         return death(f"exit {os.WEXITSTATUS(status)}", self._tail(), self._target_files)
 
     def _kill(self) -> None:
