@@ -106,7 +106,6 @@ class Sandbox(ChildProcess, Executor):
         exec_bound = self.execution_limit_s + grace_s(self.execution_limit_s)
         self._executing, framed = None, None
         self._between_requests()
-        self._served = None
         self._ensure_child()
         request_deadline = time.monotonic() + limit_s + exec_bound
         self._slot.reset()  # the child is between requests: it writes the slot only while it serves one
@@ -171,8 +170,9 @@ class Sandbox(ChildProcess, Executor):
 
     def _between_requests(self) -> None:
         """Before a request: a child that wrote after its last reply spoke out of turn. It is
-        replaced; the ``protocol`` finding of the input it served last waits for the next run.
-        (An end of file is a death: the request that meets it judges it.)"""
+        replaced; the ``protocol`` finding of the input it served last waits for the next run's
+        result. (An end of file is a death: the request that meets it judges it.)"""
+        served, self._served = self._served, None
         if self._pid is None:
             return
         held = self._buffer.pending()
@@ -184,15 +184,13 @@ class Sandbox(ChildProcess, Executor):
         if not held:
             return
         self._restart()
-        if self._served is not None:
+        if served is not None:
             self._late.append(Finding(protocol("bytes between requests",
-                                               f"{held} bytes or more after the reply to this input"), self._served))
-        self._served = None
+                                               f"{held} bytes or more after the reply to this input"), served))
 
     def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
-        self._between_requests()
+        result = self._run(bytes(data), hint, mutate)  # its first request looks between requests
         late, self._late = self._late, []
-        result = self._run(bytes(data), hint, mutate)
         result.findings[:0] = late
         return result
 
@@ -331,7 +329,6 @@ class Sandbox(ChildProcess, Executor):
             exec_bound *= len(chunk)
         index = 0
         self._between_requests()
-        self._served = None
         try:
             self._ensure_child()
             self._send({"type": "measure", "budget_s": budget_s}, chunk)
