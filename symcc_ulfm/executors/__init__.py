@@ -24,7 +24,7 @@ _EXECUTORS: dict[str, str] = {  # a campaign's executor: one lease analyzes one 
     "concolic": "symcc_ulfm.executors.concolic:ConcolicExecutor",
     "symcc": "symcc_ulfm.executors.symcc.adapter:SymccExecutor",
 }
-_FUZZERS: dict[str, str] = {  # worker kinds beside it (core.kinds): one lease is a time slice (core.master.slices)
+_FUZZERS: dict[str, str] = {  # worker kinds beside it (core.kinds): one lease is a time slice (core.slices)
     "simfuzz": "symcc_ulfm.executors.fuzzers.simfuzz:SimulatedFuzzer",
     "afl": "symcc_ulfm.executors.fuzzers.afl:AflFuzzer",
     "havoc": "symcc_ulfm.executors.fuzzers.havoc_fuzzer:HavocFuzzer",
@@ -59,7 +59,7 @@ def executor_class(name: str) -> type[Executor]:
 
 
 def is_fuzzer(name: str) -> bool:
-    """Whether worker kind ``name`` fuzzes in time slices (``core.master.slices``) instead of
+    """Whether worker kind ``name`` fuzzes in time slices (``core.slices``) instead of
     analyzing one input per lease."""
     return name in _FUZZERS
 

@@ -76,7 +76,7 @@ class Executor(abc.ABC):
     name: ClassVar[str]
     # the targets it runs ("python", "binary", "simulated"): the worker kinds of one campaign share it.
     # A fuzzer kind (``executors.is_fuzzer``) is given time slices, not inputs: ``run`` gets b"" and the
-    # slice's descriptor as its hint (``core.master.slices``) and returns what it kept meanwhile.
+    # slice's descriptor as its hint (``core.slices``) and returns what it kept meanwhile.
     family: ClassVar[str]
     in_process_target: ClassVar[bool] = False  # runs target code in its own process: needs the sandbox
     batch_measure: ClassVar[bool] = False  # measure_many is one batch (its targets run in processes of their own)

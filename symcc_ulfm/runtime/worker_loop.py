@@ -28,8 +28,8 @@ from ..core import envelope
 from ..core.budget import worker_give_up
 from ..core.finding import MAX_PER_RESULT
 from ..core.limits import MAX_OBJECT_BYTES
-from ..core.master.slices import is_descriptor, slice_hash
 from ..core.schedule import Phase
+from ..core.slices import is_descriptor, slice_hash
 from ..errors import IntegrityError, PolicyError, ProtocolError, SymccUlfmError
 from ..executors import Executor
 from ..store.durability import Barrier

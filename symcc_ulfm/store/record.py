@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core import finding
 from ..core.canonical import canonical_json, digest, is_sha256_hex, sha256_hex
-from ..core.master.slices import is_descriptor, slice_hash
+from ..core.slices import is_descriptor, slice_hash
 from ..errors import FenceError, WalCorruption
 from .staging import parse_staged
 

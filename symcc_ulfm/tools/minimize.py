@@ -31,9 +31,9 @@ from ..core.modes import FileModes
 from ..core.reduction import Reducer
 from ..errors import CheckFailed, ConfigError
 from ..executors.base import Executor
+from ..executors.binary.runs import clean_env
 from ..executors.outcome import Outcome
 from ..executors.sandbox import isolation
-from ..executors.symcc.runs import clean_env
 from ..store.atomic import write_new
 from ..store.reads import read_bytes
 from .replay import executor_of

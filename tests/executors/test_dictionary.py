@@ -12,7 +12,7 @@ import textwrap
 import pytest
 from helpers.symcc import AFL_MISSING, afl_available, afl_twin
 
-from symcc_ulfm.core.master.slices import descriptor
+from symcc_ulfm.core.slices import descriptor
 from symcc_ulfm.errors import ConfigError
 from symcc_ulfm.executors import create, options_for
 from symcc_ulfm.executors.concolic import ConcolicExecutor

@@ -19,7 +19,7 @@ import pytest
 from helpers.mpi import launch
 from helpers.symcc import AFL_MISSING, afl_available, afl_twin, compile_c, stand_in
 
-from symcc_ulfm.core.master.slices import descriptor
+from symcc_ulfm.core.slices import descriptor
 from symcc_ulfm.executors import create
 from symcc_ulfm.executors.fuzzers.afl import FOREIGN, TARGET_DIR, AflFuzzer
 from symcc_ulfm.executors.sandbox import landlock
@@ -219,7 +219,7 @@ def test_afl_refuses_cmplog_whose_binary_it_could_not_confine(tmp_path):
     if not afl_available():
         pytest.skip(AFL_MISSING)
     from symcc_ulfm.errors import PolicyError
-    from symcc_ulfm.executors.symcc.afl_coverage import AFL_SHM_MARKER
+    from symcc_ulfm.executors.binary.afl_coverage import AFL_SHM_MARKER
 
     marked = tmp_path / "marked"
     marked.write_bytes(AFL_SHM_MARKER)  # all that the check of an AFL build looks for

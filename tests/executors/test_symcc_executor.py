@@ -36,12 +36,12 @@ from symcc_ulfm.core.budget import check_lease, fit_lease
 from symcc_ulfm.core.coverage import HIT_CLASS_BOUNDS, coverage_id, edge_of
 from symcc_ulfm.core.policy import Policy
 from symcc_ulfm.errors import ConfigError, PolicyError, ProvenanceChanged, TargetError
+from symcc_ulfm.executors.binary.afl_coverage import coverage_from_afl_map
+from symcc_ulfm.executors.binary.options import DEFAULT_SEED_LENGTHS
+from symcc_ulfm.executors.binary.runs import classify_exit, run_binary
 from symcc_ulfm.executors.sandbox import isolation
 from symcc_ulfm.executors.sandbox.parent import Sandbox
 from symcc_ulfm.executors.symcc.adapter import NO_COVERAGE, SymccExecutor
-from symcc_ulfm.executors.symcc.afl_coverage import coverage_from_afl_map
-from symcc_ulfm.executors.symcc.options import DEFAULT_SEED_LENGTHS
-from symcc_ulfm.executors.symcc.runs import classify_exit, run_binary
 from symcc_ulfm.executors.symcc.target import read_dynamic
 from symcc_ulfm.launch.prepare import check_executor
 

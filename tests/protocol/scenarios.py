@@ -50,9 +50,9 @@ from symcc_ulfm.core.master import events as ev
 from symcc_ulfm.core.master.ownership import owner
 from symcc_ulfm.core.master.poison import SIGNATURE
 from symcc_ulfm.core.master.rounds import PIPELINE
-from symcc_ulfm.core.master.slices import descriptor, slice_hash
 from symcc_ulfm.core.membership import commit, initial_membership, resume
 from symcc_ulfm.core.policy import Policy, build_policy
+from symcc_ulfm.core.slices import descriptor, slice_hash
 from symcc_ulfm.executors import engine
 from symcc_ulfm.runtime.injection import Injector
 from symcc_ulfm.runtime.loopback import Loopback

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from symcc_ulfm.core.master.slices import descriptor, slice_hash
+from symcc_ulfm.core.slices import descriptor, slice_hash
 from symcc_ulfm.evidence.oracle.rules import lent_kind
 from symcc_ulfm.evidence.oracle.wal_checks import WalChecks
 

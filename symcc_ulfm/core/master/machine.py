@@ -65,7 +65,7 @@ class MasterConfig:
     executor: str = "simulate"  # the campaign's (analysis) executor: the kind of a worker not in ``kinds``
     executor_sha: str = ""  # its identity digest: records of other identities are fuzzer slices
     kinds: dict[int, str] = field(default_factory=dict)  # worker -> its kind, where it is not the executor
-    fuzzers: frozenset[str] = frozenset()  # kinds whose leases are time slices (core.master.slices)
+    fuzzers: frozenset[str] = frozenset()  # kinds whose leases are time slices (core.slices)
     slice_s: float = 5.0
     keep: str = "all"  # "novel": only candidates that add coverage (or first hold a finding) enter the corpus
     idle_kind: str | None = None  # the fuzzer kind an analysis worker with nothing to analyze runs (None: it waits)

@@ -1,7 +1,7 @@
 """Commit manifests: the one builder of what a ``committing`` WAL record holds.
 
 A manifest names the lease it settles (generation, master, worker and the worker's kind, shard,
-lease token, input and work hash; for a fuzzer's slice its descriptor, ``core.master.slices``),
+lease token, input and work hash; for a fuzzer's slice its descriptor, ``core.slices``),
 the objects it publishes (SHA-256, length, whether it added coverage, the coverage and the
 search hint), the SHA-256s of the candidates it drops (``keep = novel``: staged, verified, adding
 nothing), ``generated`` (objects plus dropped: derived from what was staged, ``core.master.report``),

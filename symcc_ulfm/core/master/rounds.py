@@ -39,7 +39,7 @@ class Outstanding:
     fence: Fence
     lease: dict
     priority: int
-    slice: dict | None = None  # the descriptor, when the lease is a fuzzer's slice (core.master.slices)
+    slice: dict | None = None  # the descriptor, when the lease is a fuzzer's slice (core.slices)
 
 
 @dataclass

@@ -4,9 +4,9 @@ The worker's fuzzer is one ``afl-fuzz`` process that runs for as long as the wor
 kind (across slices and generations), started at the first slice in the worker's scratch
 directory: ``-i IN -o SYNC -M worker`` on the AFL twin of the campaign's target (the symcc
 executor's ``afl_binary``, with its ``args``; ``@@`` is AFL's own). Each slice
-(``core.master.slices``) waits for the slice's seconds and returns what afl-fuzz kept meanwhile:
+(``core.slices``) waits for the slice's seconds and returns what afl-fuzz kept meanwhile:
 its own new ``queue/`` entries (not those it imported) and its new ``crashes/`` and ``hangs/``; the
-worker measures them on the same twin (``afl-showmap``, ``executors.symcc.afl_coverage``), so their
+worker measures them on the same twin (``afl-showmap``, ``executors.binary.afl_coverage``), so their
 coverage ids and findings are those of every other worker.
 
 What the other workers found reaches afl-fuzz through its own import: :meth:`offer` writes them
@@ -55,16 +55,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...core.limits import MAX_OBJECT_BYTES
-from ...core.master.slices import is_descriptor
+from ...core.slices import is_descriptor
 from ...errors import CapabilityError, PolicyError, TargetError
 from ..base import Executor, Measurement, RunResult
+from ..binary.afl_coverage import AflTwin, check_instrumented, which_showmap
+from ..binary.options import DEFAULTS as SYMCC_DEFAULTS
+from ..binary.options import parse_options
+from ..binary.runs import Scratch, clean_env
 from ..dictionary import afl_text, tokens_of
 from ..sandbox import landlock
 from ..sandbox.reaper import is_subreaper
-from ..symcc.afl_coverage import AflTwin, check_instrumented, which_showmap
-from ..symcc.options import DEFAULTS as SYMCC_DEFAULTS
-from ..symcc.options import parse_options
-from ..symcc.runs import Scratch, clean_env
 
 VERSION = 1
 OWN = {"afl_fuzz": None, "dictionary": None, "extra_args": []}

@@ -1,7 +1,7 @@
 """``havoc``: the concolic engine's mutation phase as a standalone fuzzer of a Python target.
 
 The same target, modules, tracer, classification and limits as the ``concolic`` executor (it is
-one, without the symbolic run): each slice (``core.master.slices``) runs AFL-style havoc mutants
+one, without the symbolic run): each slice (``core.slices``) runs AFL-style havoc mutants
 (:class:`~..concolic.hybrid.havoc.Mutator`, with the user's ``--dictionary`` as its words and the
 target modules' own words as its constants)
 of a pool, measures each concretely and keeps those that reach an edge this fuzzer had not
@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ...core.master.slices import is_descriptor
+from ...core.slices import is_descriptor
 from ...errors import TargetError
 from ..base import Finding, RunResult
 from ..concolic.executor import ConcolicExecutor

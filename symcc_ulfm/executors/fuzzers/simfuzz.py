@@ -12,7 +12,7 @@ import hashlib
 import time
 from typing import Any
 
-from ...core.master.slices import is_descriptor
+from ...core.slices import is_descriptor
 from ...errors import PolicyError, TargetError
 from ..base import Executor, Finding, Measurement, RunResult
 from ..outcome import Outcome

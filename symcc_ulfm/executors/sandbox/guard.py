@@ -14,7 +14,7 @@ included), refuses with ``EPERM``:
   own is refused too);
 * ``prlimit64`` that changes the limits of another process (a pid other than 0; reading them
   is allowed, and so is ``setrlimit`` of a process's own limits): an executor that bounds a
-  binary it runs sets the limit in the binary's process before it executes (:mod:`..symcc.runs`).
+  binary it runs sets the limit in the binary's process before it executes (:mod:`..binary.runs`).
 
 The filter knows the system call numbers of x86-64 (and i386, x32) and AArch64 (and 32-bit Arm);
 every system call of an architecture it does not know is refused.

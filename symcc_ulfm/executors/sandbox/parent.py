@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...core.master.slices import is_descriptor
+from ...core.slices import is_descriptor
 from ...errors import TargetError, rebuild
 from ..base import Executor, Finding, Measurement, RunResult
 from ..outcome import Outcome, protocol
@@ -196,7 +196,7 @@ class Sandbox(ChildProcess, Executor):
 
     def _run(self, data: bytes, hint: dict[str, Any] | None, mutate: bool) -> RunResult:
         started = time.monotonic()
-        sliced = is_descriptor(hint)  # a fuzzer's slice (core.master.slices): the limit is its seconds more
+        sliced = is_descriptor(hint)  # a fuzzer's slice (core.slices): the limit is its seconds more
         if self._reoffer:
             self._reoffer = False
             self._send_offer(self._offered)

@@ -1,7 +1,5 @@
 """The ``symcc`` executor: a real SymCC-compiled binary, driven as SymCC expects.
 
-``adapter`` (the executor), ``target`` (what a SymCC target is made of), ``options`` (the
-executor's options and SymCC's runtime variables), ``runs`` (running a binary contained, its
-scratch space, the test cases SymCC wrote) and ``afl_coverage`` (the AFL twin under
-``afl-showmap``). See ``docs/symcc-executor.md``.
+``adapter`` (the executor) and ``target`` (what a SymCC target is made of); its options, runs
+and AFL twin are those of every binary target (:mod:`..binary`). See ``docs/symcc-executor.md``.
 """

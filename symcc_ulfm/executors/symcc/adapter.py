@@ -56,11 +56,9 @@ from typing import Any, ClassVar
 
 from ...errors import PolicyError, ProvenanceChanged, TargetError
 from ..base import Executor, Finding, Measurement, RunResult
-from ..outcome import Outcome
-from ..sandbox.reaper import is_subreaper
-from .afl_coverage import AflTwin, check_instrumented, which_showmap
-from .options import parse_options
-from .runs import (
+from ..binary.afl_coverage import AflTwin, check_instrumented, which_showmap
+from ..binary.options import parse_options
+from ..binary.runs import (
     Exit,
     Scratch,
     classify_exit,
@@ -70,6 +68,8 @@ from .runs import (
     run_binary,
     tail,
 )
+from ..outcome import Outcome
+from ..sandbox.reaper import is_subreaper
 from .target import symcc_runtime
 
 VERSION = 2

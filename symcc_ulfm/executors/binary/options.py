@@ -1,5 +1,6 @@
-"""The ``symcc`` executor's options: their defaults and checks (a PolicyError or TargetError
-naming the option), and the SymCC runtime variables a campaign may set."""
+"""The options of a binary target, shared by the ``symcc`` executor and the ``afl`` fuzzer: their
+defaults and checks (a PolicyError or TargetError naming the option), and the SymCC runtime
+variables a campaign may set."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..canonical import digest
+from .canonical import digest
 
 SLICE_FORMAT = "symcc-ulfm-slice/1"
 _KEYS = {"slice", "kind", "generation", "master", "worker", "seq", "seconds"}

@@ -1,5 +1,6 @@
-"""Coverage and outcomes of concrete runs for ``executors.symcc.adapter``: an AFL-instrumented twin of the
-target (same source, built with ``afl-cc``) under AFL++'s ``afl-showmap``.
+"""Coverage and outcomes of concrete runs on a binary target (``executors.symcc.adapter``,
+``executors.fuzzers.afl``): an AFL-instrumented twin of the target (same source, built with
+``afl-cc``) under AFL++'s ``afl-showmap``.
 
 A chunk of inputs is measured by one ``afl-showmap -q -Z -b -t MS -i IN_DIR -o OUT_DIR -- TWIN
 ARGS`` (one fork server for the chunk). What AFL++ 4.04c does there (``afl-showmap.c``):

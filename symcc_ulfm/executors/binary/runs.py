@@ -1,13 +1,13 @@
-"""Processes and files of the ``symcc`` executor: running a binary contained, its scratch space,
-reading the test cases SymCC wrote.
+"""Processes and files of a binary target (the ``symcc`` executor's and the ``afl`` fuzzer's):
+running a binary contained, its scratch space, reading the test cases SymCC wrote.
 
 Every binary (a SymCC run, its concrete confirmation, ``afl-showmap``, the AFL twin) is started
 directly from the executor's process with :func:`run_binary`: no helper process sits between
 them. The binary gets a session and process group of its own; its exit is awaited through a
 pidfd, so after the time limit, or after it exited, its group is killed while the leader is
 still an unreaped zombie (the group id cannot have been reused). When this process is a child
-subreaper (the sandbox child makes itself one for this executor, see
-:attr:`~.base.Executor.adopts_orphans`), every process the run left behind outside that group
+subreaper (the sandbox child makes itself one for these kinds, see
+:attr:`~..base.Target.reaps_own_orphans`), every process the run left behind outside that group
 (a daemon that called ``setsid()``, AFL's fork server, their children) has been re-parented here
 and :func:`~..sandbox.reaper.sweep_children` kills and reaps it. Without the subreaper (the executor built
 in-process, as unit tests do) only the group is killed.
