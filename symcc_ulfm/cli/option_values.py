@@ -71,8 +71,8 @@ def with_dictionary(options: dict[str, Any], path: str | None) -> dict[str, Any]
 
 
 def dictionary_used(path: str | None, kinds: tuple[str, ...]) -> None:
-    from ..executors import takes_dictionary
+    from ..executors import uses_dictionary
 
-    if path is not None and not takes_dictionary(kinds):
+    if path is not None and not uses_dictionary(kinds):
         raise ConfigError("--dictionary", f"no worker kind of this campaign ({', '.join(kinds)}) uses a dictionary; "
                                           "the concolic executor and the havoc and afl worker kinds do")

@@ -1,9 +1,16 @@
-"""Executor registry: one place that maps a name to an implementation.
+"""The registry of worker kinds: one place that maps a name to its class, and the one reader of
+the classes' capabilities (``base``).
 
+A campaign has one *executor* (:data:`_EXECUTORS`: an analysis kind, ``base.Executor``) and may
+add *fuzzers* beside it (:data:`_FUZZERS`: worker kinds leased time slices, ``base.Fuzzer``). The
+runtime, the sandbox and the host side ask what a kind needs through this module's functions
+(:func:`is_fuzzer`, :func:`hosted`, :func:`measures_in_batches`, :func:`reaps_own_orphans`,
+:func:`keeps_running_between_slices`, :func:`uses_dictionary`), never the class itself.
 Implementations are imported lazily so that a ``simulate`` campaign never imports z3.
-:func:`create` is what the runtime uses: an executor that would run target code in its own
-process (``concolic``) comes back contained in a :class:`~.sandbox.Sandbox`. :func:`engine`
-builds the executor itself, in this process: the sandbox child and the engine's unit tests.
+:func:`create` is what the runtime uses: a kind whose target code runs in its process
+(``hosted``) comes back contained in a sandbox (:class:`~.sandbox.parent.SandboxedExecutor` or
+:class:`~.sandbox.parent.SandboxedFuzzer`, the contract it hosts). :func:`engine` builds the kind
+itself, in this process: the sandbox child and the engine's unit tests.
 """
 
 from __future__ import annotations
@@ -14,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PolicyError
-from .base import Executor, RunResult
+from .base import Executor, Fuzzer, RunResult, Target
 from .dictionary import OPTION as DICTIONARY
 from .sandbox import isolation as sandbox_isolation
-from .sandbox.parent import Sandbox
+from .sandbox.parent import SandboxedExecutor, SandboxedFuzzer
 
 _EXECUTORS: dict[str, str] = {  # a campaign's executor: one lease analyzes one input
     "simulate": "symcc_ulfm.executors.simulate:SimulateExecutor",
@@ -50,7 +57,7 @@ def check_name(name: str) -> str:
     return name
 
 
-def executor_class(name: str) -> type[Executor]:
+def _class_of(name: str) -> type[Target]:
     """The class of an executor or a fuzzer worker kind."""
     if name not in _REGISTRY:
         check_name(name)
@@ -59,31 +66,52 @@ def executor_class(name: str) -> type[Executor]:
 
 
 def is_fuzzer(name: str) -> bool:
-    """Whether worker kind ``name`` fuzzes in time slices (``core.slices``) instead of
-    analyzing one input per lease."""
+    """Whether worker kind ``name`` fuzzes in time slices (``core.slices``, ``base.Fuzzer``) instead
+    of analyzing one input per lease."""
     return name in _FUZZERS
 
 
-def takes_dictionary(kinds: tuple[str, ...]) -> bool:
+def hosted(name: str) -> bool:
+    """Whether kind ``name`` runs target code in its process: the runtime hosts it in a sandbox."""
+    return _class_of(name).hosted
+
+
+def measures_in_batches(name: str) -> bool:
+    """Whether kind ``name`` measures a chunk of inputs as one batch (``base.Target.measure_many``)."""
+    return _class_of(name).measures_in_batches
+
+
+def reaps_own_orphans(name: str) -> bool:
+    """Whether kind ``name`` kills what its targets leave behind itself (``base.Target.reaps_own_orphans``)."""
+    return _class_of(name).reaps_own_orphans
+
+
+def keeps_running_between_slices(name: str) -> bool:
+    """Whether fuzzer kind ``name`` goes on fuzzing between its slices (``base.Fuzzer``); an analysis
+    kind never runs between its leases."""
+    return is_fuzzer(name) and _class_of(name).keeps_running_between_slices
+
+
+def uses_dictionary(kinds: tuple[str, ...]) -> bool:
     """Whether any of ``kinds`` uses a ``--dictionary``."""
-    return any(executor_class(kind).takes_dictionary for kind in kinds if kind in _REGISTRY)
+    return any(_class_of(kind).uses_dictionary for kind in kinds if kind in _REGISTRY)
 
 
 def check_kinds(executor: str, slots: tuple[str, ...]) -> None:
     """Refuse (PolicyError naming ``worker_kinds``) worker kinds a campaign of ``executor`` cannot
     run: unknown names, a second analysis kind, a fuzzer for another kind of target."""
-    family = executor_class(check_name(executor)).family
+    targets = _class_of(check_name(executor)).target_kind
     for kind in dict.fromkeys(slots):
         if kind not in _REGISTRY:
             raise PolicyError("worker_kinds", f"unknown worker kind {kind!r}; expected one of "
                                               f"{', '.join(sorted(_REGISTRY))}")
-        cls = executor_class(kind)
         if kind not in _FUZZERS and kind != executor:
             raise PolicyError("worker_kinds", f"{kind!r} analyzes inputs as the executor does; a campaign has one "
                                               f"analysis kind, its executor {executor!r} (add fuzzers beside it)")
-        if cls.family != family:
-            raise PolicyError("worker_kinds", f"{kind!r} fuzzes {cls.family} targets; the executor {executor!r} "
-                                              f"runs {family} targets")
+        fuzzes = _class_of(kind).target_kind
+        if fuzzes != targets:
+            raise PolicyError("worker_kinds", f"{kind!r} fuzzes {fuzzes} targets; the executor {executor!r} "
+                                              f"runs {targets} targets")
 
 
 def options_for(name: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -94,7 +122,7 @@ def options_for(name: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
     options = dict(options or {})
     own = options.get(name)
     shared = {k: v for k, v in options.items() if k not in _REGISTRY}
-    if name in _REGISTRY and not executor_class(name).takes_dictionary:
+    if name in _REGISTRY and not _class_of(name).uses_dictionary:
         shared.pop(DICTIONARY, None)
     if own is None:
         return shared
@@ -103,25 +131,26 @@ def options_for(name: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
     return {**shared, **own}
 
 
-def engine(name: str, target: str | None = None, options: Mapping[str, Any] | None = None) -> Executor:
-    """The executor ``name`` for ``target``, in this process (raises ConfigError subclasses on bad input)."""
-    return executor_class(name)(target=target, options=options_for(name, options))
+def engine(name: str, target: str | None = None, options: Mapping[str, Any] | None = None) -> Target:
+    """The kind ``name`` for ``target``, in this process (raises ConfigError subclasses on bad input)."""
+    return _class_of(name)(target=target, options=options_for(name, options))
 
 
 def create(name: str, target: str | None = None, options: Mapping[str, Any] | None = None,
-           scratch: Path | None = None, isolation: str = "namespaces") -> Executor:
-    """The executor ``name`` for ``target`` as the runtime runs it: contained when it runs target
-    code, in namespaces unless ``isolation`` is ``none`` (``sandbox.isolation``; CapabilityError
-    where the kernel refuses them); ``scratch`` is a
-    directory its executions may write into (default: the system's temp; isolated, a temporary
-    directory of its own, the only one they can write)."""
-    if executor_class(name).in_process_target:
+           scratch: Path | None = None, isolation: str = "namespaces") -> Target:
+    """The kind ``name`` for ``target`` as the runtime runs it (an :class:`Executor` or a
+    :class:`Fuzzer`): contained when it runs target code (:func:`hosted`), in namespaces unless
+    ``isolation`` is ``none`` (``sandbox.isolation``; CapabilityError where the kernel refuses
+    them); ``scratch`` is a directory its executions may write into (default: the system's temp;
+    isolated, a temporary directory of its own, the only one they can write)."""
+    if hosted(name):
         if isolation == "namespaces":
             sandbox_isolation.require()
-        return Sandbox(name, target, options, scratch=scratch, isolated=isolation == "namespaces")
+        contained = SandboxedFuzzer if is_fuzzer(name) else SandboxedExecutor
+        return contained(name, target, options, scratch=scratch, isolated=isolation == "namespaces")
     executor = engine(name, target, options)
     executor.scratch_dir = scratch
     return executor
 
 
-__all__ = ["Executor", "RunResult", "names", "check_name", "create", "engine"]
+__all__ = ["Executor", "Fuzzer", "RunResult", "Target", "names", "check_name", "create", "engine"]

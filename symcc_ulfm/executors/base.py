@@ -1,15 +1,23 @@
-"""The executor contract shared by ``simulate``, ``concolic`` and ``symcc``.
+"""The two contracts of a worker kind, over what both share about the target they run.
 
-A worker calls :meth:`Executor.run` on one input (a corpus object) and gets back candidate
-children; it then measures each candidate with :meth:`Executor.measure`, a separate concrete
-run that gives its coverage and its :class:`~.outcome.Outcome` (anything but ``ok`` is a
-finding). The master decides what is unique (by content) and novel (adds an edge or a
-hit-count class). Executors never touch the corpus, the WAL or MPI.
+:class:`Executor` (``simulate``, ``concolic``, ``symcc``: a campaign's analysis kind) analyzes
+one input per lease: :meth:`Executor.run` expands a corpus object into candidate children, and
+:meth:`Executor.seeds` gives the campaign its first inputs. :class:`Fuzzer` (``afl``, ``havoc``,
+``simfuzz``: worker kinds beside it) is leased time slices instead (``core.slices``):
+:meth:`Fuzzer.fuzz` returns what it kept during one, and :meth:`Fuzzer.offer` hands it what the
+other workers found. Both are a :class:`Target`: they measure a candidate with
+:meth:`Target.measure`, a separate concrete run that gives its coverage and its
+:class:`~.outcome.Outcome` (anything but ``ok`` is a finding), reproduce a finding, and name
+themselves by :meth:`Target.identity`. The master decides what is unique (by content) and novel
+(adds an edge or a hit-count class). Neither touches the corpus, the WAL or MPI.
 
-An executor whose target code runs in its own process (``in_process_target``: ``concolic``) is
-never called directly by the runtime: :mod:`.sandbox` hosts it in a child process that the
-runtime restarts after a crash, and the engine reports each target execution it starts through
-:attr:`Executor.on_execution`, so the sandbox knows which input a death belongs to.
+What a kind needs from the runtime is said by its class's capabilities (:class:`Target`'s and
+:attr:`Fuzzer.keeps_running_between_slices`), which only the registry (``executors``) reads: a
+kind whose target code runs in its process or is started from it (``hosted``: ``concolic``,
+``havoc``, ``symcc``, ``afl``) is never called directly by the runtime: :mod:`.sandbox` hosts it
+in a child process that the runtime restarts after a crash, and the engine reports each target
+execution it starts through :attr:`Target.on_execution`, so the sandbox knows which input a
+death belongs to.
 
 Coverage ids are ``core.coverage``'s (AFL-style edge and hit-count class). Beside the edges a
 concrete run measures, an executor may say which *branch directions* a candidate was solved to
@@ -47,7 +55,7 @@ class Finding:
 
 @dataclass
 class RunResult:
-    """What one :meth:`Executor.run` produced.
+    """What one :meth:`Executor.run` or :meth:`Fuzzer.fuzz` produced.
 
     ``hints`` (optional, one per candidate) is small JSON-able search state that the candidate's
     own later run needs, such as the SAGE generation bound. It travels with the candidate through
@@ -70,29 +78,22 @@ def _ignore(data: bytes | None) -> None:
     return None
 
 
-class Executor(abc.ABC):
-    """One executor instance per process; cheap to call many times."""
+class Target(abc.ABC):
+    """What an executor and a fuzzer share about the target they run: one instance per process,
+    cheap to call many times."""
 
     name: ClassVar[str]
-    # the targets it runs ("python", "binary", "simulated"): the worker kinds of one campaign share it.
-    # A fuzzer kind (``executors.is_fuzzer``) is given time slices, not inputs: ``run`` gets b"" and the
-    # slice's descriptor as its hint (``core.slices``) and returns what it kept meanwhile.
-    family: ClassVar[str]
-    in_process_target: ClassVar[bool] = False  # runs target code in its own process: needs the sandbox
-    batch_measure: ClassVar[bool] = False  # measure_many is one batch (its targets run in processes of their own)
+    target_kind: ClassVar[str]  # the targets it runs ("python", "binary", "simulated"): one campaign's kinds share it
+    # Its target code runs in this process or is started from it: the runtime hosts it in the sandbox child.
+    hosted: ClassVar[bool] = False
+    measures_in_batches: ClassVar[bool] = False  # measure_many is one batch (its targets run in processes of their own)
     # The sandbox child is a child subreaper (sandbox.reaper): processes its targets leave behind, also
-    # those in other sessions, become its children. True: the executor kills them after each binary it
-    # ran (its targets are processes); False: the child kills them after each target execution.
-    adopts_orphans: ClassVar[bool] = False
-    takes_dictionary: ClassVar[bool] = False  # uses the shared option ``dictionary`` (executors.dictionary)
-    # A fuzzer whose processes go on fuzzing between its slices (afl-fuzz): an analysis worker lent
-    # to it (core.policy ``idle``) closes it before it analyzes again (runtime.rank_state.pause_lent).
-    runs_between_slices: ClassVar[bool] = False
+    # those in other sessions, become its children. True: it kills them after each binary it ran (its
+    # targets are processes); False: the child kills them after each target execution.
+    reaps_own_orphans: ClassVar[bool] = False
+    uses_dictionary: ClassVar[bool] = False  # uses the shared option ``dictionary`` (executors.dictionary)
     on_execution = staticmethod(_ignore)  # called with the input before each target execution, None after
     scratch_dir: Path | None = None  # where executions may write files (the runtime's, under the state dir)
-    # A hybrid executor (``concolic``) executes mutants of its input inside ``run``; False asks it not to
-    # (the sandbox reruns a run without them when a mutant ended the process).
-    mutate: bool = True
 
     @abc.abstractmethod
     def identity(self) -> dict[str, Any]:
@@ -103,29 +104,13 @@ class Executor(abc.ABC):
         """
 
     @abc.abstractmethod
-    def seeds(self) -> list[bytes]:
-        """Initial inputs of the campaign (published into the corpus at generation 0)."""
-
-    @abc.abstractmethod
-    def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
-        """Expand one input into candidate children (bounded in time by the executor's options).
-
-        ``hint`` is what an earlier run returned for this input in ``RunResult.hints``, if any;
-        an executor must treat it as untrusted input and validate it.
-        """
-
-    @abc.abstractmethod
     def measure(self, data: bytes) -> Measurement:
         """Coverage ids (see module docstring) and outcome of one concrete run of ``data``."""
-
-    def offer(self, inputs: list[bytes]) -> None:  # noqa: B027 - optional hook: only fuzzers take it
-        """Inputs the other workers found: a fuzzer imports them (AFL++'s sync, a mutation pool);
-        an executor that analyzes one input per lease has no use for them."""
 
     def preflight(self, seeds: list[bytes] | None = None) -> dict[str, Any]:
         """Before a campaign: raise TargetError when the target cannot do its work at all (e.g. it
         fails on every seed of ``seeds``, by default its own); otherwise a JSON-able summary. Most
-        executors have nothing to check."""
+        kinds have nothing to check."""
         return {}
 
     def reproduce(self, data: bytes) -> Outcome:
@@ -137,7 +122,7 @@ class Executor(abc.ABC):
         exception, a binary's stderr (a sanitizer report), a dead child's stack; "" when none."""
         return self.reproduce(data), ""
 
-    def renew(self) -> None:  # noqa: B027 - optional hook: only executors that keep a process have one to renew
+    def renew(self) -> None:  # noqa: B027 - optional hook: only kinds that keep a process have one to renew
         """Run the next execution in a freshly started process (a new address-space layout, no
         state left by earlier executions): what repeated replays measure reproduction with."""
 
@@ -153,8 +138,46 @@ class Executor(abc.ABC):
 
     @property
     def run_limit_s(self) -> float:
-        """How long one :meth:`run` may take in all."""
+        """How long one :meth:`Executor.run` may take in all; for a :meth:`Fuzzer.fuzz`, beyond the
+        slice's own seconds."""
         return 60.0
 
-    def close(self) -> None:  # noqa: B027 - optional hook, most executors hold nothing
+    def close(self) -> None:  # noqa: B027 - optional hook, most kinds hold nothing
         """Release resources (temporary directories, subprocesses)."""
+
+
+class Executor(Target):
+    """An analysis kind: one lease analyzes one input of the corpus."""
+
+    @abc.abstractmethod
+    def seeds(self) -> list[bytes]:
+        """Initial inputs of the campaign (published into the corpus at generation 0)."""
+
+    @abc.abstractmethod
+    def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
+        """Expand one input into candidate children (bounded in time by the executor's options).
+
+        ``hint`` is what an earlier run returned for this input in ``RunResult.hints``, if any;
+        an executor must treat it as untrusted input and validate it. A hybrid executor
+        (``concolic``) executes mutants of its input inside ``run``; ``mutate`` False asks it not
+        to (the sandbox reruns a run without them when a mutant ended the process).
+        """
+
+
+class Fuzzer(Target):
+    """A fuzzer kind: one lease is a time slice (``core.slices``), not an input; the fuzzer runs
+    on across slices and returns what it kept during each."""
+
+    # Its processes go on fuzzing between its slices (afl-fuzz): an analysis worker lent to it
+    # (core.policy ``idle``) closes it before it analyzes again (runtime.rank_state.pause_lent).
+    keeps_running_between_slices: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def fuzz(self, descriptor: dict[str, Any]) -> RunResult:
+        """Fuzz for one slice: its ``seconds`` more; what it kept meanwhile (queue entries,
+        crashes, hangs) as candidates and findings. ``descriptor`` is the lease's
+        (``core.slices``); a fuzzer refuses anything else (TargetError)."""
+
+    @abc.abstractmethod
+    def offer(self, inputs: list[bytes]) -> None:
+        """Inputs the other workers found, for the fuzzer to import (AFL++'s sync, a mutation pool)."""

@@ -13,7 +13,7 @@ nothing is followed through a symbolic link, and a token has 1 to :data:`MAX_TOK
 It travels as the shared executor option ``dictionary``, ``{"sha256", "tokens"}`` (tokens as hex,
 :meth:`Dictionary.option`), so the policy, its SHA-256 and each worker kind's identity name it;
 ``sha256`` is that of the file (what ``sha256sum`` prints), or for a directory that of its listing
-(``name sha256`` lines, by name). The kinds that take it (``Executor.takes_dictionary``): the
+(``name sha256`` lines, by name). The kinds that take it (``Target.uses_dictionary``): the
 concolic engine's hybrid phase and the havoc fuzzer insert and overwrite its tokens as havoc
 words, beside the words the run saw compared; the afl kind hands it to afl-fuzz as ``-x``
 (:func:`afl_text` writes it back in AFL's format).

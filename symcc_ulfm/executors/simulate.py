@@ -33,7 +33,7 @@ def drawn_coverage(digest: bytes, edges: int) -> frozenset[int]:
 
 class SimulateExecutor(Executor):
     name = "simulate"
-    family = "simulated"
+    target_kind = "simulated"
 
     def __init__(self, target: str | None = None, options: dict[str, Any] | None = None):
         options = dict(options or {})
@@ -71,7 +71,7 @@ class SimulateExecutor(Executor):
     def seeds(self) -> list[bytes]:
         return [self._h("seed", j)[:16] for j in range(self.options["seeds"])]
 
-    def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
+    def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
         started = time.perf_counter()
         self._spend(self.options["cost_s"])
         children = []

@@ -23,7 +23,7 @@ from ..core.membership import Membership
 from ..core.modes import FileModes
 from ..core.policy import UNSET, Policy, build_policy, differences
 from ..errors import PolicyError, WalCorruption
-from ..executors import check_kinds, create, is_fuzzer
+from ..executors import Executor, check_kinds, create, is_fuzzer
 from ..executors.sandbox.forkserver import grace_s
 from ..executors.sandbox.parent import Sandbox
 from ..store.corpus import Corpus
@@ -83,7 +83,8 @@ def _probe(policy: Policy, kind: str) -> tuple[dict, list[bytes], float, float]:
         execution = executor.execution_limit_s
         if isinstance(executor, Sandbox):
             execution += grace_s(execution)
-        return executor.identity(), executor.seeds(), execution, executor.run_limit_s
+        seeds = executor.seeds() if isinstance(executor, Executor) else []  # a fuzzer brings none
+        return executor.identity(), seeds, execution, executor.run_limit_s
     finally:
         executor.close()
 

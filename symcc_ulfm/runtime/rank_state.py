@@ -14,7 +14,7 @@ from ..core.deadlines import Deadlines
 from ..core.membership import Membership
 from ..core.policy import Policy
 from ..errors import PolicyError
-from ..executors import Executor, create, executor_class, is_fuzzer
+from ..executors import Target, create, is_fuzzer, keeps_running_between_slices
 from ..store.corpus import Corpus
 from ..store.deadline_file import read_deadlines
 from ..store.dirs import clear_dir, ensure_dir, remove_dir
@@ -30,11 +30,11 @@ from .injection import Injector
 
 @dataclass
 class HeldExecutor:
-    """An executor a rank runs: its kind, the corpus objects it was offered (a fuzzer), and
-    whether its identity was checked against the campaign's (before its first execution)."""
+    """An executor or a fuzzer a rank runs: its kind, the corpus objects it was offered (a fuzzer),
+    and whether its identity was checked against the campaign's (before its first execution)."""
 
     kind: str
-    executor: Executor | None  # None while paused (``RankState.pause_lent``)
+    executor: Target | None  # None while paused (``RankState.pause_lent``)
     offered: set[str] = field(default_factory=set)
     checked: bool = False
 
@@ -134,7 +134,7 @@ class RankState:
         runs on between slices (``afl``: its sandbox and afl-fuzz end, the directory stays and the
         next slice resumes it), so that the two never share the worker's core."""
         lent = self._lent
-        if lent is not None and lent.executor is not None and executor_class(lent.kind).runs_between_slices:
+        if lent is not None and lent.executor is not None and keeps_running_between_slices(lent.kind):
             lent.executor.close()
             lent.executor = None
 

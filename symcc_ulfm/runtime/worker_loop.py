@@ -1,4 +1,4 @@
-"""The worker loop: READY, then WORK -> run the executor -> stage candidates -> RESULT, until STOP.
+"""The worker loop: READY, then WORK -> run (or fuzz a slice) -> stage candidates -> RESULT, until STOP.
 
 One generation of one worker, over any ``runtime.transport.Transport`` (``mpi.channels`` under
 ``mpiexec``, ``runtime.loopback`` in the protocol tests), like the master's driver.
@@ -31,7 +31,7 @@ from ..core.limits import MAX_OBJECT_BYTES
 from ..core.schedule import Phase
 from ..core.slices import is_descriptor, slice_hash
 from ..errors import IntegrityError, PolicyError, ProtocolError, SymccUlfmError
-from ..executors import Executor
+from ..executors import Fuzzer, Target
 from ..store.durability import Barrier
 from ..store.runlog import Event
 from ..store.staging import WorkerStaging
@@ -218,7 +218,8 @@ class WorkerLoop:
         if is_descriptor(work["hint"]):
             if slice_hash(work["hint"]) != work["input_hash"]:
                 raise IntegrityError(f"slice descriptor does not hash to the lease's input {work['input_hash'][:12]}")
-            self._offer_corpus(held)
+            if isinstance(held.executor, Fuzzer):
+                self._offer_corpus(held)
             return b""
         data = self.ctx.corpus.read(work["input_hash"])
         if self.executed == 0:
@@ -229,7 +230,7 @@ class WorkerLoop:
 
     def _offer_corpus(self, held: HeldExecutor) -> None:
         """Before a fuzzer's slice: what the others published since the last one, read back and
-        verified, shortest first (``executors.base.Executor.offer``)."""
+        verified, shortest first (``executors.base.Fuzzer.offer``)."""
         fresh = [name for name in self.ctx.corpus.names() if name not in held.offered]
         held.offered.update(fresh)
         inputs = sorted((self.ctx.corpus.read(name) for name in fresh), key=len)
@@ -237,10 +238,12 @@ class WorkerLoop:
             held.executor.offer(inputs)
             self.ctx.log.event(Event.OFFERED, count=len(fresh), inputs=fresh[:MAX_LOGGED_INPUTS], kind=held.kind)
 
-    def _analyze(self, work: dict, data: bytes, executor: Executor) -> tuple[list[dict], list[dict], dict[str, float]]:
-        """Run the input, stage and measure its distinct children; (candidates, findings, stats)."""
+    def _analyze(self, work: dict, data: bytes, executor: Target) -> tuple[list[dict], list[dict], dict[str, float]]:
+        """Run the input (a fuzzer: fuzz the slice), stage and measure its distinct children;
+        (candidates, findings, stats)."""
         lease = work["lease"]
-        result = executor.run(data, work["hint"])
+        hint = work["hint"]
+        result = executor.fuzz(hint) if isinstance(executor, Fuzzer) else executor.run(data, hint)
         hints = result.hints or [None] * len(result.candidates)
         reaches = result.reaches or [()] * len(result.candidates)
         staged: dict[str, tuple[bytes, dict | None]] = {}
@@ -287,5 +290,5 @@ def _error_text(exc: Exception) -> str:
     return text if len(text) <= envelope.MAX_TEXT else text[:envelope.MAX_TEXT - 3] + "..."
 
 
-def _deaths(executor: Executor) -> int:
+def _deaths(executor: Target) -> int:
     return getattr(executor, "deaths", 0)

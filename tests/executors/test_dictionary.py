@@ -137,7 +137,7 @@ def test_the_havoc_fuzzer_inserts_dictionary_tokens(tmp_path):
     fuzzer = create("havoc", target, {"dictionary": _option(tmp_path), **counted}, isolation="none")
     try:
         fuzzer.offer([b"hello world"])
-        result = fuzzer.run(b"", descriptor("havoc", 0, 0, 1, 1, 1.0))  # 200 mutants (the 2nd has the token)
+        result = fuzzer.fuzz(descriptor("havoc", 0, 0, 1, 1, 1.0))  # 200 mutants (the 2nd has the token)
         assert result.notes["mutations"] == 200 and not result.notes["mutations_cut"], result.notes
         assert any(fuzzer.measure(c).returned == "deep" for c in result.candidates)
     finally:
@@ -152,7 +152,7 @@ def test_afl_fuzz_is_given_the_dictionary_as_x(tmp_path):
     fuzzer = AflFuzzer(options={"afl_binary": str(twin), "dictionary": option})
     fuzzer.scratch_dir = tmp_path
     try:
-        fuzzer.run(b"", descriptor("afl", 0, 0, 1, 1, 1.0))
+        fuzzer.fuzz(descriptor("afl", 0, 0, 1, 1, 1.0))
         assert parse((fuzzer.root / "dictionary.txt").read_bytes(), "written") == [b"PLUGH-XY"]
         log = (fuzzer.root / "afl-fuzz.log").read_text(errors="replace")
         assert f"Loading extra dictionary from '{fuzzer.root / 'dictionary.txt'}'" in log, log[-2000:]

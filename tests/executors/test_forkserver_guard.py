@@ -15,14 +15,14 @@ import pytest
 from helpers.hostile_sandbox import SEED, write_target
 
 from symcc_ulfm.executors.sandbox import isolation
-from symcc_ulfm.executors.sandbox.parent import Sandbox
+from symcc_ulfm.executors.sandbox.parent import SandboxedExecutor
 
 pytestmark = pytest.mark.skipif(isolation.unavailable() is not None, reason="no user namespaces here")
 
 
-def _sandbox(tmp_path, attacks: str, isolated: bool) -> Sandbox:
+def _sandbox(tmp_path, attacks: str, isolated: bool) -> SandboxedExecutor:
     target = write_target(tmp_path, f"hostile-{uuid.uuid4().hex}", attacks)
-    return Sandbox("concolic", target, {"exec_timeout_s": 2.0}, isolated=isolated)
+    return SandboxedExecutor("concolic", target, {"exec_timeout_s": 2.0}, isolated=isolated)
 
 
 # without isolation as root, /proc/PID/mem is the only one left open (CAP_SYS_PTRACE of the whole machine)

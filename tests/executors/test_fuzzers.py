@@ -55,7 +55,7 @@ def test_afl_keeps_its_own_finds_imports_the_campaigns_and_resumes_after_it_died
     fuzzer.scratch_dir = tmp_path
     try:
         fuzzer.offer([b"ZZZZ", b"", b"x" * (2 << 20)])  # the empty and the oversized one are not afl-fuzz's
-        first = fuzzer.run(b"", slice_of(1, 3.0))
+        first = fuzzer.fuzz(slice_of(1, 3.0))
         assert first.notes["started"] == "fresh" and fuzzer.starts == 1
         root = fuzzer.root
         assert afl_processes(root), "afl-fuzz is not running"
@@ -64,7 +64,7 @@ def test_afl_keeps_its_own_finds_imports_the_campaigns_and_resumes_after_it_died
         assert sorted(os.listdir(root / "sync" / FOREIGN / "queue")) == [  # dense ids, in the order offered
             f"id:000000,orig:{hashlib.sha256(b'SYM' + bytes([128])).hexdigest()[:16]}",
             f"id:000001,orig:{hashlib.sha256(b'CRSH').hexdigest()[:16]}"]
-        results = [fuzzer.run(b"", slice_of(seq, 3.0)) for seq in (2, 3)]
+        results = [fuzzer.fuzz(slice_of(seq, 3.0)) for seq in (2, 3)]
         kept = [c for r in (first, *results) for c in r.candidates]
         assert all(0 < len(c) <= 1 << 20 for c in kept)
         assert len(kept) == len(set(kept))  # each of its own entries returned once
@@ -76,13 +76,13 @@ def test_afl_keeps_its_own_finds_imports_the_campaigns_and_resumes_after_it_died
         # an exiting process loses its command line before it can be reaped: wait for its exit status
         fuzzer._process.wait(timeout=30)
         assert not afl_processes(root), "afl-fuzz outlived SIGKILL"
-        again = [fuzzer.run(b"", slice_of(4, 1.0))]
+        again = [fuzzer.fuzz(slice_of(4, 1.0))]
         assert again[0].notes["started"] == "resumed" and fuzzer.starts == 2
         # afl-fuzz took the campaign's inputs: at its first sync after they were offered (every
         # 30 s, maybe within slices 2-3) or when the resumed one imports first; slices until it did
         until = time.monotonic() + 90
         while not sum(r.notes["imported"] for r in (*results, *again)) and time.monotonic() < until:
-            again.append(fuzzer.run(b"", slice_of(4 + len(again), 1.0)))
+            again.append(fuzzer.fuzz(slice_of(4 + len(again), 1.0)))
         seen = [r.notes for r in (*results, *again)]
         assert sum(notes["imported"] for notes in seen) >= 1, seen
     finally:
@@ -97,11 +97,11 @@ def test_contained_afl_goes_on_fuzzing_while_the_worker_measures_beside_it(twin,
     fuzzer = create("afl", None, {"afl_binary": str(twin)}, scratch=tmp_path)
     try:
         fuzzer.offer([b"ZZZZ"])
-        first = fuzzer.run(b"", slice_of(1, 2.0))
+        first = fuzzer.fuzz(slice_of(1, 2.0))
         assert first.notes["started"] == "fresh"
         measured = fuzzer.measure_many([b"ZZZZ", b"SYM\x80", *first.candidates])
         assert all(m is not None for m in measured)
-        later = [fuzzer.run(b"", slice_of(seq, 1.0)) for seq in (2, 3)]
+        later = [fuzzer.fuzz(slice_of(seq, 1.0)) for seq in (2, 3)]
         assert all("started" not in r.notes for r in later), [r.notes for r in later]
         returned = [c for r in (first, *later) for c in r.candidates]
         assert len(returned) == len(set(returned))  # each of its entries once
@@ -127,10 +127,10 @@ def test_an_afl_target_plants_nothing_in_afl_fuzzs_directory(tmp_path):
     fuzzer = create("afl", None, {"afl_binary": str(binary), "args": [str(scratch / "afl-fuzz")]}, scratch=scratch)
     try:
         fuzzer.offer([b"ZZZZ", b"SYMS"])
-        slices = [fuzzer.run(b"", slice_of(1, 2.0))]
+        slices = [fuzzer.fuzz(slice_of(1, 2.0))]
         measured = fuzzer.measure_many([b"ZZZZ", b"SYM!", *slices[0].candidates])  # the target runs here too
         assert all(m is not None for m in measured)
-        slices += [fuzzer.run(b"", slice_of(seq, 1.0)) for seq in (2, 3)]
+        slices += [fuzzer.fuzz(slice_of(seq, 1.0)) for seq in (2, 3)]
     finally:
         fuzzer.close()
     kept = [c for s in slices for c in s.candidates]
@@ -164,7 +164,7 @@ def test_a_confined_afl_target_keeps_its_persistent_mode(tmp_path):
     try:
         fuzzer.offer([b"QQQQ"])
         for seq in range(1, 31):
-            fuzzer.run(b"", slice_of(seq, 1.0))
+            fuzzer.fuzz(slice_of(seq, 1.0))
             counts = [int(p.read_text()) for p in (tmp_path / TARGET_DIR).glob("iterations-*")]
             if counts:
                 break
@@ -233,11 +233,11 @@ def test_havoc_fuzzes_a_python_target_contained_and_keeps_what_is_new(tmp_path):
     fuzzer = create("havoc", "tokenizer", {"mutations": 1000, "mutate_clock": False}, scratch=tmp_path)
     try:
         fuzzer.offer([b"1+2", b"(3*4)-5"])
-        result = fuzzer.run(b"", slice_of(1, 2.0, "havoc"))
+        result = fuzzer.fuzz(slice_of(1, 2.0, "havoc"))
         assert result.notes["mutations"] == result.executions == 1000 and not result.notes["mutations_cut"]
         assert result.candidates and result.executions > len(result.candidates)
         assert len(set(result.candidates)) == len(result.candidates)
-        second = fuzzer.run(b"", slice_of(2, 1.0, "havoc"))
+        second = fuzzer.fuzz(slice_of(2, 1.0, "havoc"))
         assert not set(second.candidates) & set(result.candidates)  # only edges it had not seen
         assert fuzzer.identity()["executor"] == "havoc"
         assert fuzzer.identity() != create("concolic", "tokenizer", {}, scratch=tmp_path).identity()

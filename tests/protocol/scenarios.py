@@ -1299,7 +1299,7 @@ def check_quarantined(root: Path, observed: dict[int, dict]) -> None:
 def first_slice(options: dict) -> tuple[list[bytes], set[bytes], set[int]]:
     """Worker 1's first slice of generation 0: what it keeps, which of those are crashes, the coverage ids."""
     fuzzer = engine("simfuzz", None, options)
-    run = fuzzer.run(b"", descriptor("simfuzz", 0, MASTER, W1, 1, 0.2))
+    run = fuzzer.fuzz(descriptor("simfuzz", 0, MASTER, W1, 1, 0.2))
     return run.candidates, {f.data for f in run.findings}, set().union(*(fuzzer.measure(c).coverage
                                                                         for c in run.candidates))
 

@@ -5,7 +5,8 @@ a cycle broken only by a late import still counts, and so does a rule broken onl
 no import cycle; ``core`` pure (no ``os``, ``time``, ``pathlib``, ``subprocess``, only ``core``
 and ``errors`` of the package); ``store`` below every executor, runtime and host-side layer;
 ``runtime`` never imports ``mpi``; the oracle imports neither ``core`` nor ``store``; mpi4py only
-under ``mpi/``; and no two modules share a name.
+under ``mpi/``; no two modules share a name; and no worker kind's capability (``executors.base``)
+is read outside the registry and the contracts.
 """
 
 from __future__ import annotations
@@ -254,3 +255,41 @@ def test_the_notebook_side_never_initialises_mpi():
             "print(sorted(m for m in sys.modules if m.startswith('mpi4py.')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]"
+
+
+# What a worker kind's class says it needs (executors.base), and the flags they replaced: read only by
+# the registry (executors/__init__.py), which the sandbox, the runtime and the host side ask.
+CAPABILITIES = {"hosted", "measures_in_batches", "reaps_own_orphans", "uses_dictionary",
+                "keeps_running_between_slices", "target_kind",
+                "in_process_target", "batch_measure", "adopts_orphans", "takes_dictionary", "runs_between_slices",
+                "family", "mutate"}
+CONTRACTS = ("executors/__init__.py", "executors/base.py")
+
+
+def capability_reads(package: Path) -> list[str]:
+    """``file:line attribute`` of every attribute named like a capability (read or set) outside
+    the registry and the contracts."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if str(path.relative_to(package)) in CONTRACTS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Attribute) and node.attr in CAPABILITIES:
+                found.append(f"{path.relative_to(package)}:{node.lineno} {node.attr}")
+    return found
+
+
+def test_the_capability_finder_finds_reads(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "executors").mkdir(parents=True)
+    (package / "executors" / "__init__.py").write_text("def hosted(cls):\n    return cls.hosted\n")
+    (package / "executors" / "base.py").write_text("class Target:\n    hosted = False\n")
+    (package / "executors" / "afl.py").write_text("class Afl:\n    hosted = True\n")
+    (package / "child.py").write_text("def f(executor):\n    executor.mutate = False\n    return executor.hosted\n")
+    assert capability_reads(package) == ["child.py:2 mutate", "child.py:3 hosted"]
+
+
+def test_no_capability_is_read_outside_the_registry_and_the_contracts():
+    """The sandbox and the runtime ask the registry (``executors.hosted(kind)``, ...) or call the
+    contract's methods; they never read a kind's class attributes."""
+    assert capability_reads(PACKAGE) == []

@@ -20,11 +20,11 @@ from ...errors import FenceError, ProtocolError
 from .. import envelope
 from ..envelope import Fence
 from ..schedule import Phase
+from ..slices import descriptor, slice_hash
 from . import events as ev
 from .frontier import signatures
 from .manifest import result_manifest
 from .report import check_stats, distinct_objects
-from .slices import descriptor, slice_hash
 from .steps import After, Step
 
 MAX_REJECTIONS = 3

@@ -41,7 +41,7 @@ from typing import Any
 
 from ...core.coverage import branch_coverage, edge_of
 from ...targets import DEFAULT_TARGET, TargetInfo, rejections, resolve_target
-from ..base import Executor, Finding, Measurement, RunResult
+from ..base import Executor, Finding, Measurement, RunResult, Target
 from ..dictionary import tokens_of
 from ..outcome import Outcome
 from .engine_options import import_modules, parse_options
@@ -68,62 +68,31 @@ _MAX_TEXT_CHILDREN = 64  # text-comparison input-to-state children measured firs
 _MAX_REGEX_CHILDREN = 64  # regex input-to-state children measured next
 
 
-class ConcolicExecutor(Executor):
-    """Concolic execution of a Python target; ``target=None`` means :data:`DEFAULT_TARGET` (``tlv``).
+class PythonTarget(Target):
+    """What the engine's kinds (the ``concolic`` executor, the ``havoc`` fuzzer) share about a
+    Python target: the target and its modules, the tracer's concrete runs (``measure``), the
+    outcome classification, the limits and the dictionary; the options are
+    :class:`ConcolicExecutor`'s. ``target=None`` means :data:`DEFAULT_TARGET` (``tlv``)."""
 
-    Options (all optional): ``query_timeout_ms`` (per solver query), ``max_branches_per_run``
-    (negation attempts per run), ``site_budget`` (attempts per branch site per run),
-    ``exec_timeout_s`` (per target execution), ``max_children`` (candidates per run),
-    ``run_timeout_s`` (whole ``run``), ``max_repairs`` (re-executions spent repairing divergent
-    children per run), ``max_frames`` (recursion bound), ``max_path`` (recorded constraints per
-    run), ``memory_mb`` (address-space limit of the process the target runs in, see
-    :mod:`..sandbox`), ``seeds`` (hex strings; for targets without shipped seeds the default seed
-    is 16 zero bytes), ``expected_exceptions`` (see :mod:`.tracing.run_outcome`; default: the built-in
-    target's documented rejections; for a ``module:function`` of the standard library those of
-    :mod:`symcc_ulfm.targets.rejections` unless ``stdlib_rejections`` is false; none for other
-    targets: every uncaught exception is a finding) and ``modules`` (names of the modules whose code the target runs, such as a
-    parser's own modules: they are traced for coverage and instrumented for the symbolic run;
-    default: the built-in target's ``MODULES``); the hybrid phase: ``mutate_share`` (share of a
-    run's time spent on concrete mutants, in [0, 1): 0.5 gives it as long as the symbolic part
-    took; 0 disables it), ``mutations`` (most mutants per run; 0 disables it), ``mutate_seed``
-    (mixed with the input's SHA-256 into the mutator's random generator) and ``mutate_clock``
-    (default true; false: each run measures exactly ``mutations`` mutants, fewer only when their
-    pool runs dry, whatever the machine's load, with no share of time and bounded only by
-    ``run_timeout_s``; ``notes["mutations_cut"]`` says whether a clock ended the phase before
-    ``mutations``).
-    """
-
-    name = "concolic"
-    family = "python"
-    in_process_target = True
-    takes_dictionary = True
+    target_kind = "python"
+    hosted = True
+    uses_dictionary = True
 
     def __init__(self, target: str | None = None, options: Mapping[str, Any] | None = None):
         self.options = parse_options(dict(options or {}))
         self.info: TargetInfo = resolve_target(target if target is not None else DEFAULT_TARGET)
         modules = self.info.modules if self.options["modules"] is None else self.options["modules"]
-        self._twin = symbolic_twin(self.info.function, modules)
         imported = import_modules(modules)
         self._files = frozenset(self.info.files) | {m.__file__ for m in imported if getattr(m, "__file__", None)}
         own = sys.modules.get(getattr(self.info.function, "__module__", None) or "")
         self._constant_modules = ([own] if own is not None else []) + imported
         self._constants: list[bytes] | None = None  # the modules' words (.hybrid.module_words), on first use
-        self._module_words: dict[str, list[bytes]] = {}  # words of uninstrumented callees' modules
-        self._search = GenerationalSearch(
-            query_timeout_ms=self.options["query_timeout_ms"],
-            max_branches=self.options["max_branches_per_run"],
-            site_budget=self.options["site_budget"],
-            max_children=self.options["max_children"],
-            cache=QueryCache(),
-        )
         self._source_sha256 = self.info.source_sha256
         expected = self.options["expected_exceptions"]
         self._expected = Expected(self._default_expected() if expected is None else tuple(expected))
         self._covered: set[int] = set()  # edges measured in this process (the hybrid's filter)
         self._reported: set[tuple[str, str]] = set()  # finding signatures the hybrid phase reported
-        self._words: dict[bytes, None] = {}  # dictionary words seen by symbolic runs, newest first
         self._dictionary = tokens_of(self.options["dictionary"])  # the user's words, always among them
-        self._partners: dict[bytes, None] = {}  # recent inputs and kept mutants, splice partners
 
     def _default_expected(self) -> tuple[str, ...]:
         """A built-in target's documented rejections; for ``module:function`` of the standard library,
@@ -154,7 +123,8 @@ class ConcolicExecutor(Executor):
             "options": dict(self.options),
         }
 
-    def seeds(self) -> list[bytes]:
+    def target_seeds(self) -> list[bytes]:
+        """The option ``seeds``, else the target's own, else :data:`DEFAULT_SEED`."""
         if self.options["seeds"] is not None:
             return [bytes.fromhex(s) for s in self.options["seeds"]]
         return list(self.info.seeds) or [DEFAULT_SEED]
@@ -186,6 +156,52 @@ class ConcolicExecutor(Executor):
         own = (os.path.dirname(__file__),)
         kept = [line for line in lines if not line.lstrip().startswith(tuple(f'File "{d}' for d in own))]
         return measured.outcome, "".join(kept)
+
+
+class ConcolicExecutor(PythonTarget, Executor):
+    """Concolic execution of a Python target; ``target=None`` means :data:`DEFAULT_TARGET` (``tlv``).
+
+    Options (all optional): ``query_timeout_ms`` (per solver query), ``max_branches_per_run``
+    (negation attempts per run), ``site_budget`` (attempts per branch site per run),
+    ``exec_timeout_s`` (per target execution), ``max_children`` (candidates per run),
+    ``run_timeout_s`` (whole ``run``), ``max_repairs`` (re-executions spent repairing divergent
+    children per run), ``max_frames`` (recursion bound), ``max_path`` (recorded constraints per
+    run), ``memory_mb`` (address-space limit of the process the target runs in, see
+    :mod:`..sandbox`), ``seeds`` (hex strings; for targets without shipped seeds the default seed
+    is 16 zero bytes), ``expected_exceptions`` (see :mod:`.tracing.run_outcome`; default: the built-in
+    target's documented rejections; for a ``module:function`` of the standard library those of
+    :mod:`symcc_ulfm.targets.rejections` unless ``stdlib_rejections`` is false; none for other
+    targets: every uncaught exception is a finding) and ``modules`` (names of the modules whose code the target runs, such as a
+    parser's own modules: they are traced for coverage and instrumented for the symbolic run;
+    default: the built-in target's ``MODULES``); the hybrid phase: ``mutate_share`` (share of a
+    run's time spent on concrete mutants, in [0, 1): 0.5 gives it as long as the symbolic part
+    took; 0 disables it), ``mutations`` (most mutants per run; 0 disables it), ``mutate_seed``
+    (mixed with the input's SHA-256 into the mutator's random generator) and ``mutate_clock``
+    (default true; false: each run measures exactly ``mutations`` mutants, fewer only when their
+    pool runs dry, whatever the machine's load, with no share of time and bounded only by
+    ``run_timeout_s``; ``notes["mutations_cut"]`` says whether a clock ended the phase before
+    ``mutations``).
+    """
+
+    name = "concolic"
+
+    def __init__(self, target: str | None = None, options: Mapping[str, Any] | None = None):
+        super().__init__(target, options)
+        modules = self.info.modules if self.options["modules"] is None else self.options["modules"]
+        self._twin = symbolic_twin(self.info.function, modules)
+        self._module_words: dict[str, list[bytes]] = {}  # words of uninstrumented callees' modules
+        self._search = GenerationalSearch(
+            query_timeout_ms=self.options["query_timeout_ms"],
+            max_branches=self.options["max_branches_per_run"],
+            site_budget=self.options["site_budget"],
+            max_children=self.options["max_children"],
+            cache=QueryCache(),
+        )
+        self._words: dict[bytes, None] = {}  # dictionary words seen by symbolic runs, newest first
+        self._partners: dict[bytes, None] = {}  # recent inputs and kept mutants, splice partners
+
+    def seeds(self) -> list[bytes]:
+        return self.target_seeds()
 
     def _symbolic(self, data: bytes):
         deadline = time.monotonic() + self.options["exec_timeout_s"]
@@ -237,7 +253,7 @@ class ConcolicExecutor(Executor):
             stats["repaired"] += 1
         return data
 
-    def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
+    def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
         start = time.perf_counter()
         data = bytes(data)
         deadline = time.monotonic() + self.options["run_timeout_s"]
@@ -270,7 +286,7 @@ class ConcolicExecutor(Executor):
         proposals = input_to_state.propose(data, recorded.compares, self.options["max_children"])
         candidates.extend(proposals)
         hints.extend([None] * len(proposals))  # no predicted path: the child runs from bound 0
-        mutants = self._hybrid(data, candidates, recorded, time.perf_counter() - start, deadline)
+        mutants = self._hybrid(data, candidates, recorded, time.perf_counter() - start, deadline, mutate)
         candidates.extend(mutants.kept)
         # a mutant's own run negates only branches past the depth of its parent's path (the parent's
         # are this run's to negate): mutants deepen the search instead of widening it
@@ -305,9 +321,10 @@ class ConcolicExecutor(Executor):
             self._module_words[name] = module_words([module]) if module is not None else []
         return self._module_words[name]
 
-    def _hybrid(self, data: bytes, children: list[bytes], recorded, spent: float, deadline: float):
+    def _hybrid(self, data: bytes, children: list[bytes], recorded, spent: float, deadline: float, mutate: bool):
         """The hybrid phase (module docstring): mutants of ``data`` and ``children``, bounded in time
-        (``mutate_clock``) or in count (otherwise: ``mutations`` of them, within ``deadline``)."""
+        (``mutate_clock``) or in count (otherwise: ``mutations`` of them, within ``deadline``); none
+        unless ``mutate``."""
         share, limit = self.options["mutate_share"], self.options["mutations"]
         fresh = havoc.dictionary(recorded.entries, recorded.compares, recorded.tokens, recorded.patterns)
         words = dict.fromkeys(fresh)
@@ -328,7 +345,7 @@ class ConcolicExecutor(Executor):
             until = floor = deadline
             at_least = limit
         result = havoc.Hybrid()
-        if self.mutate and limit > 0 and share > 0:
+        if mutate and limit > 0 and share > 0:
             seed = hashlib.sha256(self.options["mutate_seed"].to_bytes(8, "big") + data).digest()
             mutator = havoc.Mutator(random.Random(int.from_bytes(seed, "big")),
                                     list(dict.fromkeys([*self._dictionary, *self._words])),

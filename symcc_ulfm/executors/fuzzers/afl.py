@@ -28,8 +28,8 @@ have found (it cannot check a launcher): ``AFL_SKIP_BIN_CHECK``, the binary's ma
 (``AFL_DUMP_MAP_SIZE``, from a confined run) as ``AFL_MAP_SIZE``, and persistent and deferred
 fork-server modes by the binary's signatures, as AFL++'s ``check_binary`` sets them.
 
-The executor is hosted in the worker's sandbox child like the symcc executor (``in_process_target``),
-a child subreaper (``adopts_orphans``): afl-fuzz is that child's child, in a session of its own with
+The fuzzer is hosted in the worker's sandbox child like the symcc executor (``hosted``), a
+child subreaper (``reaps_own_orphans``): afl-fuzz is that child's child, in a session of its own with
 ``PR_SET_PDEATHSIG``, so it dies with the child; a child that died is forked again and starts
 afl-fuzz again, resuming its directory (``AFL_AUTORESUME``), as it does for an afl-fuzz that exited.
 Its own
@@ -52,12 +52,12 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from ...core.limits import MAX_OBJECT_BYTES
 from ...core.slices import is_descriptor
 from ...errors import CapabilityError, PolicyError, TargetError
-from ..base import Executor, Measurement, RunResult
+from ..base import Fuzzer, Measurement, RunResult
 from ..binary.afl_coverage import AflTwin, check_instrumented, which_showmap
 from ..binary.options import DEFAULTS as SYMCC_DEFAULTS
 from ..binary.options import parse_options
@@ -84,14 +84,14 @@ _ENV = {
 }
 
 
-class AflFuzzer(Executor):
+class AflFuzzer(Fuzzer):
     name = "afl"
-    family = "binary"
-    in_process_target: ClassVar[bool] = True  # hosted in the sandbox child, like the symcc executor
-    batch_measure: ClassVar[bool] = True  # one afl-showmap per chunk
-    adopts_orphans: ClassVar[bool] = True
-    takes_dictionary: ClassVar[bool] = True
-    runs_between_slices: ClassVar[bool] = True
+    target_kind = "binary"
+    hosted = True  # in the sandbox child, like the symcc executor
+    measures_in_batches = True  # one afl-showmap per chunk
+    reaps_own_orphans = True
+    uses_dictionary = True
+    keeps_running_between_slices = True  # afl-fuzz
 
     def __init__(self, target: str | None = None, options: dict[str, Any] | None = None):
         options = dict(options or {})
@@ -146,15 +146,12 @@ class AflFuzzer(Executor):
         self._returned: set[bytes] = set()  # SHA-256s of what it returned: offered back, they are skipped
         self.starts = 0
 
-    # -- the Executor interface ----------------------------------------------------------------
+    # -- the Fuzzer interface ------------------------------------------------------------------
 
     def identity(self) -> dict[str, Any]:
         return {"executor": self.name, "version": VERSION, "afl_binary_sha256": self._binary_sha256,
                 "args": self._args, "timeout_ms": self._timeout_ms, "afl_fuzz_sha256": self._afl_fuzz_sha256,
                 "dictionary_sha256": self._dictionary_sha256, "extra_args": self._extra}
-
-    def seeds(self) -> list[bytes]:
-        return []
 
     def offer(self, inputs: list[bytes]) -> None:
         self._offered += [data for data in inputs if 0 < len(data) <= AFL_MAX_FILE
@@ -162,14 +159,14 @@ class AflFuzzer(Executor):
         if self._process is not None:
             self._flush_offered()
 
-    def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
-        if not is_descriptor(hint):
+    def fuzz(self, descriptor: dict[str, Any]) -> RunResult:
+        if not is_descriptor(descriptor):
             raise TargetError("worker_kinds", "the afl kind runs slices: its work must carry a slice descriptor")
         started = time.monotonic()
         notes: dict[str, Any] = {}
         if self._process is None or self._process.poll() is not None:
             notes["started"] = self._start()
-        end = started + float(hint["seconds"])
+        end = started + float(descriptor["seconds"])
         while time.monotonic() < end and self._process.poll() is None:
             time.sleep(min(0.05, max(0.0, end - time.monotonic())))
         if self._process.poll() is not None:

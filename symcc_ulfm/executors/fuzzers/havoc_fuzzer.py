@@ -1,7 +1,7 @@
 """``havoc``: the concolic engine's mutation phase as a standalone fuzzer of a Python target.
 
-The same target, modules, tracer, classification and limits as the ``concolic`` executor (it is
-one, without the symbolic run): each slice (``core.slices``) runs AFL-style havoc mutants
+The same target, modules, tracer, classification and limits as the ``concolic`` executor (both
+are a :class:`~..concolic.executor.PythonTarget`), without the symbolic run: each slice (``core.slices``) runs AFL-style havoc mutants
 (:class:`~..concolic.hybrid.havoc.Mutator`, with the user's ``--dictionary`` as its words and the
 target modules' own words as its constants)
 of a pool, measures each concretely and keeps those that reach an edge this fuzzer had not
@@ -26,8 +26,8 @@ from typing import Any
 
 from ...core.slices import is_descriptor
 from ...errors import TargetError
-from ..base import Finding, RunResult
-from ..concolic.executor import ConcolicExecutor
+from ..base import Finding, Fuzzer, RunResult
+from ..concolic.executor import PythonTarget
 from ..concolic.hybrid import havoc
 from ..concolic.hybrid.module_words import module_words
 
@@ -38,9 +38,8 @@ CHUNK_S = 0.5  # mutants of one drawn base: this long (timed slices) ...
 CHUNK = 64  # ... or this many (counted slices)
 
 
-class HavocFuzzer(ConcolicExecutor):
+class HavocFuzzer(PythonTarget, Fuzzer):
     name = "havoc"
-    family = "python"
 
     def __init__(self, target: str | None = None, options: Mapping[str, Any] | None = None):
         super().__init__(target, options)
@@ -51,26 +50,23 @@ class HavocFuzzer(ConcolicExecutor):
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "executor": self.name, "fuzzer_version": VERSION}
 
-    def seeds(self) -> list[bytes]:
-        return []
-
     def offer(self, inputs: list[bytes]) -> None:
         for data in inputs:
             if data not in self._pool:
                 self._pool[data] = None
                 self.measure(data)  # its edges are not new any more
 
-    def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
-        if not is_descriptor(hint):
+    def fuzz(self, descriptor: dict[str, Any]) -> RunResult:
+        if not is_descriptor(descriptor):
             raise TargetError("worker_kinds", "the havoc kind runs slices: its work must carry a slice descriptor")
         started = time.monotonic()
         clocked = self.options["mutate_clock"]
-        until = started + (float(hint["seconds"]) if clocked else self.options["run_timeout_s"])
+        until = started + (float(descriptor["seconds"]) if clocked else self.options["run_timeout_s"])
         count = self.options["mutations"]
         if self._constants is None:
             self._constants = module_words(self._constant_modules)
         if not self._pool:  # nothing offered yet: the target's own seeds
-            self.offer(ConcolicExecutor.seeds(self))
+            self.offer(self.target_seeds())
         mutator = havoc.Mutator(self._rng, self._dictionary, MAX_LENGTH, self._constants)
         kept: list[bytes] = []
         findings = []

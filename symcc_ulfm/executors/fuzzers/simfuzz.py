@@ -14,7 +14,7 @@ from typing import Any
 
 from ...core.slices import is_descriptor
 from ...errors import PolicyError, TargetError
-from ..base import Executor, Finding, Measurement, RunResult
+from ..base import Finding, Fuzzer, Measurement, RunResult
 from ..outcome import Outcome
 from ..simulate import drawn_coverage
 
@@ -22,9 +22,9 @@ VERSION = 1
 _DEFAULTS = {"cost_s": 0.0, "kept": 4, "space": 50_000, "edges": 2048, "findings": 0}
 
 
-class SimulatedFuzzer(Executor):
+class SimulatedFuzzer(Fuzzer):
     name = "simfuzz"
-    family = "simulated"
+    target_kind = "simulated"
 
     def __init__(self, target: str | None = None, options: dict[str, Any] | None = None):
         options = dict(options or {})
@@ -45,18 +45,19 @@ class SimulatedFuzzer(Executor):
         return {"executor": self.name, "version": VERSION, "target": self.target, "seed": self.seed,
                 "options": self.options}
 
-    def seeds(self) -> list[bytes]:
-        return []
+    def offer(self, inputs: list[bytes]) -> None:
+        """Its slices are drawn from the slice alone: what others found changes nothing."""
 
-    def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
-        if not is_descriptor(hint):
+    def fuzz(self, descriptor: dict[str, Any]) -> RunResult:
+        if not is_descriptor(descriptor):
             raise TargetError("simfuzz runs slices: its work must carry a slice descriptor")
         started = time.perf_counter()
         if self.options["cost_s"]:
             time.sleep(self.options["cost_s"])
         kept, findings = [], []
         for i in range(self.options["kept"]):
-            draw = int.from_bytes(self._h("kept", hint["worker"], hint["generation"], hint["seq"], i)[:8], "big")
+            draw = int.from_bytes(self._h("kept", descriptor["worker"], descriptor["generation"], descriptor["seq"],
+                                          i)[:8], "big")
             child = self._h("input", draw % self.options["space"])[: 8 + draw % 25]
             kept.append(child)
             if self.options["findings"] and draw % self.options["findings"] == 0:

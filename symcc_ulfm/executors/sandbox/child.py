@@ -19,22 +19,23 @@ disables core dumps, and makes every way of dying leave the target's Python stac
 before it kills it), and a wrapper around ``os._exit``. Each child leads a process group of its
 own, so the parent can kill it and whatever it started.
 
-``init`` (to the server: build the executor; the reply carries its identity, seeds, limits and
-the target's files). Requests of a child: ``run`` (one :meth:`~.base.Executor.run`; every target
-execution it starts, and its end, is written into the execution slot the child got with its
-pipes (:mod:`.slot`), the input too when it is not the run's own; ``"mutate": false`` sets
-:attr:`~.base.Executor.mutate` off for that run), ``measure`` (inputs measured in order, one
-``measured`` frame each, until an optional time budget is spent), ``offer`` (inputs for a fuzzer:
-:meth:`~.base.Executor.offer`; an ``offered`` frame), ``reproduce`` (one
-:meth:`~.base.Executor.reproduce`, announced like a run, or with ``"report": true`` one
-:meth:`~.base.Executor.reproduce_report`; a ``reproduced`` frame), ``preflight``
-(:meth:`~.base.Executor.preflight`, announced likewise; a ``preflight-ok`` frame or the error),
+``init`` (to the server: build the executor or fuzzer; the reply carries its identity, an
+executor's seeds, its limits and the target's files). Requests of a child: ``run`` (an
+executor's :meth:`~.base.Executor.run`, with ``"mutate": false`` passed on; a fuzzer's
+:meth:`~.base.Fuzzer.fuzz` of the request's hint, its slice; every target execution it starts,
+and its end, is written into the execution slot the child got with its pipes (:mod:`.slot`), the
+input too when it is not the run's own), ``measure`` (inputs measured in order, one ``measured``
+frame each, until an optional time budget is spent), ``offer`` (inputs for a fuzzer:
+:meth:`~.base.Fuzzer.offer`; an ``offered`` frame), ``reproduce`` (one
+:meth:`~.base.Target.reproduce`, announced like a run, or with ``"report": true`` one
+:meth:`~.base.Target.reproduce_report`; a ``reproduced`` frame), ``preflight``
+(:meth:`~.base.Target.preflight`, announced likewise; a ``preflight-ok`` frame or the error),
 ``stop``.
 
 The server and each child are child subreapers (:mod:`.reaper`): every process a target leaves
-behind, whatever its session, is re-parented to them. An executor whose targets run in processes
-of their own (``adopts_orphans``) reaps what its runs leave; for the others the child kills what
-is left after each target execution; the server kills what a dead child left.
+behind, whatever its session, is re-parented to them. A kind whose targets run in processes of
+their own (``executors.reaps_own_orphans``) reaps what its runs leave; for the others the child
+kills what is left after each target execution; the server kills what a dead child left.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..base import Executor, Fuzzer
 from . import slot as S
 from .forkserver import DAMAGED
 from .frames import encode_frame, read_frame, write_all
@@ -90,9 +92,11 @@ def _locate_exits() -> None:
 
 
 class Child:
-    def __init__(self, req: int, rep: int, executor=None, slot: S.Slot | None = None, adopts_orphans: bool = False):
+    def __init__(self, req: int, rep: int, executor=None, slot: S.Slot | None = None, sweeps: bool = True,
+                 batched: bool = False):
         self.req = req
-        self.adopts_orphans = adopts_orphans  # the executor reaps what its targets leave (else: after each execution)
+        self.sweeps = sweeps  # kill what its targets leave after each execution (else: the kind reaps them)
+        self.batched = batched  # the kind measures a chunk as one batch
         self.rep = rep
         self.executor = executor
         self.slot = slot  # a forked child's execution slot (the server's own Child has none: it runs no target)
@@ -149,16 +153,17 @@ class Child:
 
     def init(self, message: dict) -> bool:
         from ...errors import SymccUlfmError
-        from .. import engine, executor_class
+        from .. import engine, measures_in_batches, reaps_own_orphans
 
         try:
-            self.adopts_orphans = executor_class(message["executor"]).adopts_orphans
+            self.sweeps = not reaps_own_orphans(message["executor"])
+            self.batched = measures_in_batches(message["executor"])
             become_subreaper()  # a dead child's orphans come to the server
             self.executor = engine(message["executor"], message["target"], message["options"])
             if message.get("scratch"):
                 self.executor.scratch_dir = Path(message["scratch"])
             identity = self.executor.identity()
-            seeds = self.executor.seeds()
+            seeds = self.executor.seeds() if isinstance(self.executor, Executor) else []
         except Exception as exc:  # SymccUlfmError for bad input; anything else is a bug, reported as one
             self.send({"type": "error", "error": type(exc).__name__, "message": str(exc)[:4000],
                        "exit_code": exc.exit_code if isinstance(exc, SymccUlfmError) else 70,
@@ -169,7 +174,7 @@ class Child:
             limit = limit_mb << 20
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         info = getattr(self.executor, "info", None)
-        self.send({"type": "ready", "identity": identity, "batch_measure": self.executor.batch_measure,
+        self.send({"type": "ready", "identity": identity, "batch_measure": self.batched,
                    "execution_limit_s": self.executor.execution_limit_s, "run_limit_s": self.executor.run_limit_s,
                    "files": list(getattr(info, "files", ()))}, seeds)
         return True
@@ -179,7 +184,7 @@ class Child:
         request's own), through the execution slot."""
         slot = self.slot
 
-        sweep = not self.adopts_orphans
+        sweep = self.sweeps
 
         def announce(current: bytes | None) -> None:
             self.mine()
@@ -201,11 +206,10 @@ class Child:
     def run(self, message: dict, blobs: list[bytes]) -> None:
         data = blobs[0]
         self.executor.on_execution = self.announcer(data)
-        self.executor.mutate = message.get("mutate", True) is not False
-        try:
-            result = self.executor.run(data, message.get("hint"))
-        finally:
-            self.executor.mutate = True
+        if isinstance(self.executor, Fuzzer):
+            result = self.executor.fuzz(message.get("hint"))
+        else:
+            result = self.executor.run(data, message.get("hint"), message.get("mutate", True) is not False)
         self.executor.on_execution = _quiet
         findings = [{"outcome": f.outcome.to_json()} for f in result.findings]
         self.send({"type": "result", "hints": result.hints, "executions": result.executions,
@@ -236,7 +240,7 @@ class Child:
     def measure(self, message: dict, blobs: list[bytes]) -> None:
         budget = message.get("budget_s")
         until = None if budget is None else time.monotonic() + budget
-        if self.executor.batch_measure:
+        if self.batched:
             results = self.executor.measure_many(blobs, budget)
         else:
             results = (None if until is not None and time.monotonic() >= until else self.executor.measure(data)
@@ -245,7 +249,7 @@ class Child:
         for index, measured in enumerate(results):
             if measured is None:
                 break
-            if not self.adopts_orphans:
+            if self.sweeps:
                 sweep_leftovers()
             self.intact()
             self.send({"type": "measured", "index": index, "outcome": measured.outcome.to_json(),
@@ -316,7 +320,7 @@ class Server:
                 become_subreaper()
                 mapped = S.Slot(slot)
                 os.close(slot)
-                code = Child(req, rep, self.built.executor, mapped, self.built.adopts_orphans).serve()
+                code = Child(req, rep, self.built.executor, mapped, self.built.sweeps, self.built.batched).serve()
                 self.built.executor.close()  # what it made in this process (scratch): no finalizers run past _EXIT
             finally:
                 _EXIT(code)

@@ -1,8 +1,9 @@
 """Containment: target code runs in a child process, never in a rank, ``launch``, the oracle or a
 notebook kernel.
 
-:class:`Sandbox` is an :class:`~.base.Executor` that hosts the real one (built by
-:func:`~symcc_ulfm.executors.engine`) in a long-lived child (:mod:`.child`), reused
+:class:`Sandbox` hosts the real kind (built by :func:`~symcc_ulfm.executors.engine`) and is the
+contract it hosts: a :class:`SandboxedExecutor` is an :class:`~.base.Executor`, a
+:class:`SandboxedFuzzer` a :class:`~.base.Fuzzer`. The kind runs in a long-lived child (:mod:`.child`), reused
 across inputs and replaced after it dies: the child is forked by a fork server that built the
 executor and imported the target once (:mod:`.forkserver`), so a target that crashes on
 every other input costs a fork per crash, not a Python start-up. Each target execution is
@@ -25,8 +26,8 @@ target's module ran in its fork server): the reader checks each against its type
 a ``measured`` frame's index, an ``offered`` count). A reply that breaks the protocol is the
 outcome of the request's own input, kind ``protocol`` (:func:`.outcome.protocol`): the child is
 killed and the next request forks another. It is a finding as it is, not reproduced: the frame
-is what the input made the child send. A fuzzer's slice has no input of its own; its run returns
-nothing, with the outcome in its notes. A child speaks only in reply to a request: bytes it wrote
+is what the input made the child send. A fuzzer's slice has no input of its own; its
+:meth:`SandboxedFuzzer.fuzz` returns nothing, with the outcome in its notes. A child speaks only in reply to a request: bytes it wrote
 after a reply, found before the next request is sent, are out of turn too, the outcome of the
 input whose reply they followed, reported with the next run's findings.
 """
@@ -44,7 +45,7 @@ from typing import Any
 
 from ...core.slices import is_descriptor
 from ...errors import TargetError, rebuild
-from ..base import Executor, Finding, Measurement, RunResult
+from ..base import Executor, Finding, Fuzzer, Measurement, RunResult, Target
 from ..outcome import Outcome, protocol
 from . import slot as S
 from .forkserver import STARTUP_S, ChildDied, ChildProcess, grace_s
@@ -55,10 +56,9 @@ POLL_S = 0.05  # how often a request's wait looks at the execution slot (the pre
 CLOCK_SLACK_S = 0.001  # rounding between the child's reading of the monotonic clock and this side's
 
 
-class Sandbox(ChildProcess, Executor):
-    """The executor ``name`` for ``target`` with ``options``, contained in a child process."""
-
-    in_process_target = False
+class Sandbox(ChildProcess, Target):
+    """The kind ``name`` for ``target`` with ``options``, contained in a child process: what an
+    executor and a fuzzer share (:class:`~.base.Target`)."""
 
     def __init__(self, name: str, target: str | None, options: Mapping[str, Any] | None = None,
                  startup_s: float = STARTUP_S, scratch: Path | None = None, isolated: bool = True):
@@ -69,22 +69,16 @@ class Sandbox(ChildProcess, Executor):
             scratch = Path(self._own_scratch.name)
         self.scratch_dir = scratch
         self._executing: bytes | None = None  # the input executing in the current request (see _exchange)
-        self._offered: list[bytes] = []  # every input offered (a fuzzer's pool): offered again to a new child
-        self._reoffer = False  # a child died since: the next run offers them all first
         self._served: bytes | None = None  # the input of the last reply the child sent (see _between_requests)
         self._late: list[Finding] = []  # protocol findings of bytes a child wrote between requests, for the next run
         super().__init__({"type": "init", "executor": name, "target": target, "options": dict(options or {}),
                           "scratch": None if scratch is None else str(scratch)}, startup_s,
                          writable=[scratch] if isolated else None)
 
-    # -- the Executor interface -----------------------------------------------------------
+    # -- the Target interface -------------------------------------------------------------
 
     def identity(self) -> dict[str, Any]:
         return self._wait_ready()["identity"]
-
-    def seeds(self) -> list[bytes]:
-        self._wait_ready()
-        return list(self._seeds)
 
     @property
     def execution_limit_s(self) -> float:
@@ -147,27 +141,6 @@ class Sandbox(ChildProcess, Executor):
             self._own_scratch.cleanup()
             self._own_scratch = None
 
-    def offer(self, inputs: list[bytes]) -> None:
-        """Hand the child's fuzzer inputs; kept, so that a child forked after a death gets them all."""
-        inputs = [bytes(data) for data in inputs]
-        self._offered += inputs
-        self._send_offer(inputs)
-
-    def _send_offer(self, inputs: list[bytes]) -> None:
-        for pos in range(0, len(inputs), CHUNK_INPUTS):
-            chunk = inputs[pos:pos + CHUNK_INPUTS]
-            try:
-                message, _ = self._exchange({"type": "offer"}, chunk, None, "offered", self.run_limit_s)
-                if message["count"] != len(chunk):
-                    raise ChildDied(self._refused("offered frame: inconsistent", f"{message['count']} of {len(chunk)}"))
-            except ChildDied:
-                self._restart()
-                return
-
-    def _restart(self) -> None:
-        super()._restart()
-        self._reoffer = bool(self._offered)
-
     def _between_requests(self) -> None:
         """Before a request: a child that wrote after its last reply spoke out of turn. It is
         replaced; the ``protocol`` finding of the input it served last waits for the next run's
@@ -188,18 +161,16 @@ class Sandbox(ChildProcess, Executor):
             self._late.append(Finding(protocol("bytes between requests",
                                                f"{held} bytes or more after the reply to this input"), served))
 
-    def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
-        result = self._run(bytes(data), hint, mutate)  # its first request looks between requests
+    def _run(self, data: bytes, hint: dict[str, Any] | None, mutate: bool, sliced: bool) -> RunResult:
+        """One ``run`` request (a slice's when ``sliced``: ``hint`` is its descriptor, the limit
+        its seconds more), with the findings of bytes a child wrote since the last request."""
+        result = self._request(bytes(data), hint, mutate, sliced)  # its first request looks between requests
         late, self._late = self._late, []
         result.findings[:0] = late
         return result
 
-    def _run(self, data: bytes, hint: dict[str, Any] | None, mutate: bool) -> RunResult:
+    def _request(self, data: bytes, hint: dict[str, Any] | None, mutate: bool, sliced: bool) -> RunResult:
         started = time.monotonic()
-        sliced = is_descriptor(hint)  # a fuzzer's slice (core.slices): the limit is its seconds more
-        if self._reoffer:
-            self._reoffer = False
-            self._send_offer(self._offered)
         try:
             limit = self.run_limit_s + (float(hint["seconds"]) if sliced else 0.0)
             message, blobs = self._exchange({"type": "run", "hint": hint, "mutate": mutate}, [data], data, "result",
@@ -222,7 +193,7 @@ class Sandbox(ChildProcess, Executor):
             if mutate and current is not None and current != data and not sliced:
                 # a hybrid executor's mutant ended the child: the run's own work is rerun without mutants
                 # (they are drawn deterministically: the same one would end the new child again)
-                again = self._run(data, hint, mutate=False)
+                again = self._request(data, hint, False, sliced)
                 again.findings[:0] = findings
                 again.notes.update(mutant_ended_child=notes)
                 again.executions += 1 + (current is not None)
@@ -241,7 +212,7 @@ class Sandbox(ChildProcess, Executor):
         return result
 
     def reproduce(self, data: bytes) -> Outcome:
-        """The executor's own :meth:`~.base.Executor.reproduce` in the child; a death is the outcome."""
+        """The kind's own :meth:`~.base.Target.reproduce` in the child; a death is the outcome."""
         data = bytes(data)
         try:
             message, _ = self._exchange({"type": "reproduce"}, [data], data, "reproduced", self.execution_limit_s)
@@ -251,7 +222,7 @@ class Sandbox(ChildProcess, Executor):
             return died.outcome
 
     def reproduce_report(self, data: bytes) -> tuple[Outcome, str]:
-        """The executor's :meth:`~.base.Executor.reproduce_report` in the child; a death is the
+        """The kind's :meth:`~.base.Target.reproduce_report` in the child; a death is the
         outcome and the end of the child's stderr (``faulthandler``'s stack, a sanitizer's report)
         the report."""
         data = bytes(data)
@@ -270,10 +241,12 @@ class Sandbox(ChildProcess, Executor):
         ChildProcess.close(self)
 
     def preflight(self, seeds: list[bytes] | None = None) -> dict[str, Any]:
-        """The executor's own :meth:`~.base.Executor.preflight` in the child, bounded as one run per
+        """The kind's own :meth:`~.base.Target.preflight` in the child, bounded as one run per
         seed; a child the target killed or hung meanwhile is a TargetError."""
         blobs = [] if seeds is None else [bytes(seed) for seed in seeds]
-        limit_s = max(1, len(self.seeds() if seeds is None else blobs)) * self.run_limit_s
+        if seeds is None:
+            self._wait_ready()
+        limit_s = max(1, len(self._seeds if seeds is None else blobs)) * self.run_limit_s
         try:
             message, _ = self._exchange({"type": "preflight", "own_seeds": seeds is None}, blobs, None,
                                         "preflight-ok", limit_s)
@@ -358,6 +331,56 @@ class Sandbox(ChildProcess, Executor):
             results[offset + index] = Measurement(frozenset(), died.outcome)
             return index + 1, False
 
+
+class SandboxedExecutor(Sandbox, Executor):
+    """An executor contained in a child process."""
+
+    def seeds(self) -> list[bytes]:
+        self._wait_ready()
+        return list(self._seeds)
+
+    def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
+        return self._run(data, hint, mutate, sliced=False)
+
+
+class SandboxedFuzzer(Sandbox, Fuzzer):
+    """A fuzzer contained in a child process; the inputs offered to it are offered again to the
+    child forked after a death."""
+
+    def __init__(self, *args, **kwargs):
+        self._offered: list[bytes] = []  # every input offered (a fuzzer's pool): offered again to a new child
+        self._reoffer = False  # a child died since: the next slice offers them all first
+        super().__init__(*args, **kwargs)
+
+    def fuzz(self, descriptor: dict[str, Any]) -> RunResult:
+        """The child's fuzzer for the slice of ``descriptor`` (a ``run`` request without an
+        input; its limit is the slice's seconds more). What is not a descriptor is the child's
+        fuzzer's to refuse."""
+        if self._reoffer:
+            self._reoffer = False
+            self._send_offer(self._offered)
+        return self._run(b"", descriptor, True, sliced=is_descriptor(descriptor))
+
+    def offer(self, inputs: list[bytes]) -> None:
+        """Hand the child's fuzzer inputs; kept, so that a child forked after a death gets them all."""
+        inputs = [bytes(data) for data in inputs]
+        self._offered += inputs
+        self._send_offer(inputs)
+
+    def _send_offer(self, inputs: list[bytes]) -> None:
+        for pos in range(0, len(inputs), CHUNK_INPUTS):
+            chunk = inputs[pos:pos + CHUNK_INPUTS]
+            try:
+                message, _ = self._exchange({"type": "offer"}, chunk, None, "offered", self.run_limit_s)
+                if message["count"] != len(chunk):
+                    raise ChildDied(self._refused("offered frame: inconsistent", f"{message['count']} of {len(chunk)}"))
+            except ChildDied:
+                self._restart()
+                return
+
+    def _restart(self) -> None:
+        super()._restart()
+        self._reoffer = bool(self._offered)
 
 
 def _chunk(inputs: list[bytes], pos: int) -> list[bytes]:

@@ -8,7 +8,7 @@ receives them anyway). Who then kills it:
 * the sandbox child, after each target execution of an executor that runs the target in its own
   process (``concolic``): :func:`sweep_leftovers` costs one ``waitpid`` when nothing is left;
 * the executor itself after each binary it ran, for executors whose targets are processes
-  (``symcc``, ``afl``: ``adopts_orphans``), with :func:`sweep_children` (sparing the processes
+  (``symcc``, ``afl``: ``reaps_own_orphans``), with :func:`sweep_children` (sparing the processes
   the executor keeps running across runs: ``afl``'s afl-fuzz);
 * the fork server, for what a dead child left, on each control message (:func:`kill_orphans`).
 """

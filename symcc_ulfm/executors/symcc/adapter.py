@@ -10,7 +10,7 @@ One :meth:`SymccExecutor.run` is one concolic execution of the binary on one inp
 - every inherited ``SYMCC_*`` (and ``AFL_*``) variable is dropped first, so the run means exactly
   what :meth:`~SymccExecutor.identity` says (a stray ``SYMCC_INPUT_FILE`` would make stdin
   concrete); the only SymCC runtime variables a campaign may set are those of
-  :data:`.options.RUNTIME_ENV`, through the ``env`` option;
+  :data:`..binary.options.RUNTIME_ENV`, through the ``env`` option;
 - every test case SymCC wrote is a candidate, in the order it wrote them: QSYM names them
   ``000000``, ``000001``, ... and ``NNNNNN-optimistic`` when it could only solve the negated
   branch alone (the path constraint was unsatisfiable; such inputs often reach new code anyway),
@@ -20,14 +20,14 @@ One :meth:`SymccExecutor.run` is one concolic execution of the binary on one inp
   regular files; symlinks, FIFOs, directories, unreadable and oversized entries are skipped and
   counted in the notes.
 
-The binary runs as a direct child of the executor's process (:func:`.runs.run_binary`): its
+The binary runs as a direct child of the executor's process (:func:`..binary.runs.run_binary`): its
 own process group, the time limit enforced there, and every process it left behind killed once
-it is done. The runtime hosts this executor in the sandbox child (``in_process_target``), which
-makes itself a child subreaper for it (``adopts_orphans``), so that also daemons and AFL's fork
+it is done. The runtime hosts this executor in the sandbox child (``hosted``), which
+makes itself a child subreaper for it (``reaps_own_orphans``), so that also daemons and AFL's fork
 server (both call ``setsid()``) are found and killed; the sandbox is told of each execution
-(:attr:`~.base.Executor.on_execution`).
+(:attr:`~..base.Target.on_execution`).
 
-Outcomes (:func:`.runs.classify_exit`): a signal or a sanitizer report is a ``crash``, the
+Outcomes (:func:`..binary.runs.classify_exit`): a signal or a sanitizer report is a ``crash``, the
 time limit a ``hang``, an exit status alone is ``ok`` (parsers exit non-zero on inputs they
 reject). A SymCC run that is not ``ok`` is confirmed by :meth:`~SymccExecutor.reproduce`, a
 concrete run of the same binary (``SYMCC_NO_SYMBOLIC_INPUT=1``: the runtime does no symbolic
@@ -41,7 +41,7 @@ A binary that is not SymCC-instrumented is refused when the executor is built
 (:mod:`.target`).
 
 Coverage comes from an optional AFL-instrumented twin of the target measured in batches
-(:mod:`.afl_coverage`). Without a twin there is no coverage: :meth:`~SymccExecutor.measure`
+(:mod:`..binary.afl_coverage`). Without a twin there is no coverage: :meth:`~SymccExecutor.measure`
 returns an empty set and the identity and notes say "no coverage: content dedup only".
 """
 
@@ -52,7 +52,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from ...errors import PolicyError, ProvenanceChanged, TargetError
 from ..base import Executor, Finding, Measurement, RunResult
@@ -78,13 +78,13 @@ PREFLIGHT_SEEDS = 16  # seeds tried by preflight() before the target is refused
 
 
 class SymccExecutor(Executor):
-    """Runs ``target``, a SymCC-compiled binary; options as in :data:`.options.DEFAULTS`."""
+    """Runs ``target``, a SymCC-compiled binary; options as in :data:`..binary.options.DEFAULTS`."""
 
     name = "symcc"
-    family = "binary"
-    in_process_target: ClassVar[bool] = True  # hosted in the sandbox child: no Python process per run
-    batch_measure: ClassVar[bool] = True  # one afl-showmap per chunk
-    adopts_orphans: ClassVar[bool] = True  # the sandbox child becomes a child subreaper for it
+    target_kind = "binary"
+    hosted = True  # in the sandbox child: no Python process per run
+    measures_in_batches = True  # one afl-showmap per chunk
+    reaps_own_orphans = True  # the sandbox child becomes a child subreaper for it
 
     def __init__(self, target: str | None, options: dict[str, Any]):
         o = parse_options(options)
@@ -178,7 +178,7 @@ class SymccExecutor(Executor):
                 self._run_env["SYMCC_AFL_COVERAGE_MAP"] = str(self._scratch.root / self._map)
         return self._scratch
 
-    def run(self, data: bytes, hint: dict[str, Any] | None = None) -> RunResult:
+    def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
         started = time.monotonic()
         candidates, outcome, notes = self._symbolic(bytes(data))
         findings = []
