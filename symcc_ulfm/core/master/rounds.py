@@ -21,6 +21,7 @@ from .. import envelope
 from ..envelope import Fence
 from ..schedule import Phase
 from . import events as ev
+from .fields import MasterFields
 from .frontier import signatures
 from .manifest import result_manifest
 from .report import check_stats, distinct_objects
@@ -75,7 +76,7 @@ def findings_of(message: dict, now: float) -> list[dict]:
     return list(out.values())
 
 
-class CommitRounds:
+class CommitRounds(MasterFields):
     """The round transitions of :class:`~.machine.MasterState`."""
 
     def _begin_round(self, dispatch: bool, after: After) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from . import events as ev
 from . import poison
+from .fields import MasterFields
 from .frontier import PRIORITY_RECLAIMED, PRIORITY_SEED, PRIORITY_UNIQUE
 from .manifest import quarantine_manifest
 from .steps import Step
@@ -40,7 +41,7 @@ class Recovery:
     quarantined: int = 0
 
 
-class StartPhase:
+class StartPhase(MasterFields):
     """The start-of-generation transitions of :class:`~.machine.MasterState`."""
 
     def _on_start(self, event: ev.Start) -> None:
