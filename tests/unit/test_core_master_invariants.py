@@ -10,9 +10,9 @@ import pytest
 from test_core_master_state import h, ready, started
 
 from symcc_ulfm.core.master import events as ev
+from symcc_ulfm.core.master.fields import Recovery
 from symcc_ulfm.core.master.invariants import violations
 from symcc_ulfm.core.master.rounds import MAX_REJECTIONS, PIPELINE
-from symcc_ulfm.core.master.start import Recovery
 
 FUZZER, ANALYST = 1, 2
 

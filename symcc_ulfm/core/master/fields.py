@@ -4,23 +4,102 @@ The master's transitions are split over :class:`.machine.MasterState` and its pa
 :class:`.start.StartPhase` and :class:`.rounds.CommitRounds`; each reads and writes state that the
 others change too. :class:`MasterFields` holds all of it, typed and commented in one place, with
 what every transition uses to answer (``_emit``, ``_ask``, ``_log``) and, as abstract methods, the
-transitions of the machine that its parts call.
+transitions of the machine that its parts call. Beside it are the values that state is made of:
+the :class:`MasterConfig`, a lease held (:class:`Outstanding`), the round of group commit
+(:class:`Round`) and the start of the generation (:class:`Recovery`) in progress.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import deque
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
+from ..envelope import Fence
 from . import events as ev
+from . import poison
 from .frontier import Frontier
 from .steps import After, Step
 
-if TYPE_CHECKING:
-    from .machine import MasterConfig
-    from .rounds import Outstanding, Round
-    from .start import Recovery
+
+@dataclass(frozen=True)
+class MasterConfig:
+    me: int
+    generation: int
+    workers: tuple[int, ...]
+    masters: tuple[int, ...]
+    limit: int  # the largest message, bytes
+    lease_s: float
+    deadline: float
+    grace_s: float  # how long a stopping master waits for outstanding results
+    peers: dict[int, dict] = field(default_factory=dict)  # stable rank -> {"host", "pid"} (for fencing)
+    poison_deaths: int = 2  # worker deaths that quarantine an input (core.master.poison)
+    executor: str = "simulate"  # the campaign's (analysis) executor: the kind of a worker not in ``kinds``
+    executor_sha: str = ""  # its identity digest: records of other identities are fuzzer slices
+    kinds: dict[int, str] = field(default_factory=dict)  # worker -> its kind, where it is not the executor
+    fuzzers: frozenset[str] = frozenset()  # kinds whose leases are time slices (core.master.slices)
+    slice_s: float = 5.0
+    keep: str = "all"  # "novel": only candidates that add coverage (or first hold a finding) enter the corpus
+    idle_kind: str | None = None  # the fuzzer kind an analysis worker with nothing to analyze runs (None: it waits)
+    stop_after: int = 0  # results per worker in this generation that spend the budget (core.master.termination)
+
+    def kind_of(self, worker: int) -> str:
+        return self.kinds.get(worker, self.executor)
+
+    def fuzzes(self, worker: int) -> bool:
+        return self.kind_of(worker) in self.fuzzers
+
+    def slice_kind(self, worker: int) -> str:
+        """The kind of the slices ``worker`` runs: its own, or, for an analysis worker lent to
+        fuzzing while it has nothing to analyze, ``idle_kind``."""
+        return self.kind_of(worker) if self.fuzzes(worker) else self.idle_kind
+
+
+@dataclass
+class Outstanding:
+    fence: Fence
+    lease: dict
+    priority: int
+    slice: dict | None = None  # the descriptor, when the lease is a fuzzer's slice (core.master.slices)
+
+
+@dataclass
+class Round:
+    """One round of group commit in progress."""
+
+    dispatch: bool
+    results: deque
+    after: After  # what the stimulus that started it does next
+    draining: bool = False  # a drain (publish what is pending, no new leases), not a round
+    current: tuple | None = None
+    staged: list[str] = field(default_factory=list)
+    publishing: deque = field(default_factory=deque)
+    published: list[tuple[str, list[str] | None | bool]] = field(default_factory=list)
+    slots: deque = field(default_factory=deque)
+    fuzzers: deque = field(default_factory=deque)  # fuzzer workers to give their next slice
+    work_out: list[tuple[int, bytes]] = field(default_factory=list)
+    finishing: deque = field(default_factory=deque)
+    leasing: str = ""  # the input of the lease being taken
+    leasing_slice: dict | None = None  # or the descriptor of the slice being leased
+    lent: bool = False  # whether the idle analysis workers were added to ``fuzzers``
+
+
+@dataclass
+class Recovery:
+    """The start of a generation in progress: replay, reclaim, quarantine, rebuild."""
+
+    at: float
+    records: tuple[dict, ...] = ()
+    replays: deque | None = None  # committing records to replay; None until the first scan
+    replayed: int = 0
+    outgoing: list[tuple[int, bytes]] = field(default_factory=list)  # FRONTIER of the replays
+    settled: set[str] = field(default_factory=set)
+    lapsed: list[dict] = field(default_factory=list)
+    died: dict[int, frozenset[int]] = field(default_factory=dict)  # generation -> ranks that died in it
+    suspects: list[dict] = field(default_factory=list)  # lapsed records whose leases' workers died often enough
+    condemned: deque = field(default_factory=deque)  # (record, strikes) to quarantine
+    leased: list[tuple[dict, list[poison.Strike], dict]] = field(default_factory=list)  # (record, strikes, lease)
+    quarantined: int = 0
 
 
 class MasterFields(ABC):

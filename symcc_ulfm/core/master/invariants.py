@@ -1,6 +1,6 @@
 """What holds of a master's state between two events (as dask's ``validate_state``).
 
-:func:`violations` names every invariant of a :class:`~.machine.MasterState` that does not hold;
+:func:`violations` names every invariant of a master's state (``core.master.fields``) that does not hold;
 :meth:`~.machine.MasterState.check_invariants` raises ``AssertionError`` with them. No event,
 however hostile its message, may break one: a violation is a bug of the machine, never a
 condition of its input, so it is an assertion, not an error of ``symcc_ulfm.errors`` with an exit
@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING
 from .rounds import MAX_REJECTIONS, PIPELINE
 
 if TYPE_CHECKING:
-    from .machine import MasterState
+    from .fields import MasterFields
 
 
 def _repeated(values) -> list:
     return sorted(v for v, n in Counter(values).items() if n > 1)
 
 
-def violations(state: MasterState) -> list[str]:
+def violations(state: MasterFields) -> list[str]:
     """Each broken invariant of ``state``, named with what breaks it (empty: all hold)."""
     config, queue = state.config, state.queue
     workers = set(config.workers)

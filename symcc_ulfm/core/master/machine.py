@@ -35,12 +35,12 @@ this master's host (ULFM then detects it like any death), reported otherwise.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 
 from ...errors import FenceError, ProtocolError
 from .. import envelope
 from ..envelope import check_fence
 from . import events as ev
+from .fields import MasterConfig
 from .invariants import violations
 from .rounds import PIPELINE, CommitRounds
 from .start import StartPhase
@@ -48,39 +48,6 @@ from .steps import After, Step
 from .termination import Status
 
 MAX_COMMIT_DELAY = 0.02  # seconds a RESULT may wait for others to share its round's barrier
-
-
-@dataclass(frozen=True)
-class MasterConfig:
-    me: int
-    generation: int
-    workers: tuple[int, ...]
-    masters: tuple[int, ...]
-    limit: int  # the largest message, bytes
-    lease_s: float
-    deadline: float
-    grace_s: float  # how long a stopping master waits for outstanding results
-    peers: dict[int, dict] = field(default_factory=dict)  # stable rank -> {"host", "pid"} (for fencing)
-    poison_deaths: int = 2  # worker deaths that quarantine an input (core.master.poison)
-    executor: str = "simulate"  # the campaign's (analysis) executor: the kind of a worker not in ``kinds``
-    executor_sha: str = ""  # its identity digest: records of other identities are fuzzer slices
-    kinds: dict[int, str] = field(default_factory=dict)  # worker -> its kind, where it is not the executor
-    fuzzers: frozenset[str] = frozenset()  # kinds whose leases are time slices (core.master.slices)
-    slice_s: float = 5.0
-    keep: str = "all"  # "novel": only candidates that add coverage (or first hold a finding) enter the corpus
-    idle_kind: str | None = None  # the fuzzer kind an analysis worker with nothing to analyze runs (None: it waits)
-    stop_after: int = 0  # results per worker in this generation that spend the budget (core.master.termination)
-
-    def kind_of(self, worker: int) -> str:
-        return self.kinds.get(worker, self.executor)
-
-    def fuzzes(self, worker: int) -> bool:
-        return self.kind_of(worker) in self.fuzzers
-
-    def slice_kind(self, worker: int) -> str:
-        """The kind of the slices ``worker`` runs: its own, or, for an analysis worker lent to
-        fuzzing while it has nothing to analyze, ``idle_kind``."""
-        return self.kind_of(worker) if self.fuzzes(worker) else self.idle_kind
 
 
 class MasterState(StartPhase, CommitRounds):
