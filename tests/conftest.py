@@ -7,6 +7,10 @@ from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from helpers.master_invariants import checked  # noqa: E402
+
+from symcc_ulfm.core.master.machine import MasterState  # noqa: E402
+
 # No property test's verdict may depend on how fast an example runs (Hypothesis' default 200-ms
 # deadline does) or on which examples a run happens to draw: examples come from a fixed seed.
 settings.register_profile("suite", deadline=None, derandomize=True, print_blob=True)
@@ -32,3 +36,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         group = HOST_WIDE if item.get_closest_marker(HOST_WIDE) else item.nodeid.split("::", 1)[0]
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture(autouse=True)
+def master_invariants(monkeypatch):
+    """Every master state machine a test drives in this process checks its invariants after each
+    event it handles (``helpers.master_invariants``)."""
+    monkeypatch.setattr(MasterState, "handle", checked(MasterState.handle))

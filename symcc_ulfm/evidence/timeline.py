@@ -12,36 +12,45 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..core.limits import MAX_MEMBERSHIP_BYTES
 from ..store.corpus import Corpus
+from ..store.paths import StateDir
+from ..store.reads import read_bytes
 from ..store.runlog import Event, read_events
 from ..store.wal import WorkWAL
 
 
-def _membership(state_dir: Path) -> list[dict[str, Any]]:
-    """Generations in order, each with its snapshot and layout roles."""
+def _membership(state: StateDir) -> list[dict[str, Any]]:
+    """Generations in order (0, 1, ... while their snapshots are present), each with its snapshot
+    and layout roles."""
     generations = []
+    snapshots = state.snapshots()
     g = 0
-    while (snap_path := state_dir / "membership" / f"generation-{g}-snapshot.json").exists():
-        snap = json.loads(snap_path.read_text())
-        layout = json.loads((state_dir / "membership" / f"generation-{g}-layout.json").read_text())
+    while g in snapshots:
+        snap = _read(snapshots[g])
+        layout = _read(state.layout(g))
         roles = {r: "spare" for r in snap["spares"]}
         for group in layout["groups"]:
             roles[group["master"]] = "master"
             roles.update({w: "worker" for w in group["workers"]})
-        receipt_path = state_dir / "membership" / f"receipt-{g}.json"
-        receipt = json.loads(receipt_path.read_text()) if g and receipt_path.exists() else None
+        receipt = _read(state.receipt(g)) if g and state.receipt(g).exists() else None
         generations.append({"generation": g, "snapshot": snap, "roles": roles, "receipt": receipt})
         g += 1
     return generations
 
 
+def _read(path: Path) -> dict[str, Any]:
+    """A membership file, opened without following a link (``store.reads``)."""
+    return json.loads(read_bytes(path, limit=MAX_MEMBERSHIP_BYTES))
+
+
 def timeline(state_dir: str | Path, bin_s: float = 1.0) -> dict[str, list[dict[str, Any]]]:
     """All plot tables of one run: ``membership``, ``failures``, ``promotions``, ``throughput``, ``masters``."""
-    root = Path(state_dir)
-    generations = _membership(root)
+    state = StateDir(state_dir)
+    generations = _membership(state)
     if not generations:
         return {"membership": [], "failures": [], "promotions": [], "throughput": [], "masters": []}
-    events = read_events(root / "logs")
+    events = read_events(state.logs)
     t0 = generations[0]["snapshot"]["started_at"]
     end = max([e["t"] for e in events] + [t0]) - t0
     starts = _generation_starts(events, generations, t0)
@@ -128,14 +137,14 @@ def handoffs(state_dir: str | Path) -> dict[str, list[float]]:
     input a worker of another kind found; afl-fuzz then imports it at its next sync). Publication
     is the master's ``commit`` line of the record that claimed the input; seeds are nobody's find
     and not counted."""
-    state = Path(state_dir)
-    wal = WorkWAL(state / "wal", state, Corpus(state / "corpus", 0o644, 0o600), 0o600)
+    state = StateDir(state_dir)
+    wal = WorkWAL(state.wal, state.root, Corpus(state.corpus, 0o644, 0o600), 0o600)
     found_by: dict[str, tuple[str, str]] = {}  # input -> (its record's work hash, the finder's kind)
     for record in wal.records():
         if record["state"] == "done":
             for name in record["done"]["claimed"]:
                 found_by[name] = (record["work_hash"], record["manifest"]["kind"])
-    events = read_events(state / "logs")
+    events = read_events(state.logs)
     published = {e["work_hash"]: e["t"] for e in events if e["event"] == Event.COMMIT}
     kinds = {(e["rank"], e["generation"]): e.get("kind") for e in events if e["event"] == Event.GENERATION_START}
     out: dict[str, list[float]] = {"to_analysis": [], "to_fuzzers": []}

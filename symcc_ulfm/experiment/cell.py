@@ -61,7 +61,7 @@ def first_finding_s(state: StateDir) -> float | None:
     found = read_findings(state)
     if not found:
         return None
-    started = read_json(state.membership / "generation-0-snapshot.json")["started_at"]
+    started = read_json(state.snapshot(0))["started_at"]
     return round(min(f.first_time for f in found) - float(started), 3)
 
 

@@ -143,8 +143,8 @@ def _pid_of(state: Path, rank: int) -> int | None:
 
 
 def _started_at(state: Path) -> float | None:
-    snap = state / "membership" / "generation-0-snapshot.json"
-    if not snap.exists() or not read_events(state / "logs", Event.COMMIT):
+    snap = StateDir(state).snapshot(0)
+    if not snap.exists() or not read_events(StateDir(state).logs, Event.COMMIT):
         return None
     return json.loads(snap.read_text())["started_at"]
 

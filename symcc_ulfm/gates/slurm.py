@@ -244,7 +244,7 @@ def _notebook_scenario(cluster: SlurmCluster, out: Path, echo) -> tuple[dict, li
     started = time.monotonic()
     done = cluster.client(command, check=False, timeout=JOB_TIMEOUT_S + 120)
     seconds = time.monotonic() - started
-    oracle = _oracle_facts(run / "state") if (run / "state" / "policy.json").exists() else {"passed": False}
+    oracle = _oracle_facts(run / "state") if StateDir(run / "state").policy.exists() else {"passed": False}
     engines = json.loads((run / "engines.json").read_text()) if (run / "engines.json").exists() else {}
     facts = {"returncode": done.returncode, "seconds": round(seconds, 3), "oracle": oracle,
              "engines_as_scheduled": engines.get("as_scheduled"), "died": engines.get("died")}

@@ -131,15 +131,10 @@ def _ranks_started(state: StateDir, since: float) -> bool:
     first thing, so a job none of whose ranks did so changed nothing in the state and may be
     started again (``mpiexec`` failing to start, as PRRTE does now and then under load: "the
     PMIx server's listener thread failed to start")."""
-    try:
-        entries = list(os.scandir(state.logs))
-    except FileNotFoundError:
-        return False
-    for entry in entries:
-        if entry.name.startswith("rank-"):
-            with contextlib.suppress(OSError):
-                if entry.stat(follow_symlinks=False).st_mtime >= since - 1.0:
-                    return True
+    for path in state.rank_logs().values():
+        with contextlib.suppress(OSError):
+            if os.lstat(path).st_mtime >= since - 1.0:
+                return True
     return False
 
 

@@ -18,7 +18,8 @@ import time
 from collections.abc import Callable
 
 from ..core.master import events as ev
-from ..core.master.machine import MasterConfig, MasterState
+from ..core.master.fields import MasterConfig
+from ..core.master.machine import MasterState
 from ..core.master.termination import Status
 from ..errors import FenceError, IntegrityError, ProtocolError, StoreError
 from ..executors import is_fuzzer

@@ -15,18 +15,17 @@ a failing disk); the budget charged after a loss is then bounded by the log, as 
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from pathlib import Path
 
 from ..errors import StoreError
+from .paths import HEARTBEAT, numbered
 from .reads import check_regular
 from .runlog import last_event_time
 
 INTERVAL_S = 0.5
 WIDTH = 32
-_NAME = re.compile(r"heartbeat-[0-9]+")
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
@@ -79,9 +78,7 @@ def last_sign_of_life(logs_dir: Path, before: float) -> float | None:
 def last_heartbeat(logs_dir: Path, before: float) -> float | None:
     """The latest beat before ``before`` of any rank (a special or oversized file raises UnsafeFile)."""
     latest = None
-    for path in Path(logs_dir).iterdir() if Path(logs_dir).is_dir() else ():
-        if not _NAME.fullmatch(path.name):
-            continue
+    for path in numbered(Path(logs_dir), HEARTBEAT).values():
         try:
             fd = os.open(path, _READ_FLAGS)
         except OSError as exc:

@@ -29,6 +29,9 @@
     stats/fuzzer_stats, stats/plot_data           AFL++-style status, written by the host side (tools.stats_files)
     launch.lock, ranks.lock                       who runs the campaign (store.joblock)
 
+The numbered names (a generation's membership files, a rank's log and heartbeat, a WAL record)
+are spelt here only: :class:`StateDir` gives the path of each and lists those present by number
+(``snapshots()``, ``rank_logs()``, ``heartbeats()``, ``works()``), so no reader slices a file name.
 Every name here is opened without following a symbolic link, and ``store.trust`` refuses a
 state directory where one of them is a link or of the wrong type. The oracle
 (``evidence.oracle``) and the second verifier (``evidence.recompute``) spell the names they
@@ -38,6 +41,7 @@ read themselves: they import nothing of the store, so that a bug here cannot hid
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +56,34 @@ LAYOUT_FILES = ("policy.json", "deadline.json", "executor.json", "outcome.json",
                 "job-output.txt", "launch.lock", "ranks.lock", "slurm.json", "stats/fuzzer_stats", "stats/plot_data")
 PER_RANK_DIRS = ("staging", "scratch", "query-store")  # hold one directory per rank
 TEMP_PREFIX = ".tmp-"  # store.atomic's temporary files, left by a write that died
+# numbered names: ``{}`` stands for a generation (membership/) or a stable rank (logs/)
+SNAPSHOT = "generation-{}-snapshot.json"
+LAYOUT = "generation-{}-layout.json"
+PREPARE = "prepare-{}.json"
+RECEIPT = "receipt-{}.json"
+RANK_LOG = "rank-{}.jsonl"
+HEARTBEAT = "heartbeat-{}"
+RECORD_SUFFIX = ".json"  # wal/records/<work_hash>.json
+
+
+def numbered(directory: Path, name: str) -> dict[int, Path]:
+    """The files of ``directory`` called ``name`` with a number for its ``{}`` (written as ``str``
+    writes an int), by that number; empty when there is no such directory. Only names are read:
+    nothing is opened or followed."""
+    prefix, _, suffix = name.partition("{}")
+    pattern = re.compile(re.escape(prefix) + "(0|[1-9][0-9]*)" + re.escape(suffix))
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return {}
+    return dict(sorted((int(m[1]), Path(directory) / n) for n in names if (m := pattern.fullmatch(n))))
+
+
+def record_works(records: Path) -> list[str]:
+    """The work hashes of the WAL record files in ``records``, sorted: each ``<name>.json`` but
+    for a dot name (a temporary file of ``store.atomic``). Raises OSError when it cannot be listed."""
+    return sorted(n[: -len(RECORD_SUFFIX)] for n in os.listdir(records)
+                  if n.endswith(RECORD_SUFFIX) and not n.startswith("."))
 
 
 def foreign_entries(root: Path) -> list[str]:
@@ -89,9 +121,38 @@ class StateDir:
     def membership(self) -> Path:
         return self.root / "membership"
 
+    def snapshot(self, generation: int) -> Path:
+        """The membership snapshot of ``generation`` (``store.snapshots`` writes and reads it)."""
+        return self.membership / SNAPSHOT.format(generation)
+
+    def layout(self, generation: int) -> Path:
+        return self.membership / LAYOUT.format(generation)
+
+    def receipt(self, generation: int) -> Path:
+        return self.membership / RECEIPT.format(generation)
+
+    def snapshots(self) -> dict[int, Path]:
+        """The snapshot files present, by generation (a snapshot is committed by its receipt:
+        ``store.snapshots`` decides the current generation)."""
+        return numbered(self.membership, SNAPSHOT)
+
     @property
     def wal(self) -> Path:
         return self.root / "wal"
+
+    @property
+    def records(self) -> Path:
+        return self.wal / "records"
+
+    def record(self, work: str) -> Path:
+        return self.records / f"{work}{RECORD_SUFFIX}"
+
+    def works(self) -> list[str]:
+        """The work hashes of the WAL records present, sorted (empty before the WAL exists)."""
+        try:
+            return record_works(self.records)
+        except FileNotFoundError:
+            return []
 
     @property
     def query_store(self) -> Path:
@@ -120,10 +181,18 @@ class StateDir:
         return self.root / "logs"
 
     def rank_log(self, stable: int) -> Path:
-        return self.logs / f"rank-{stable}.jsonl"
+        return self.logs / RANK_LOG.format(stable)
+
+    def rank_logs(self) -> dict[int, Path]:
+        """The rank logs present, by stable rank."""
+        return numbered(self.logs, RANK_LOG)
 
     def heartbeat(self, stable: int) -> Path:
-        return self.logs / f"heartbeat-{stable}"
+        return self.logs / HEARTBEAT.format(stable)
+
+    def heartbeats(self) -> dict[int, Path]:
+        """The heartbeat files present, by stable rank (``store.heartbeat``)."""
+        return numbered(self.logs, HEARTBEAT)
 
     @property
     def seeds(self) -> Path:
@@ -182,7 +251,7 @@ class StateDir:
     def create(self) -> StateDir:
         """Create every top-level directory with the modes of the contract."""
         ensure_dir(self.root, self.modes.snapshot_dir)
-        for path in (self.membership, self.wal / "records", self.wal / "locks", self.query_store, self.staging,
+        for path in (self.membership, self.records, self.wal / "locks", self.query_store, self.staging,
                      self.scratch, self.logs, self.seeds):
             ensure_dir(path, self.modes.snapshot_dir)
         for path in (self.corpus / "objects", self.corpus / "claims"):

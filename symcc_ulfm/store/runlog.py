@@ -11,10 +11,10 @@ Repetitive events a peer can provoke (a flood of rejected messages) go through
 reported with the next line logged for that key.
 
 This module owns the format: the line (``t``, ``generation``, ``rank``, ``event``, fields),
-the file names (``logs/rank-<stable>.jsonl``), the names of the events other modules read
-(:class:`Event`) and the reader (:class:`LogFollower`, :func:`read_log`, :func:`read_events`).
-The oracle keeps a reader of its own (``evidence.oracle.log_checks``), so that a bug here cannot
-hide in the checker.
+the names of the events other modules read (:class:`Event`) and the reader (:class:`LogFollower`,
+:func:`read_log`, :func:`read_events`) of the files ``logs/rank-<stable>.jsonl`` (named by
+``store.paths``). The oracle keeps a reader of its own (``evidence.oracle.log_checks``), so that a
+bug here cannot hide in the checker.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
+from .paths import RANK_LOG
 from .reads import check_regular
 
 BURST = 20  # lines per key and second that RankLog.limited writes
@@ -35,7 +36,7 @@ _TAIL_CHUNK = 64 << 10
 _LOG_LIMIT = 1 << 62  # a log is never read whole: its size only bounds where a tail search begins
 _OPEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-LOG_GLOB = "rank-*.jsonl"
+LOG_GLOB = RANK_LOG.format("*")
 
 
 class Event(StrEnum):

@@ -30,6 +30,7 @@ from ..core.membership import (
 from ..errors import MembershipConflict, SnapshotCorruption, StoreError
 from .atomic import write_new, write_replace
 from .crashpoints import crash_point
+from .paths import LAYOUT, PREPARE, RECEIPT, SNAPSHOT
 from .reads import read_bytes
 
 _RECEIPT = re.compile(r"receipt-(\d+)\.json")
@@ -39,16 +40,16 @@ class SnapshotStore:
         self.mode = mode
 
     def snapshot_path(self, generation: int) -> Path:
-        return self.root / f"generation-{generation}-snapshot.json"
+        return self.root / SNAPSHOT.format(generation)
 
     def layout_path(self, generation: int) -> Path:
-        return self.root / f"generation-{generation}-layout.json"
+        return self.root / LAYOUT.format(generation)
 
     def prepare_path(self, generation: int) -> Path:
-        return self.root / f"prepare-{generation}.json"
+        return self.root / PREPARE.format(generation)
 
     def receipt_path(self, generation: int) -> Path:
-        return self.root / f"receipt-{generation}.json"
+        return self.root / RECEIPT.format(generation)
 
     # -- writing -------------------------------------------------------------------------
 
@@ -99,11 +100,11 @@ class SnapshotStore:
         except FileNotFoundError:
             return None
         if value.get("format") != PREPARE_FORMAT or value.get("generation") != generation:
-            raise SnapshotCorruption(f"prepare-{generation}.json is not a prepare record of generation {generation}")
+            raise SnapshotCorruption(f"{PREPARE.format(generation)} is not a prepare record of generation {generation}")
         try:
             return Prepare(generation, value["previous_sha256"], tuple(value["missing"]))
         except (KeyError, TypeError) as exc:
-            raise SnapshotCorruption(f"prepare-{generation}.json lacks or mistypes a field: {exc}") from None
+            raise SnapshotCorruption(f"{PREPARE.format(generation)} lacks or mistypes a field: {exc}") from None
 
     def load(self, generation: int) -> Membership:
         """The snapshot of ``generation``, checked against its layout file."""
@@ -116,7 +117,7 @@ class SnapshotStore:
         if membership.generation != generation or membership.to_bytes() != self._read(path):
             raise SnapshotCorruption(f"{path.name} is not the canonical snapshot of generation {generation}")
         if self._read(self.layout_path(generation)) != membership.layout.to_bytes():
-            raise SnapshotCorruption(f"generation-{generation}-layout.json does not match its snapshot")
+            raise SnapshotCorruption(f"{LAYOUT.format(generation)} does not match its snapshot")
         return membership
 
     def receipts(self) -> list[Receipt]:
@@ -129,7 +130,7 @@ class SnapshotStore:
         receipts = []
         for expected, (generation, path) in enumerate(names, start=1):
             if generation != expected:
-                raise SnapshotCorruption(f"receipt-{expected}.json is missing before {path.name}")
+                raise SnapshotCorruption(f"{RECEIPT.format(expected)} is missing before {path.name}")
             value = self._json(path)
             if value.get("format") != RECEIPT_FORMAT or value.get("generation") != generation:
                 raise SnapshotCorruption(f"{path.name} is not a receipt of generation {generation}")
@@ -161,9 +162,9 @@ class SnapshotStore:
             try:
                 nxt = self.load(receipt.generation)
             except FileNotFoundError as exc:
-                raise SnapshotCorruption(f"receipt-{receipt.generation}.json has no {Path(exc.filename).name}") from None
+                raise SnapshotCorruption(f"{RECEIPT.format(receipt.generation)} has no {Path(exc.filename).name}") from None
             if receipt.previous_sha256 != membership.sha256 or receipt.snapshot_sha256 != nxt.sha256:
-                raise SnapshotCorruption(f"receipt-{receipt.generation}.json does not chain to its snapshots")
+                raise SnapshotCorruption(f"{RECEIPT.format(receipt.generation)} does not chain to its snapshots")
             # Deterministic transition: the receipt and snapshot must be exactly what applying the
             # receipt's missing set to the previous snapshot gives (catches an edited missing/promoted).
             try:
@@ -174,9 +175,9 @@ class SnapshotStore:
                         membership, Prepare(receipt.generation, membership.sha256, receipt.missing)
                     )
             except (TypeError, ValueError) as exc:
-                raise SnapshotCorruption(f"receipt-{receipt.generation}.json: {exc}") from None
+                raise SnapshotCorruption(f"{RECEIPT.format(receipt.generation)}: {exc}") from None
             if expected != receipt or expected_nxt.to_bytes() != nxt.to_bytes():
-                raise SnapshotCorruption(f"receipt-{receipt.generation}.json is not the transition from generation "
+                raise SnapshotCorruption(f"{RECEIPT.format(receipt.generation)} is not the transition from generation "
                                          f"{membership.generation} with missing {list(receipt.missing)}")
             membership = nxt
         return membership

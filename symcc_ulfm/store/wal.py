@@ -30,6 +30,7 @@ from .corpus import Corpus
 from .crashpoints import crash_point
 from .durability import Barrier
 from .locks import LockFile, exclusive
+from .paths import RECORD_SUFFIX, record_works
 from .reads import read_bytes
 from .record import (
     WAL_FORMAT,
@@ -85,7 +86,7 @@ class WorkWAL:
     def _file(self, work: str) -> str:
         if not is_sha256_hex(work):
             raise WalCorruption(f"{work!r} is not a work hash")
-        return f"{self._records}/{work}.json"
+        return f"{self._records}/{work}{RECORD_SUFFIX}"
 
     def read(self, work: str) -> dict | None:
         try:
@@ -112,10 +113,9 @@ class WorkWAL:
 
     def work_hashes(self) -> list[str]:
         try:
-            names = os.listdir(self.records_dir)
+            return record_works(self.records_dir)
         except OSError as exc:
             raise StoreError(f"cannot list {self.records_dir}: {exc.strerror or exc}") from exc
-        return sorted(n[:-5] for n in names if n.endswith(".json") and not n.startswith("."))
 
     def records(self) -> Iterator[dict]:
         """Every record; a corrupted one raises WalCorruption (see :meth:`scan` to keep going)."""

@@ -97,17 +97,13 @@ class Tracker:
         """Fold in the records that became done; (records leased or committing now, unreadable). Once
         the campaign is over, those leased are the leases it returned or abandoned at its end."""
         leased = unreadable = 0
-        try:
-            entries = list(os.scandir(self.state.wal / "records"))
-        except FileNotFoundError:
-            return 0, 0
-        for entry in entries:
-            name = entry.name
-            if not name.endswith(".json") or name.startswith(".") or name[:-5] in self._done:
+        for work in self.state.works():
+            if work in self._done:
                 continue
+            path = self.state.record(work)
             try:
-                record = parse_record_file(read_bytes(entry.path), expected_work=name[:-5])
-                mtime = entry.stat(follow_symlinks=False).st_mtime
+                record = parse_record_file(read_bytes(path), expected_work=work)
+                mtime = os.lstat(path).st_mtime
             except FileNotFoundError:
                 continue
             except SymccUlfmError:  # torn or damaged now: read again next time (findings names damage)
@@ -116,7 +112,7 @@ class Tracker:
             if record["state"] != "done":
                 leased += 1
                 continue
-            self._done.add(name[:-5])
+            self._done.add(work)
             self._fold(record, mtime)
         return leased, unreadable
 
@@ -148,18 +144,13 @@ class Tracker:
 
     def _alive(self, now: float) -> list[int]:
         alive = []
-        try:
-            entries = list(os.scandir(self.state.logs))
-        except FileNotFoundError:
-            return []
-        for entry in entries:
-            if entry.name.startswith("heartbeat-") and entry.name[len("heartbeat-"):].isdigit():
-                try:
-                    if now - entry.stat(follow_symlinks=False).st_mtime <= ALIVE_S:
-                        alive.append(int(entry.name[len("heartbeat-"):]))
-                except FileNotFoundError:
-                    continue
-        return sorted(alive)
+        for rank, path in self.state.heartbeats().items():
+            try:
+                if now - os.lstat(path).st_mtime <= ALIVE_S:
+                    alive.append(rank)
+            except FileNotFoundError:
+                continue
+        return alive
 
     def _corpus_size(self) -> int:
         try:

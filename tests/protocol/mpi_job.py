@@ -19,8 +19,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
+from helpers.master_invariants import checked  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 from scenarios import (  # noqa: E402
     MASTER,
@@ -37,12 +39,15 @@ from scenarios import (  # noqa: E402
     snapshots,
 )
 
+from symcc_ulfm.core.master.machine import MasterState  # noqa: E402
 from symcc_ulfm.mpi.channels import MpiTransport  # noqa: E402
 from symcc_ulfm.mpi.context import RankContext  # noqa: E402
 from symcc_ulfm.runtime.backoff import Backoff  # noqa: E402
 from symcc_ulfm.runtime.worker_loop import WorkerLoop  # noqa: E402
 from symcc_ulfm.store.deadline_file import read_deadlines, write_deadlines  # noqa: E402
 from symcc_ulfm.store.paths import StateDir  # noqa: E402
+
+MasterState.handle = checked(MasterState.handle)  # the invariants after every event (helpers.master_invariants)
 
 
 def play_stage(world, directory: Path, scenario, index: int, stage, rank: int) -> None:

@@ -8,7 +8,9 @@ only after its objects' barrier).
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import inspect
 
 import pytest
 from hypothesis import given, settings
@@ -16,7 +18,9 @@ from hypothesis import strategies as st
 
 from symcc_ulfm.core import envelope
 from symcc_ulfm.core.master import events as ev
-from symcc_ulfm.core.master.machine import MasterConfig, MasterState
+from symcc_ulfm.core.master import fields, machine, rounds, start
+from symcc_ulfm.core.master.fields import MasterConfig
+from symcc_ulfm.core.master.machine import MasterState
 from symcc_ulfm.core.master.rounds import LENT_SLICE_S, MAX_REJECTIONS, PIPELINE
 from symcc_ulfm.core.membership import Receipt
 
@@ -655,3 +659,31 @@ def _check_orderings(performed: list[ev.Instruction]) -> None:
             published_at[i.work] = barriers
         elif isinstance(i, ev.MarkDone):
             assert batch_open and published_at[i.work] < barriers
+
+
+# -- the state, declared once --------------------------------------------------------------------
+
+
+def _self_attributes(module) -> tuple[set[str], set[str], set[str]]:
+    """The attributes a module's classes assign on ``self``, those they read, and the methods they define."""
+    tree = ast.parse(inspect.getsource(module))
+    assigned, read, defined = set(), set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            (assigned if isinstance(node.ctx, ast.Store) else read).add(node.attr)
+        elif isinstance(node, ast.FunctionDef):
+            defined.add(node.name)
+    return assigned, read, defined
+
+
+def test_the_state_the_parts_of_the_machine_share_is_declared_once():
+    """Only ``MasterFields`` creates the state: the transitions assign nothing it does not declare
+    (the machine adds its two dispatch tables), and a part of the machine reads only what it or
+    ``MasterFields`` defines."""
+    declared, _, methods = _self_attributes(fields)
+    shared = declared | methods | {"config"}
+    for part in (machine, start, rounds):
+        assigned, read, own = _self_attributes(part)
+        assert assigned - declared - ({"_handlers", "_steps"} if part is machine else set()) == set(), part.__name__
+        if part is not machine:  # the machine is where the parts meet
+            assert read - shared - own == set(), part.__name__

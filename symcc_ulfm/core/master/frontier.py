@@ -77,6 +77,14 @@ class FrontierQueue:
     def pending(self) -> int:
         return len(self._queue)
 
+    def queued(self) -> list[str]:
+        """The inputs queued, in no particular order."""
+        return [entry[3] for entry in self._queue]
+
+    def knows(self, input_hash: str) -> bool:
+        """Whether the input was ever offered or settled (it is not queued by an offer again)."""
+        return input_hash in self._known
+
     def judge(self, candidates: list[dict]) -> list[Judged]:
         """Deduplicate a result's candidates by content and mark those adding coverage as novel.
 

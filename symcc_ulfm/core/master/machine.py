@@ -35,88 +35,24 @@ this master's host (ULFM then detects it like any death), reported otherwise.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 
 from ...errors import FenceError, ProtocolError
 from .. import envelope
 from ..envelope import check_fence
 from . import events as ev
-from .frontier import Frontier
-from .rounds import PIPELINE, CommitRounds, Outstanding, Round
-from .start import Recovery, StartPhase
+from .fields import MasterConfig
+from .invariants import violations
+from .rounds import PIPELINE, CommitRounds
+from .start import StartPhase
 from .steps import After, Step
 from .termination import Status
 
 MAX_COMMIT_DELAY = 0.02  # seconds a RESULT may wait for others to share its round's barrier
 
 
-@dataclass(frozen=True)
-class MasterConfig:
-    me: int
-    generation: int
-    workers: tuple[int, ...]
-    masters: tuple[int, ...]
-    limit: int  # the largest message, bytes
-    lease_s: float
-    deadline: float
-    grace_s: float  # how long a stopping master waits for outstanding results
-    peers: dict[int, dict] = field(default_factory=dict)  # stable rank -> {"host", "pid"} (for fencing)
-    poison_deaths: int = 2  # worker deaths that quarantine an input (core.master.poison)
-    executor: str = "simulate"  # the campaign's (analysis) executor: the kind of a worker not in ``kinds``
-    executor_sha: str = ""  # its identity digest: records of other identities are fuzzer slices
-    kinds: dict[int, str] = field(default_factory=dict)  # worker -> its kind, where it is not the executor
-    fuzzers: frozenset[str] = frozenset()  # kinds whose leases are time slices (core.slices)
-    slice_s: float = 5.0
-    keep: str = "all"  # "novel": only candidates that add coverage (or first hold a finding) enter the corpus
-    idle_kind: str | None = None  # the fuzzer kind an analysis worker with nothing to analyze runs (None: it waits)
-    stop_after: int = 0  # results per worker in this generation that spend the budget (core.master.termination)
-
-    def kind_of(self, worker: int) -> str:
-        return self.kinds.get(worker, self.executor)
-
-    def fuzzes(self, worker: int) -> bool:
-        return self.kind_of(worker) in self.fuzzers
-
-    def slice_kind(self, worker: int) -> str:
-        """The kind of the slices ``worker`` runs: its own, or, for an analysis worker lent to
-        fuzzing while it has nothing to analyze, ``idle_kind``."""
-        return self.kind_of(worker) if self.fuzzes(worker) else self.idle_kind
-
-
 class MasterState(StartPhase, CommitRounds):
     def __init__(self, config: MasterConfig):
-        self.config = config
-        self.gen = config.generation
-        self.frontier = Frontier(config.me, config.masters, config.generation, config.limit)
-        self.queue = self.frontier.queue
-        self.ready: set[int] = set()  # workers that sent READY
-        self.outstanding: dict[int, deque[Outstanding]] = {w: deque() for w in config.workers}
-        self.progress_at: dict[int, float] = {}  # when each worker last made progress (for fencing)
-        self.fenced: set[int] = set()
-        self.waiting: list[tuple[int, dict, Outstanding]] = []  # accepted RESULTs for the next round
-        self.pending: list[str] = []  # work whose manifests are durable, published in the next round
-        self.unaccounted: list[dict] = []  # done records not yet durable, counted after the next barrier
-        self.rejections: dict[str, int] = {}
-        self.oldest = 0.0  # when the oldest waiting RESULT (or pending manifest) arrived
-        self.task_s = 0.0  # how long a task takes (moving average of the workers' reports)
-        self.dispatched = 0
-        self.rounds = 0
-        self.syncs = 0
-        self.stopping_since: float | None = None
-        self.reason = "deadline"  # why it stops: the deadline, or what the masters decided (termination)
-        self.results: dict[int, int] = {w: 0 for w in config.workers}  # committed in this generation, per worker
-        self.failed = False
-        self.stopped = False
-        self._round: Round | None = None
-        self._draining_after = After.TICK  # what the drain in progress does when it is over
-        self._slices = 0  # fuzzer slices leased by this master in this generation
-        self._awaiting: tuple[type, Step] | None = None  # the fact the machine waits for, and its step
-        self._start: Recovery | None = None
-        self._seq = 0
-        self._stimulus = ""
-        self._now = 0.0
-        self._tick = 0.0  # the time of the tick being handled
-        self._out: list[ev.Instruction] = []
+        super().__init__(config)
         self._handlers = {
             ev.Start: self._on_start, ev.FromWorker: self._on_worker, ev.FromMaster: self._on_master,
             ev.Refused: self._on_refused, ev.Tick: self._on_tick, ev.Failed: self._on_failed,
@@ -131,10 +67,6 @@ class MasterState(StartPhase, CommitRounds):
             Step.ROUND_SYNCED: self._round_synced, Step.DONE: self._done, Step.DRAIN_PUBLISHED: self._drain_published,
             Step.DRAIN_SYNCED: self._drain_synced, Step.DRAINED: self._drained,
         }
-
-    @property
-    def committer(self) -> dict:
-        return {"generation": self.gen, "master": self.config.me}
 
     # -- events in, instructions out ------------------------------------------------------------
 
@@ -162,19 +94,12 @@ class MasterState(StartPhase, CommitRounds):
         handler(event)
         return self._out
 
-    def _emit(self, instruction_type: type, *args, **fields) -> None:
-        self._out.append(instruction_type(self._stimulus, *args, **fields))
-
-    def _ask(self, instruction_type: type, step: Step, *args, **fields) -> None:
-        """Emit an instruction that ends in a fact; ``step`` takes the fact."""
-        self._emit(instruction_type, *args, **fields)
-        self._awaiting = (instruction_type.FACT, step)
-
-    def _log(self, event: str, **fields) -> None:
-        self._emit(ev.Log, event, fields)
-
-    def _log_limited(self, event: str, key: object, **fields) -> None:
-        self._emit(ev.Log, event, fields, key)
+    def check_invariants(self) -> None:
+        """Raise ``AssertionError`` naming each invariant of the state that does not hold
+        (``core.master.invariants``); the tests run it after every :meth:`handle`."""
+        broken = violations(self)
+        if broken:
+            raise AssertionError("master state: " + "; ".join(broken))
 
     def held(self) -> int:
         return sum(len(queue) for queue in self.outstanding.values())

@@ -14,7 +14,6 @@ or a drain ends with its :class:`~.steps.After`.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 
 from ...errors import FenceError, ProtocolError
 from .. import envelope
@@ -22,6 +21,7 @@ from ..envelope import Fence
 from ..schedule import Phase
 from ..slices import descriptor, slice_hash
 from . import events as ev
+from .fields import MasterFields, Outstanding, Round
 from .frontier import signatures
 from .manifest import result_manifest
 from .report import check_stats, distinct_objects
@@ -32,35 +32,6 @@ PIPELINE = 3  # leases a worker may hold: a worker runs one, the next ones are a
 # The slice of an analysis worker lent to fuzzing (``MasterConfig.idle_kind``): an input that comes
 # meanwhile waits behind it, so it is short; the fuzzer runs on from one such slice to the next.
 LENT_SLICE_S = 1.0
-
-
-@dataclass
-class Outstanding:
-    fence: Fence
-    lease: dict
-    priority: int
-    slice: dict | None = None  # the descriptor, when the lease is a fuzzer's slice (core.slices)
-
-
-@dataclass
-class Round:
-    """One round of group commit in progress."""
-
-    dispatch: bool
-    results: deque
-    after: After  # what the stimulus that started it does next
-    draining: bool = False  # a drain (publish what is pending, no new leases), not a round
-    current: tuple | None = None
-    staged: list[str] = field(default_factory=list)
-    publishing: deque = field(default_factory=deque)
-    published: list[tuple[str, list[str] | None | bool]] = field(default_factory=list)
-    slots: deque = field(default_factory=deque)
-    fuzzers: deque = field(default_factory=deque)  # fuzzer workers to give their next slice
-    work_out: list[tuple[int, bytes]] = field(default_factory=list)
-    finishing: deque = field(default_factory=deque)
-    leasing: str = ""  # the input of the lease being taken
-    leasing_slice: dict | None = None  # or the descriptor of the slice being leased
-    lent: bool = False  # whether the idle analysis workers were added to ``fuzzers``
 
 
 def findings_of(message: dict, now: float) -> list[dict]:
@@ -75,7 +46,7 @@ def findings_of(message: dict, now: float) -> list[dict]:
     return list(out.values())
 
 
-class CommitRounds:
+class CommitRounds(MasterFields):
     """The round transitions of :class:`~.machine.MasterState`."""
 
     def _begin_round(self, dispatch: bool, after: After) -> None:

@@ -13,34 +13,16 @@ records and the quarantines settled.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 
 from . import events as ev
 from . import poison
+from .fields import MasterFields, Recovery
 from .frontier import PRIORITY_RECLAIMED, PRIORITY_SEED, PRIORITY_UNIQUE
 from .manifest import quarantine_manifest
 from .steps import Step
 
 
-@dataclass
-class Recovery:
-    """The start of a generation in progress: replay, reclaim, quarantine, rebuild."""
-
-    at: float
-    records: tuple[dict, ...] = ()
-    replays: deque | None = None  # committing records to replay; None until the first scan
-    replayed: int = 0
-    outgoing: list[tuple[int, bytes]] = field(default_factory=list)  # FRONTIER of the replays
-    settled: set[str] = field(default_factory=set)
-    lapsed: list[dict] = field(default_factory=list)
-    died: dict[int, frozenset[int]] = field(default_factory=dict)  # generation -> ranks that died in it
-    suspects: list[dict] = field(default_factory=list)  # lapsed records whose leases' workers died often enough
-    condemned: deque = field(default_factory=deque)  # (record, strikes) to quarantine
-    leased: list[tuple[dict, list[poison.Strike], dict]] = field(default_factory=list)  # (record, strikes, lease)
-    quarantined: int = 0
-
-
-class StartPhase:
+class StartPhase(MasterFields):
     """The start-of-generation transitions of :class:`~.machine.MasterState`."""
 
     def _on_start(self, event: ev.Start) -> None:

@@ -42,7 +42,7 @@ def check_oracle(verdict: dict, state: Path) -> tuple[dict, list[str]]:
 
 def rank_hosts(state: Path) -> list[str]:
     """The host of each stable rank, as the generation-0 snapshot recorded it (empty without one)."""
-    path = state / "membership" / "generation-0-snapshot.json"
+    path = StateDir(state).snapshot(0)
     return json.loads(path.read_text())["hosts"] if path.exists() else []
 
 
@@ -91,7 +91,7 @@ def check_wrong_mode(job: Any, state: Path, verdict: dict, startup_s: float) -> 
     output = job.output_path.read_text(errors="replace") if job.output_path.exists() else ""
     # The host-B rank's own message, then the one every other rank relays ("another rank could not start").
     messages = sorted({line.strip() for line in output.splitlines() if SNAPSHOT_MODE_VAR in line}, key=len)
-    accepted = [p.name for p in (state / "membership" / "generation-0-snapshot.json", StateDir(state).outcome)
+    accepted = [p.name for p in (StateDir(state).snapshot(0), StateDir(state).outcome)
                 if p.exists()]
     facts = {"returncode": job.returncode, "seconds": round(job.seconds, 3), "timed_out": job.timed_out,
              "message": messages[0] if messages else None, "messages": messages, "oracle_passed": verdict.get("passed"),
