@@ -67,15 +67,13 @@ import altair as alt
 from IPython.display import HTML, Markdown, display
 
 from symcc_ulfm import plots
-from symcc_ulfm.core.budget import fit_lease
 from symcc_ulfm.core.modes import modes_from_env
 from symcc_ulfm.evidence import provenance, rundir, timeline
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.evidence.verify import verify
 from symcc_ulfm.executors.seed_dirs import read_seeds
-from symcc_ulfm.launch.conclude import conclude
-from symcc_ulfm.launch.engines import engine_mpi_args, run_on_engines, slurm_template
-from symcc_ulfm.launch.prepare import check_executor, prepare_state_dir
+from symcc_ulfm.launch.engines import engine_mpi_args, slurm_template
+from symcc_ulfm.launch.launcher import Engines, plan
 from symcc_ulfm.tools import replay, stats_files, status, status_views
 from symcc_ulfm.tools.sources import open_source
 
@@ -86,13 +84,15 @@ policy = rundir.policy_from_parameters(
     executor_options=executor_options, hosts=hosts, minimum_hosts=minimum_hosts, seed=seed,
     worker_kinds=worker_kinds, keep=keep, slice_s=slice_s, isolation=isolation,
 )
-# the target's code runs in a sandbox child, never in this kernel
+# the target's code runs in a sandbox child, never in this kernel; the lease is fitted to one run of the executor
 seeds = read_seeds(seeds_dir) if seeds_dir else None  # a plain, AFL++ or libFuzzer directory
-probe = check_executor(policy, seeds.seeds if seeds else None, seeds.names if seeds else None)
-policy = fit_lease(policy, probe.run_limit_s, probe.execution_limit_s)  # a lease that holds one run of the executor
-run = rundir.open_run_dir(run_dir) if run_dir else rundir.new_run_dir(policy)
+engines_runner = Engines(with_ft=with_ft, launcher=engine_launcher, sbatch_options=sbatch_options,
+                         controller_ip=controller_ip)
 modes = modes_from_env(os.environ)
-state = prepare_state_dir(policy, run.state, modes, probe=probe)
+launch = plan(engines_runner, modes, policy, seeds=seeds)
+policy = launch.policy
+run = rundir.open_run_dir(run_dir) if run_dir else rundir.new_run_dir(policy)
+state = launch.prepare(run.state)
 record = provenance.capture_policy(policy, seeds_dir=seeds_dir)
 provenance.write(run.provenance, record)
 print(f"run {run.run_id}\n  dir {run.root}\n  policy {policy.sha256}\n"
@@ -109,7 +109,9 @@ else:
 # what start-up waits for (the controller, the MPI engines coming up, the ranks starting), then
 # follows the campaign from its durable files (`symcc-ulfm status` reads the same), with a small
 # chart of corpus and coverage; it says "finished" only once the engines have returned. The
-# cluster is stopped in every case.
+# cluster is stopped in every case; then the oracle judges the state directory. The plan, the
+# state directory and the verdict are `symcc-ulfm launch`'s own (`symcc_ulfm.launch.launcher`);
+# only the job runs on the engines instead of one `mpiexec`.
 
 # %%
 tracker = status.Tracker(state.root, modes)
@@ -123,10 +125,10 @@ def live_check():
     provenance.write(run.provenance, record)
 
 
-engines = run_on_engines(policy, state.root, modes, cluster_id=run.run_id, before_campaign=live_check,
-                         progress=live, startup=live.waiting, with_ft=with_ft, launcher=engine_launcher,
-                         sbatch_options=sbatch_options, controller_ip=controller_ip)
-live.finish()
+engines_runner.cluster_id, engines_runner.before_campaign = run.run_id, live_check  # now that they exist
+engines_runner.progress, engines_runner.startup = live, live.waiting
+campaign = launch.run()  # the campaign on the engines, then the oracle's verdict
+engines, verdict = campaign.job, campaign.verdict
 run.engines.write_text(json.dumps(engines.to_json(), indent=1, sort_keys=True) + "\n")
 run.engines_output.write_text(engines.output)
 print(f"engines up in {engines.startup_seconds:.1f} s; campaign {engines.seconds:.1f} s; "
@@ -137,7 +139,6 @@ print(f"engines up in {engines.startup_seconds:.1f} s; campaign {engines.seconds
 # ## The oracle
 
 # %%
-verdict = conclude(state)
 run.oracle.write_bytes((state.root / "oracle.json").read_bytes())
 rows = [(k, verdict.get(k)) for k in ("passed", "result_sha256", "final_generation", "receipts", "promoted",
                                       "final_active", "masters", "workers", "surviving_hosts", "wal_analyzed",

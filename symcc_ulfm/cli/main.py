@@ -18,16 +18,12 @@ from .option_values import dictionary_used, emit, executor_options, read_seeds, 
 
 def cmd_oracle(args: argparse.Namespace) -> int:
     from ..evidence.oracle.judge import judge, locate_state
+    from ..evidence.oracle.verdict_text import verdict_lines
 
     _refuse_running(locate_state(args.dir))
     verdict = judge(args.dir, minimum_hosts=args.minimum_hosts)
     verdict.pop("summary", None)
-    text = [f"oracle: {'PASS' if verdict['passed'] else 'FAIL'}  result_sha256={verdict.get('result_sha256')}"]
-    text += [f"  {k}: {verdict[k]}" for k in ("final_generation", "receipts", "promoted", "final_active", "masters",
-                                                "workers", "surviving_hosts", "wal_analyzed", "wal_generated",
-                                                "public_objects") if k in verdict]
-    text += [f"problem: {p}" for p in verdict["problems"]] + [f"note: {n}" for n in verdict["notes"]]
-    emit(args, verdict, "\n".join(text))
+    emit(args, verdict, "\n".join(verdict_lines(verdict, args.dir)))
     return 0 if verdict["passed"] else 1
 
 

@@ -1,7 +1,8 @@
 """One matrix cell: a campaign of one tier without injected failures, and its ``result.json``.
 
-The campaign runs in-process through :mod:`symcc_ulfm.launch.prepare` (``prepare_state_dir``,
-``run_job``, ``conclude``) with its state directory at ``cells/<block>-<tier>/state/``. Then
+The campaign runs as ``launch`` runs one (:mod:`symcc_ulfm.launch.launcher`: one ``mpiexec``
+job, the lease fitted unless the protocol's ``timeouts`` give it) with its state directory at
+``cells/<block>-<tier>/state/``. Then
 ``result.json`` is written atomically and the empty ``COMPLETE`` marker last: a cell directory
 without the marker never counts (:mod:`.selection`).
 
@@ -31,9 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.modes import FileModes
-from ..launch.conclude import conclude
-from ..launch.job import JobResult, run_job
-from ..launch.prepare import prepare_state_dir, release
+from ..launch.job import JobResult
+from ..launch.launcher import Mpiexec, plan
 from ..store.atomic import write_new
 from ..store.dirs import ensure_dir
 from ..store.findings import read_findings
@@ -109,15 +109,13 @@ def measurements(window_s: float, verdict: dict[str, Any]) -> dict[str, Any]:
 def run_cell(protocol: dict, planned: dict, cell_dir: Path, modes: FileModes, source_tree_sha256: str,
              echo: Callable[[str], None]) -> dict[str, Any]:
     """Run the planned cell into ``cell_dir`` (new) and return what ``result.json`` holds."""
-    policy = cell_policy(protocol, planned["tier"])
+    launch = plan(Mpiexec(echo=echo), modes, cell_policy(protocol, planned["tier"]),
+                  lease_given="lease_s" in protocol["timeouts"])
     ensure_dir(cell_dir, DIR_MODE)
-    state = prepare_state_dir(policy, cell_dir / STATE_DIR, modes)
+    state = launch.prepare(cell_dir / STATE_DIR)
     started = time.monotonic()
-    try:
-        job = run_job(policy, state, echo=echo)
-        verdict = conclude(state)
-    finally:
-        release(state)
+    campaign = launch.run()
+    policy, job, verdict = campaign.policy, campaign.job, campaign.verdict
     problems = job_problems(job) + [f"oracle: {p}" for p in verdict["problems"]]
     result = {
         "block": planned["block"],

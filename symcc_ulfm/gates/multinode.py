@@ -17,7 +17,6 @@ Exit codes (``errors.py``): 0 passed, 1 a check failed, 2 cannot run here (not r
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -26,13 +25,10 @@ from pathlib import Path
 from ..core.modes import FileModes, format_mode
 from ..core.policy import Policy, build_policy
 from ..core.reference import REFERENCE
-from ..errors import CheckFailed, ConfigError, SymccUlfmError
+from ..errors import ConfigError, SymccUlfmError
 from ..evidence import provenance
-from ..evidence.oracle.judge import judge
-from ..launch.conclude import conclude
-from ..launch.job import JobResult, run_job
-from ..launch.prepare import check_executor, prepare_state_dir
-from ..store.paths import StateDir
+from ..launch.launcher import Campaign, Launch, Mpiexec, plan
+from .gate_file import conclude_gate
 from .netns.access import ensure_access
 from .netns.agent import prrte_arguments
 from .netns.checks import EXPECTED, check_oracle, check_placement, check_remote_reads, check_wrong_mode
@@ -75,23 +71,31 @@ def _shared_state_dir(path: Path) -> Path:
     return path
 
 
-def _launch(policy: Policy, path: Path, modes: FileModes, session: Session, echo) -> tuple[StateDir, JobResult]:
+def _planned(policy: Policy, modes: FileModes, echo) -> Launch:
+    """The gate's campaign planned as ``launch`` plans one (probe, lease), its job run from host A."""
+    return plan(Mpiexec(echo=echo, command_prefix=HOST_A.exec_prefix()), modes, policy)
+
+
+def _launch(launch: Launch, path: Path, session: Session, echo) -> Campaign:
+    """Run the planned campaign in the shared state directory ``path`` with host B's ranks started
+    through the session's agent."""
     state_dir = _shared_state_dir(path)
     session.granted += ensure_access(HOST_B.user_prefix(), state_dir, HOST_B.uid, HOST_B.gid, session.grants)
-    state = prepare_state_dir(policy, state_dir, modes)
-    job = run_job(policy, state, echo=echo, extra_args=prrte_arguments(session.agent, SUBNET),
-                  command_prefix=HOST_A.exec_prefix())
+    launch.runner.extra_args = prrte_arguments(session.agent, SUBNET)
+    launch.prepare(state_dir)
+    campaign = launch.run()
+    job = campaign.job
     echo(f"job: exit {job.returncode} after {job.seconds:.1f} s" + (" (timed out, killed)" if job.timed_out else ""))
-    return state, job
+    return campaign
 
 
 def _wrong_mode(out: Path, session: Session, echo) -> tuple[dict, list[str]]:
     """The default snapshot mode 0600 with a host-B user: must fail closed, quickly, with a clear message."""
-    policy = build_policy(**{**GATE, "executor": "simulate", "deadline_s": 5.0})
+    launch = _planned(build_policy(**{**GATE, "executor": "simulate", "deadline_s": 5.0}), FileModes(), echo)
     echo(f"wrong-mode check: default {format_mode(FileModes().snapshot)} state files, simulate executor")
-    state, job = _launch(policy, out / WRONG_MODE_DIR, FileModes(), session, echo)
-    verdict = judge(state.root)
-    facts, problems = check_wrong_mode(job, state.root, verdict, policy.timeouts.startup_s)
+    campaign = _launch(launch, out / WRONG_MODE_DIR, session, echo)
+    facts, problems = check_wrong_mode(campaign.job, campaign.state.root, campaign.verdict,
+                                       launch.policy.timeouts.startup_s)
     echo(f"wrong-mode check: {'as expected' if not problems else 'NOT as expected'}: {facts['message']}")
     return facts, problems
 
@@ -103,8 +107,8 @@ def run_gate(out: Path, wrong_mode_check: bool = False, echo=print) -> dict:
         raise ConfigError("namespace hosts", reason)
     started = time.monotonic()
     out = _run_dir(out)
-    policy = build_policy(**GATE)
-    check_executor(policy)
+    launch = _planned(build_policy(**GATE), SHARED_MODES, echo)
+    policy = launch.policy
     record = provenance.capture_policy(policy)
     problems: list[str] = []
     gate: dict = {"format": GATE_FORMAT, "policy_sha256": policy.sha256, "hosts_spec": GATE["hosts"],
@@ -119,8 +123,8 @@ def run_gate(out: Path, wrong_mode_check: bool = False, echo=print) -> dict:
             problems += found
         echo(f"reference campaign: {GATE['hosts']}, minimum hosts 2, modes {SHARED_MODES.as_env()}")
         provenance.verify_live(record, "multinode campaign")
-        state, job = _launch(policy, out / "state", SHARED_MODES, session, echo)
-        verdict = conclude(state)
+        campaign = _launch(launch, out / "state", session, echo)
+    state, job, verdict = campaign.state, campaign.job, campaign.verdict
     gate.update(command=job.command, job={"returncode": job.returncode, "seconds": round(job.seconds, 3),
                                           "timed_out": job.timed_out},
                 access_grants=session.granted, teardown=session.report)
@@ -133,36 +137,16 @@ def run_gate(out: Path, wrong_mode_check: bool = False, echo=print) -> dict:
     provenance.write(out / "provenance.json", record)
     (out / "oracle.json").write_bytes(state.verdict.read_bytes())
     gate["seconds"] = round(time.monotonic() - started, 3)
-    return _conclude_gate(out, gate, problems, echo)
-
-
-def _conclude_gate(out: Path, gate: dict, problems: list[str], echo) -> dict:
-    """Write gate.json; seal and verify the run when every check passed."""
-    from ..evidence.seal import seal
-    from ..evidence.verify import verify
-
-    def write() -> None:
-        gate.update(passed=not problems, problems=problems)
-        (out / "gate.json").write_text(json.dumps(gate, indent=1, sort_keys=True) + "\n")
-
-    write()
-    if not problems:
-        seal(out)
-        result = verify(out)
-        gate["verify"] = {k: result[k] for k in ("passed", "result_sha256", "files_checked")}
-        problems += [f"verify: {p}" for p in result["problems"]]
-        if problems:
-            write()  # the seal no longer matches: a failed gate is never left looking sealed
     for read in gate.get("remote_reads", []):
         echo(f"host B: rank {read['rank']} read {read['object']} in generation {read['generation']}, "
              f"recomputed SHA-256 {read['recomputed_sha256']}")
-    if problems:
-        raise CheckFailed("multinode gate failed:\n  " + "\n  ".join(problems) + f"\n(run directory {out})")
+    return conclude_gate(out, gate, problems, "multinode", _passed, echo)
+
+
+def _passed(gate: dict) -> str:
     oracle = gate["oracle"]
-    echo(f"multinode gate: PASS  surviving hosts {oracle['surviving_host_names']}, generation "
-         f"{oracle['final_generation']}, promoted {oracle['promoted']}, active {oracle['final_active']}, "
-         f"{gate['verify']['files_checked']} files sealed, {gate['seconds']:.1f} s -> {out}")
-    return gate
+    return (f"surviving hosts {oracle['surviving_host_names']}, generation {oracle['final_generation']}, promoted "
+            f"{oracle['promoted']}, active {oracle['final_active']}")
 
 
 def main(argv: list[str] | None = None) -> int:

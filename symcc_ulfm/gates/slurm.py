@@ -43,6 +43,7 @@ from ..store.allocations import read_allocations
 from ..store.paths import StateDir
 from ..store.policy_file import read_policy
 from ..store.snapshots import SnapshotStore
+from .gate_file import conclude_gate
 from .netns.checks import rank_hosts
 from .netns.session import Session
 from .netns.topology import SUBNET, Host, unavailable_reason
@@ -299,30 +300,8 @@ def run_gate(out: Path, echo=print, notebook: bool = True) -> dict:
     if StateDir(out / "state").verdict.exists():
         (out / "oracle.json").write_bytes(StateDir(out / "state").verdict.read_bytes())
     gate["seconds"] = round(time.monotonic() - started, 3)
-    return _conclude_gate(out, gate, problems, echo)
-
-
-def _conclude_gate(out: Path, gate: dict, problems: list[str], echo) -> dict:
-    from ..evidence.seal import seal
-    from ..evidence.verify import verify
-
-    def write() -> None:
-        gate.update(passed=not problems, problems=problems)
-        (out / "gate.json").write_text(json.dumps(gate, indent=1, sort_keys=True) + "\n")
-
-    write()
-    if not problems:
-        seal(out)
-        result = verify(out)
-        gate["verify"] = {k: result[k] for k in ("passed", "result_sha256", "files_checked")}
-        problems += [f"verify: {p}" for p in result["problems"]]
-        if problems:
-            write()
-    if problems:
-        raise CheckFailed("slurm gate failed:\n  " + "\n  ".join(problems) + f"\n(run directory {out})")
-    echo(f"slurm gate: PASS  campaign and resumed campaign on {len(NODES)} Slurm nodes, oracle passing; "
-         f"{gate['verify']['files_checked']} files sealed, {gate['seconds']:.1f} s -> {out}")
-    return gate
+    return conclude_gate(out, gate, problems, "slurm", lambda _gate: f"campaign and resumed campaign on {len(NODES)} "
+                         "Slurm nodes, oracle passing", echo)
 
 
 def main(argv: list[str] | None = None) -> int:
