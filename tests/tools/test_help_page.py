@@ -1,4 +1,4 @@
-"""docs/cli.md is the parser's own help, rendered by ``symcc_ulfm.cli.reference``: the committed page
+"""docs/cli.md is the parser's own help, rendered by ``symcc_ulfm.cli.help_page``: the committed page
 equals a fresh render, names every command and option, and does not depend on the terminal."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from symcc_ulfm.cli import help_page
 from symcc_ulfm.cli.args import build_parser
-from symcc_ulfm.cli.reference import render
+from symcc_ulfm.cli.help_page import render
 
 CLI_MD = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
@@ -22,11 +23,11 @@ def _all_commands(parser):
 
 def test_the_committed_page_is_a_fresh_render():
     assert CLI_MD.read_text() == render(), \
-        "docs/cli.md differs from the parser: run .venv/bin/python -m symcc_ulfm.cli.reference > docs/cli.md"
+        "docs/cli.md differs from the parser: run .venv/bin/python -m symcc_ulfm.cli.help_page > docs/cli.md"
 
 
 def test_the_module_prints_the_page():
-    done = subprocess.run([sys.executable, "-m", "symcc_ulfm.cli.reference"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "symcc_ulfm.cli.help_page"], capture_output=True, text=True,
                           check=True, env={"COLUMNS": "40", "PATH": ""})
     assert done.stdout == render()
 
@@ -43,12 +44,10 @@ def test_every_command_and_option_has_a_section():
 
 
 def test_a_changed_help_text_changes_the_page(monkeypatch):
-    import symcc_ulfm.cli.reference as reference
-
     def changed():
         parser = build_parser()
         parser.commands["oracle"].description = "a text the committed page does not hold"
         return parser
 
-    monkeypatch.setattr(reference, "build_parser", changed)
-    assert "a text the committed page does not hold" in reference.render() != CLI_MD.read_text()
+    monkeypatch.setattr(help_page, "build_parser", changed)
+    assert "a text the committed page does not hold" in help_page.render() != CLI_MD.read_text()

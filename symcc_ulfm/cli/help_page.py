@@ -1,6 +1,6 @@
 """The command-line reference, ``docs/cli.md``, rendered from the parser every command runs
 (``args.build_parser``), so that it cannot drift from it:
-``python -m symcc_ulfm.cli.reference > docs/cli.md``. ``tests/tools/test_cli_reference.py``
+``python -m symcc_ulfm.cli.help_page > docs/cli.md``. ``tests/tools/test_help_page.py``
 checks that the committed page equals a fresh render.
 
 Each command's section is its ``--help`` text at a fixed width, whatever the terminal."""
@@ -18,8 +18,8 @@ WIDTH = 100  # columns of the rendered help, fixed so that the page does not dep
 HEADER = """\
 # Command-line reference
 
-Generated from the parser of `symcc-ulfm` by `python -m symcc_ulfm.cli.reference > docs/cli.md`;
-`tests/tools/test_cli_reference.py` fails when this page differs from a fresh render, so do not
+Generated from the parser of `symcc-ulfm` by `python -m symcc_ulfm.cli.help_page > docs/cli.md`;
+`tests/tools/test_help_page.py` fails when this page differs from a fresh render, so do not
 edit it by hand: change the help texts in `symcc_ulfm/cli/args.py` and render it again.
 `symcc-ulfm COMMAND --help` prints the same text.
 
