@@ -3,7 +3,7 @@
 Every error the package raises on purpose derives from :class:`SymccUlfmError` and carries an
 ``exit_code``. Only :mod:`symcc_ulfm.cli.main` turns them into process exits; library code raises.
 
-Exit codes (also listed in the README):
+Exit codes (also listed in docs/campaigns.md and, in short, in every command's ``--help``):
 
 == ==========================================================================================
 0  success: the campaign reached its deadline and the oracle passed / the check passed

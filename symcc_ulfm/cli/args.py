@@ -87,14 +87,17 @@ def build_parser() -> CommandParser:
         description="Fault-tolerant multi-master concolic execution campaigns on MPI with ULFM, sealed as evidence.",
         epilog="Exit codes: 0 pass, 1 check failed, 2 bad input, 3 matrix cells failed, 4 integrity, "
         "5 capability missing (ULFM, isolation), 6 provenance changed, 7 store failure, 8 campaign running, "
-        "70 internal error.",
+        "70 internal error (also: an executor, not its target, failed), 128+N launch stopped by signal N "
+        "(its job with it), 141 stdout's reader went away.",
     )
     command = parser.subcommands(dest="command", required=True, metavar="COMMAND")
 
     p = command("launch", help="run a campaign under mpiexec --with-ft ulfm, then the oracle")
-    p.add_argument("--ranks", type=int, default=REFERENCE["ranks"])
-    p.add_argument("--warm-spares", type=int, default=REFERENCE["warm_spares"])
-    p.add_argument("--workers-per-master", type=int, default=REFERENCE["workers_per_master"])
+    p.add_argument("--ranks", type=int, default=REFERENCE["ranks"], help="MPI processes of the job")
+    p.add_argument("--warm-spares", type=int, default=REFERENCE["warm_spares"],
+                   help="the highest ranks, idle until a failure promotes them")
+    p.add_argument("--workers-per-master", type=int, default=REFERENCE["workers_per_master"],
+                   help="the active ranks are cut into groups of one master and this many workers")
     p.add_argument("--failure-schedule", default="",
                    help=f"G:R[@work|commit|recovery|idle][!], comma separated (default: none; the reference campaign "
                         f"uses {REFERENCE_SCHEDULE})")
@@ -129,9 +132,11 @@ def build_parser() -> CommandParser:
                    help="target code runs in user, mount and PID namespaces where the campaign's files are "
                         "read-only and every process it starts dies with its sandbox (default); none: only where "
                         "the kernel refuses namespaces and you accept a target that can write them")
-    p.add_argument("--hosts", default="", help="host spec such as node-a:9,node-b:1")
-    p.add_argument("--minimum-hosts", type=int, default=1)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--hosts", default="", help="host spec such as node-a:9,node-b:1 (default: this host, or the "
+                                               "Slurm allocation's task slots inside one)")
+    p.add_argument("--minimum-hosts", type=int, default=1, help="hosts the ranks must run on (checked before the job "
+                                                                      "and by the oracle)")
+    p.add_argument("--seed", type=int, default=0, help="an integer recorded in the policy")
     p.add_argument("--no-ulfm", action="store_true", help="fault-free baseline without ULFM")
     p.add_argument("--timeout", action="append", metavar="NAME=SECONDS",
                    help="bound on a wait: startup_s, recovery_step_s, recovery_retries, lease_s, shutdown_grace_s, "
@@ -150,14 +155,16 @@ def build_parser() -> CommandParser:
                         "failure is still to end never count)")
     p.add_argument("--json", action="store_true")
 
-    p = command("oracle", help="judge a state or run directory independently")
-    p.add_argument("dir")
-    p.add_argument("--minimum-hosts", type=int)
+    p = command("oracle", help="judge a state or run directory independently; exit 8, naming the holder, while "
+                               "its campaign runs")
+    p.add_argument("dir", help="a state directory, or a run directory holding one")
+    p.add_argument("--minimum-hosts", type=int, help="hosts the ranks must have run on (default: the policy's)")
     p.add_argument("--json", action="store_true")
 
     p = command("findings", help="list the unique findings of a state, run or explore --out directory, each "
-                                 "confirmed or not by its latest replay")
-    p.add_argument("dir")
+                                 "confirmed or not by its latest replay, with the command that replays it; exit 4 "
+                                 "naming a damaged WAL record")
+    p.add_argument("dir", help="a state, run or explore --out directory")
     p.add_argument("--confirm", action="store_true", help="first replay each finding not replayed yet, each attempt "
                                                           "in a fresh sandbox, and record the replay")
     p.add_argument("--repeat", type=int, help="attempts of a --confirm replay (default 3)")
@@ -190,29 +197,33 @@ def build_parser() -> CommandParser:
     p.add_argument("--json", action="store_true")
 
     p = command("sarif", help="write the unique findings of a directory as a SARIF 2.1.0 log")
-    p.add_argument("dir")
+    p.add_argument("dir", help="a state, run or explore --out directory")
     p.add_argument("out", help="a new file, e.g. findings.sarif")
     p.add_argument("--json", action="store_true")
 
     p = command("export", help="write a campaign's seeds, coverage-adding inputs and findings as AFL++ "
                                       "(OUT/default/queue/, crashes/, hangs/, exceptions/) or libFuzzer "
                                       "(OUT/corpus/, OUT/artifacts/) lay them out")
-    p.add_argument("dir")
+    p.add_argument("dir", help="a state or run directory")
     p.add_argument("out", help="a new directory, outside the campaign's state and run directory")
-    p.add_argument("--layout", default="afl", choices=("afl", "libfuzzer"))
+    p.add_argument("--layout", default="afl", choices=("afl", "libfuzzer"),
+                   help="afl: one AFL++ instance, OUT/default/; libfuzzer: OUT/corpus/<sha1> and "
+                        "OUT/artifacts/crash-<sha1>")
     p.add_argument("--json", action="store_true")
 
     p = command("seal", help="write SHA256SUMS.txt over every file of a run directory")
-    p.add_argument("run_dir")
+    p.add_argument("run_dir", help="a run directory (evidence/<run-id>/ or runs/notebook/<run-id>/)")
 
-    p = command("verify", help="check a sealed run: file list, digests, oracle agreement")
-    p.add_argument("run_dir")
+    p = command("verify", help="check a sealed run: file list, digests, oracle agreement; a run that still "
+                               "holds INCOMPLETE is incomplete")
+    p.add_argument("run_dir", help="a sealed run directory")
     p.add_argument("--json", action="store_true")
 
     p = command("explore", help="one process, no MPI: search a target and keep what it finds")
-    p.add_argument("--target", required=True)
+    p.add_argument("--target", required=True,
+                   help="built-in target name, module:function, file.py:function, or a SymCC binary")
     p.add_argument("--executor", default=REFERENCE["executor"])
-    p.add_argument("--executor-option", action="append", metavar="KEY=VALUE")
+    p.add_argument("--executor-option", action="append", metavar="KEY=VALUE", help="executor option (repeatable)")
     p.add_argument("--seeds", help="directory of seed inputs, an AFL++ output directory (each instance's queue/) "
                                    "or a libFuzzer corpus (default: the target's shipped seeds)")
     p.add_argument("--dictionary", metavar="FILE|DIR", help="tokens in AFL's -x format for the mutations")
@@ -221,7 +232,8 @@ def build_parser() -> CommandParser:
                         f"{DEFAULT_SECONDS:g} unless --runs is given; with both, whichever comes first)")
     p.add_argument("--runs", type=int,
                    help="stop after this many runs of the executor (no clock without --seconds)")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="a new directory for what it finds (one explore per directory; "
+                                                "its JSON's \"stopped\" says why it stopped)")
     p.add_argument("--isolation", choices=("namespaces", "none"), default=REFERENCE["isolation"],
                    help="run the target in namespaces where it cannot write the campaign's files (default), or not")
     p.add_argument("--json", action="store_true")
@@ -230,25 +242,25 @@ def build_parser() -> CommandParser:
     p.add_argument("--json", action="store_true")
 
     p = command("matrix", help="run a preregistered scaling matrix")
-    p.add_argument("protocol")
-    p.add_argument("--out", required=True)
-    p.add_argument("--resume", action="store_true")
+    p.add_argument("protocol", help="a protocol file, e.g. protocols/default.json")
+    p.add_argument("--out", required=True, help="the study's directory")
+    p.add_argument("--resume", action="store_true", help="keep the finished cells of --out and run the rest")
     p.add_argument("--json", action="store_true")
 
     p = command("analyze", help="selection, intervals, models and ceiling of a matrix directory")
-    p.add_argument("dir")
+    p.add_argument("dir", help="a matrix --out directory; writes selection.json and analysis/ there")
     p.add_argument("--json", action="store_true")
 
     p = command("model", help="scaling models on published numbers")
     model = p.subcommands(dest="model", required=True)
     m = model("usl", help="fit the Universal Scalability Law")
-    m.add_argument("--workers", required=True)
-    m.add_argument("--throughput", required=True)
-    m.add_argument("--gain", type=float, default=0.10)
+    m.add_argument("--workers", required=True, help="worker counts, comma separated, e.g. 8,32,128")
+    m.add_argument("--throughput", required=True, help="the throughput at each, comma separated")
+    m.add_argument("--gain", type=float, default=0.10, help="the marginal gain below which more workers do not pay")
     m.add_argument("--json", action="store_true")
     m = model("wilson", help="Wilson 95%% interval of a failure rate")
-    m.add_argument("--failures", type=int, required=True)
-    m.add_argument("--trials", type=int, required=True)
+    m.add_argument("--failures", type=int, required=True, help="failed trials")
+    m.add_argument("--trials", type=int, required=True, help="all trials")
     m.add_argument("--json", action="store_true")
     _show_defaults(parser)
     return parser

@@ -364,7 +364,7 @@ def test_a_campaign_ends_within_its_bound_of_the_deadline(tmp_path):
     run_limit = cost + 0.25  # simulate's run limit
     window = outcome["ended_at"] - outcome["started_at"]
     assert deadline - 0.5 <= window, window
-    # README "Wall time": one run past the deadline, then the stop phase; a worker that ran the leases
+    # docs/campaigns.md "Wall time": one run past the deadline, then the stop phase; a worker that ran the leases
     # queued in its pipeline would end (PIPELINE - 1) runs later still
     assert window < deadline + (PIPELINE - 1) * cost, (window, deadline + run_limit)
     after = wall - (outcome["started_at"] - started) - window  # finalize, then the endpoint and the oracle
