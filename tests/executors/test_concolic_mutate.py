@@ -134,7 +134,7 @@ def test_the_hybrid_phase_is_deterministic_given_input_and_seed():
         executor._measure = lambda data: measured.append(data) or measure(data)
         recorded = P.Path(float("inf"), 10)
         recorded.tokens["frobnicate"] = None
-        result = executor._hybrid(b"hello world", [b"hello  world"], recorded, 1.0, float("inf"))
+        result = executor._hybrid(b"hello world", [b"hello  world"], recorded, 1.0, float("inf"), True)
         return result.executions, result.kept, [(o.kind, o.signature, m) for o, m in result.findings], measured
 
     first = phase(0)
@@ -147,9 +147,9 @@ def test_the_hybrid_phase_is_deterministic_given_input_and_seed():
 def test_a_counted_phase_cut_by_the_runs_deadline_says_so():
     executor = ConcolicExecutor(f"{FIXTURE}:keyword_gate", {"mutations": 300, "mutate_clock": False})
     recorded = P.Path(float("inf"), 10)
-    cut = executor._hybrid(b"hello world", [], recorded, 0.0, 0.0)  # the run's deadline has passed
+    cut = executor._hybrid(b"hello world", [], recorded, 0.0, 0.0, True)  # the run's deadline has passed
     assert cut.executions == 0 and cut.cut
-    whole = executor._hybrid(b"hello world", [], recorded, 0.0, float("inf"))
+    whole = executor._hybrid(b"hello world", [], recorded, 0.0, float("inf"), True)
     assert whole.executions == 300 and not whole.cut
     assert "mutate_clock" in executor.identity()["options"]
 

@@ -39,6 +39,7 @@ def test_wide(i):
 
 def test_a_file_and_the_host_wide_tests_each_run_on_one_worker(tmp_path):
     shutil.copy(CONFTEST, tmp_path / "conftest.py")
+    shutil.copytree(CONFTEST.parent / "helpers", tmp_path / "helpers")  # what the conftest imports
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    host_wide: never beside another\n")
     (tmp_path / "test_a.py").write_text(FILE_A)
     for name in ("test_wide_1.py", "test_wide_2.py"):
