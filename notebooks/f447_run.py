@@ -72,8 +72,8 @@ from symcc_ulfm.evidence import provenance, rundir, timeline
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.evidence.verify import verify
 from symcc_ulfm.executors.seed_dirs import read_seeds
-from symcc_ulfm.launch.engines import engine_mpi_args, slurm_template
-from symcc_ulfm.launch.launcher import Engines, plan
+from symcc_ulfm.launch.engines import Engines, engine_mpi_args, slurm_template
+from symcc_ulfm.launch.launcher import plan
 from symcc_ulfm.tools import replay, stats_files, status, status_views
 from symcc_ulfm.tools.sources import open_source
 

@@ -43,6 +43,7 @@ from ..store.deadline_file import read_deadlines
 from ..store.paths import StateDir
 from .batch import current_allocation, job_hosts
 from .job import START_ATTEMPTS, START_RETRY_S
+from .launcher import Runner
 from .mpiexec import FT_FLAGS, find_mpiexec, forwarded_variables, job_environment, mpi_flags, placement_flags
 
 IPP_ROOT_VAR = "SYMCC_ULFM_IPP_ROOT"
@@ -351,3 +352,22 @@ def _exited(engine_set: Any) -> bool:
 
 def _engine_output(engine_sets: list[Any]) -> str:
     return "".join(s.get_output(remove=False) or "" for s in engine_sets)
+
+
+@dataclass
+class Engines(Runner):
+    """The job on ipyparallel MPI engines (``launch.engines.run_on_engines``, whose arguments these are)."""
+
+    cluster_id: str = ""
+    before_campaign: Callable[[], Any] | None = None
+    startup: Callable[[str], Any] | None = None
+    with_ft: bool = True
+    launcher: str = "mpi"
+    sbatch_options: str = ""
+    controller_ip: str = ""
+
+    def _job(self, policy: Policy, state: StateDir, hosts: tuple) -> EngineRun:
+        return run_on_engines(policy, state.root, state.modes, cluster_id=self.cluster_id,
+                              before_campaign=self.before_campaign, progress=self.progress, startup=self.startup,
+                              with_ft=self.with_ft, launcher=self.launcher, sbatch_options=self.sbatch_options,
+                              controller_ip=self.controller_ip)

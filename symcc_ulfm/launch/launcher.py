@@ -17,8 +17,8 @@ executor needs (``core.budget.fit_lease``) unless it was given; a resume runs th
 as it is.
 
 A :class:`Runner` runs the job: :class:`Mpiexec` (``launch.job.run_job``: on this machine, on
-``--hosts`` or on the nodes of the Slurm allocation it is given) or :class:`Engines` (the
-notebook's ipyparallel engines, ``launch.engines``).
+``--hosts`` or on the nodes of the Slurm allocation it is given) or ``launch.engines.Engines``
+(the notebook's ipyparallel engines, kept there so that ``launch`` never loads them).
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from ..store.paths import StateDir
 from ..tools.replay import list_findings
 from . import batch
 from .conclude import conclude
-from .engines import EngineRun, run_on_engines
 from .job import JobResult, run_job
 from .mpiexec import placement_flags
 from .prepare import ExecutorProbe, check_executor, prepare_state_dir, release, resume_policy
@@ -69,14 +68,14 @@ class Runner:
         """What the state directory keeps of where this job runs (its ``slurm.json`` entry), if anything."""
         return None
 
-    def run(self, policy: Policy, state: StateDir, hosts: Hosts) -> JobResult | EngineRun:
+    def run(self, policy: Policy, state: StateDir, hosts: Hosts) -> Any:
         try:
             return self._job(policy, state, hosts)
         finally:
             if self.progress is not None:
                 self.progress.finish()
 
-    def _job(self, policy: Policy, state: StateDir, hosts: Hosts) -> JobResult | EngineRun:
+    def _job(self, policy: Policy, state: StateDir, hosts: Hosts) -> Any:
         raise NotImplementedError
 
 
@@ -101,25 +100,6 @@ class Mpiexec(Runner):
         placement = [] if policy.hosts else placement_flags(hosts)
         return run_job(policy, state, echo=self.echo, extra_args=[*placement, *self.extra_args] or None,
                        command_prefix=self.command_prefix, progress=self.progress)
-
-
-@dataclass
-class Engines(Runner):
-    """The job on ipyparallel MPI engines (``launch.engines.run_on_engines``, whose arguments these are)."""
-
-    cluster_id: str = ""
-    before_campaign: Callable[[], Any] | None = None
-    startup: Callable[[str], Any] | None = None
-    with_ft: bool = True
-    launcher: str = "mpi"
-    sbatch_options: str = ""
-    controller_ip: str = ""
-
-    def _job(self, policy: Policy, state: StateDir, hosts: Hosts) -> EngineRun:
-        return run_on_engines(policy, state.root, state.modes, cluster_id=self.cluster_id,
-                              before_campaign=self.before_campaign, progress=self.progress, startup=self.startup,
-                              with_ft=self.with_ft, launcher=self.launcher, sbatch_options=self.sbatch_options,
-                              controller_ip=self.controller_ip)
 
 
 @dataclass(frozen=True)
