@@ -152,7 +152,8 @@ LAYER_RULES = [  # (layer, allowed, forbidden)
     ("store", (), ("executors", "runtime", "mpi", "launch", "tools", "cli", "evidence", "experiment", "gates")),
     ("runtime", (), ("mpi", "launch", "tools", "cli", "gates", "experiment")),
     ("evidence.oracle", (), ("core", "store", "runtime", "mpi", "executors", "launch")),
-    ("executors", (), ("runtime", "mpi", "launch", "tools", "cli", "gates", "experiment")),
+    ("executors", (), ("runtime", "mpi", "launch", "tools", "cli", "gates", "experiment", "harness")),
+    ("harness", (), ("store", "runtime", "mpi", "launch", "tools", "cli", "gates", "experiment", "evidence")),
 ]
 
 
