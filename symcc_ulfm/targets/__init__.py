@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from ..errors import TargetError
+from . import traced
 
 DEFAULT_TARGET = "tlv"
 _BUILTIN = ("tlv", "pnglike", "tokenizer", "varint", "magic32", "bundle")
@@ -90,11 +91,16 @@ def _fail(spec: str, why: str) -> TargetError:
     return TargetError("target", f"cannot resolve {spec!r}: {why}; expected {_FORMS}")
 
 
+def _file_module(path: str) -> str:
+    """The module name a target file is loaded under (one per absolute path)."""
+    return "symcc_ulfm_target_" + hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:16]
+
+
 def _load_file(spec: str, path: str) -> ModuleType:
     full = os.path.abspath(path)
     if not os.path.isfile(full):
         raise _fail(spec, f"no such file {path!r}")
-    name = "symcc_ulfm_target_" + hashlib.sha256(full.encode()).hexdigest()[:16]
+    name = _file_module(full)
     if name in sys.modules:
         return sys.modules[name]
     loader_spec = importlib.util.spec_from_file_location(name, full)
@@ -137,7 +143,9 @@ def resolve_target(spec: str | None) -> TargetInfo:
     if not where or not attr:
         raise _fail(spec, "both sides of ':' must be non-empty")
     is_file = where.endswith(".py") or os.sep in where or "/" in where
-    module = _load_file(spec, where) if is_file else _load_module(spec, where)
+    with traced.recording_atheris(_source_of(where, is_file), _file_module(where) if is_file else where) as recorded:
+        module = _load_file(spec, where) if is_file else _load_module(spec, where)
+    traced.remember(module.__name__, recorded)
     function: object = module
     for part in attr.split("."):
         try:
@@ -152,7 +160,24 @@ def resolve_target(spec: str | None) -> TargetInfo:
         raise _fail(spec, f"{attr!r} has no Python source file to digest")
     files = {source, os.path.abspath(source)}
     summary = (getattr(function, "__doc__", None) or "user target").strip().splitlines()
+    modules = traced.python_modules(traced.declared(module.__name__), module.__name__)
+    if not is_file:
+        modules += traced.package_modules(module)
     return TargetInfo(spec, function, summary[0] if summary else "user target", (), None,
-                      os.path.abspath(source), tuple(sorted(files)), False)
+                      os.path.abspath(source), tuple(sorted(files)), False, modules=tuple(dict.fromkeys(modules)))
+
+
+def _source_of(where: str, is_file: bool) -> bytes:
+    """The source of the target's module before it is loaded (b"" where it cannot be read so)."""
+    try:
+        if is_file:
+            path = os.path.abspath(where)
+        else:
+            found = importlib.util.find_spec(where)
+            path = found.origin if found is not None and found.origin else ""
+        with open(path, "rb") as handle:
+            return handle.read()
+    except (OSError, ImportError, ValueError):
+        return b""
 
 __all__ = ["DEFAULT_TARGET", "TargetInfo", "list_targets", "names", "resolve_target"]

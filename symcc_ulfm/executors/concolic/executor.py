@@ -173,7 +173,8 @@ class ConcolicExecutor(PythonTarget, Executor):
     :mod:`symcc_ulfm.targets.rejections` unless ``stdlib_rejections`` is false; none for other
     targets: every uncaught exception is a finding) and ``modules`` (names of the modules whose code the target runs, such as a
     parser's own modules: they are traced for coverage and instrumented for the symbolic run;
-    default: the built-in target's ``MODULES``); the hybrid phase: ``mutate_share`` (share of a
+    default: the built-in target's ``MODULES``, for a user's target those of
+    :mod:`symcc_ulfm.targets.traced`); the hybrid phase: ``mutate_share`` (share of a
     run's time spent on concrete mutants, in [0, 1): 0.5 gives it as long as the symbolic part
     took; 0 disables it), ``mutations`` (most mutants per run; 0 disables it), ``mutate_seed``
     (mixed with the input's SHA-256 into the mutator's random generator) and ``mutate_clock``
