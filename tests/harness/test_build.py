@@ -1,0 +1,215 @@
+"""``symcc-ulfm build`` on the planted harness (``tests/fixtures/harness``), through its OSS-Fuzz
+build script and from its source: real afl-clang-fast and clang builds, run on the planted bug and
+on the seeds; a harness that does not build names the build; a hostile seed corpus writes nothing
+but seeds."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from helpers.symcc import AFL_MISSING, afl_available
+from symcc_ulfm.errors import ConfigError
+from symcc_ulfm.executors.dictionary import read_dictionary
+from symcc_ulfm.harness import directory, seed_corpus
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "harness"
+BUG = b"FZ\x04BUG!"
+needs_afl = pytest.mark.skipif(not afl_available(), reason=AFL_MISSING)
+SANITIZER_MISSING = "clang's sanitizer runtimes are not installed: apt-get install -y libclang-rt-14-dev"
+
+
+def sanitizers_available() -> bool:
+    if shutil.which("clang") is None:
+        return False
+    found = subprocess.run(["clang", "-print-file-name=libclang_rt.asan-x86_64.a"], capture_output=True, text=True)
+    return Path(found.stdout.strip()).is_absolute() and Path(found.stdout.strip()).is_file()
+
+
+def build(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "symcc_ulfm", "build", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def built(out: Path, *args: str) -> tuple[dict, directory.Harness]:
+    done = build("--out", str(out), "--json", *args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout), directory.read(out)
+
+
+@pytest.fixture(scope="module")
+def script(tmp_path_factory):
+    return built(tmp_path_factory.mktemp("script") / "out", "--script", str(FIXTURE / "build.sh"))
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    return built(tmp_path_factory.mktemp("sources") / "out", str(FIXTURE / "planted_fuzzer.c"))
+
+
+@pytest.fixture(params=["script", "sources"])
+def harness(request) -> directory.Harness:
+    return request.getfixturevalue(request.param)[1]
+
+
+def run(harness: directory.Harness, build_name: str, data: bytes, tmp_path: Path) -> subprocess.CompletedProcess:
+    given = tmp_path / "input"
+    given.write_bytes(data)
+    args = [str(given) if arg == "@@" else arg for arg in harness.args]
+    return subprocess.run([str(harness.path(build_name)), *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "ASAN_OPTIONS": "detect_leaks=0"})
+
+
+@needs_afl
+def test_the_manifest_reads_back_with_every_build_the_tools_allow(harness):
+    assert harness.name == "planted_fuzzer" and harness.args == ["@@"]
+    assert {"afl", "cmplog"} <= set(harness.builds)
+    afl, cmplog = harness.builds["afl"], harness.builds["cmplog"]
+    assert afl.path == "afl/planted_fuzzer" and "afl-cc" in afl.compiler and "clang version" in afl.compiler
+    assert any(f.startswith("LIB_FUZZING_ENGINE=") and f.endswith(("libAFLDriver.a", "-fsanitize=fuzzer"))
+               for f in afl.flags)
+    assert "AFL_LLVM_CMPLOG=1" in cmplog.flags and "AFL_LLVM_CMPLOG=1" not in afl.flags
+    if not sanitizers_available():  # the sanitizer build fails at its link, and says so
+        assert harness.source["not_built"]["sanitizer"].startswith("clang++ exited")
+        pytest.skip(SANITIZER_MISSING)
+    sanitizer = harness.builds["sanitizer"]
+    assert "-fsanitize=address,undefined" in sanitizer.flags and "clang version" in sanitizer.compiler
+    assert len({b.sha256 for b in harness.builds.values()}) == len(harness.builds)
+
+
+@needs_afl
+def test_the_afl_build_crashes_on_the_planted_bug_and_not_on_the_seeds(script, harness, tmp_path):
+    assert run(harness, "afl", BUG, tmp_path).returncode == -signal.SIGSEGV
+    for seed in (FIXTURE / "seeds").iterdir():
+        done = run(harness, "afl", seed.read_bytes(), tmp_path)
+        assert done.returncode == 0, (seed, done.stderr)
+    # the seeds the script zipped are unpacked, each named by its SHA-256
+    seeds = script[1].file(script[1].seeds)
+    assert sorted(p.read_bytes() for p in seeds.iterdir()) == sorted(p.read_bytes() for p in
+                                                                    (FIXTURE / "seeds").iterdir())
+    assert all(p.name == hashlib.sha256(p.read_bytes()).hexdigest() for p in seeds.iterdir())
+
+
+@needs_afl
+def test_the_sanitizer_build_reports_the_bug_with_the_harness_frame(harness, tmp_path):
+    if not sanitizers_available():
+        pytest.skip(SANITIZER_MISSING)
+    done = run(harness, "sanitizer", BUG, tmp_path)
+    assert done.returncode != 0
+    assert "ERROR: AddressSanitizer: SEGV" in done.stderr
+    assert "in LLVMFuzzerTestOneInput" in done.stderr and "planted_fuzzer.c:" in done.stderr
+    assert run(harness, "sanitizer", b"FZ\x04BUG.", tmp_path).returncode == 0
+
+
+@needs_afl
+def test_the_cmplog_build_is_instrumented_for_cmplog(harness):
+    assert b"__cmplog_" in harness.path("cmplog").read_bytes()
+    assert b"__cmplog_" not in harness.path("afl").read_bytes()
+
+
+@needs_afl
+def test_the_dictionary_merges_the_harness_tokens_with_those_afl_extracted(script, sources):
+    made, harness = script
+    tokens = read_dictionary(harness.file(harness.dictionary)).tokens
+    assert tokens[:2] == (b"BUG!", b"FZ")  # planted_fuzzer.dict's, first
+    assert b"BUG" in tokens and len(tokens) == len(set(tokens))  # memcmp's "BUG": AFL_LLVM_DICT2FILE's
+    assert made["tokens"]["harness"] == 2 and made["tokens"]["extracted"] >= 1
+    made, harness = sources  # no .dict given: only what AFL extracted
+    tokens = read_dictionary(harness.file(harness.dictionary)).tokens
+    assert b"BUG" in tokens and b"BUG!" not in tokens and made["tokens"]["harness"] == 0
+
+
+@pytest.mark.skipif(shutil.which("symcc") is not None, reason="SymCC is installed: its build is made")
+@needs_afl
+def test_without_symcc_there_is_no_symcc_build_and_the_manifest_says_why(script):
+    made, harness = script
+    assert "symcc" not in harness.builds
+    assert made["skipped"]["symcc"].startswith("no SymCC: symcc is not on PATH")
+    assert harness.source["not_built"]["symcc"].startswith("skipped: no SymCC")
+
+
+@needs_afl
+def test_a_source_that_does_not_compile_names_the_failing_build(tmp_path):
+    broken = tmp_path / "broken.c"
+    broken.write_text("int LLVMFuzzerTestOneInput(const char *data, unsigned long size) { return nope; }\n")
+    done = build("--out", str(tmp_path / "out"), str(broken))
+    assert done.returncode == 2
+    assert "every build failed" in done.stderr and "afl: afl-clang-fast exited 1" in done.stderr
+    assert "use of undeclared identifier 'nope'" in done.stderr and not (tmp_path / "out" / "harness.json").exists()
+
+
+@needs_afl
+def test_a_failed_afl_build_exits_2_and_keeps_the_others(tmp_path):
+    if not sanitizers_available():
+        pytest.skip(SANITIZER_MISSING)
+    source = tmp_path / "afl_only_breaks.c"
+    source.write_text("#ifdef __AFL_COMPILER\n#error not with AFL++\n#endif\n"
+                      "int LLVMFuzzerTestOneInput(const char *data, unsigned long size) { return 0; }\n")
+    done = build("--out", str(tmp_path / "out"), str(source))
+    assert done.returncode == 2 and "afl build: afl-clang-fast exited 1" in done.stderr
+    assert "#error not with AFL++" in done.stderr and "nothing to fuzz" in done.stderr
+    harness = directory.read(tmp_path / "out")
+    assert set(harness.builds) == {"sanitizer"}
+    assert harness.source["not_built"]["afl"].startswith("afl-clang-fast exited 1")
+
+
+@needs_afl
+def test_a_failed_sanitizer_build_is_reported_and_the_afl_builds_kept(tmp_path):
+    if not sanitizers_available():
+        pytest.skip(SANITIZER_MISSING)
+    source = tmp_path / "asan_breaks.c"
+    source.write_text("#if __has_feature(address_sanitizer)\n#error not with ASan\n#endif\n"
+                      "int LLVMFuzzerTestOneInput(const char *data, unsigned long size) { return 0; }\n")
+    done = build("--out", str(tmp_path / "out"), str(source))
+    assert done.returncode == 0, done.stderr
+    assert "sanitizer FAILED: clang exited 1" in done.stdout and "#error not with ASan" in done.stdout
+    assert {"afl", "cmplog"} <= set(directory.read(tmp_path / "out").builds) and \
+        "sanitizer" not in directory.read(tmp_path / "out").builds
+
+
+def test_an_output_directory_in_use_is_refused(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "something").write_text("")
+    done = build("--out", str(tmp_path / "out"), str(FIXTURE / "planted_fuzzer.c"))
+    assert done.returncode == 2 and "not an empty directory" in done.stderr
+
+
+def hostile_zip(path: Path) -> None:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zipped:
+        zipped.writestr("corpus/good", b"FZ\x01a")
+        zipped.writestr("again", b"FZ\x01a")
+        zipped.writestr("../escaped", b"climbs out")
+        zipped.writestr("/etc/absolute", b"absolute")
+        link = zipfile.ZipInfo("link")
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16
+        zipped.writestr(link, "/etc/passwd")
+        zipped.writestr("big", b"\0" * (seed_corpus.MAX_SEED_BYTES + 1))
+        zipped.writestr("empty", b"")
+        zipped.writestr("corpus/", b"")
+
+
+def test_a_hostile_seed_corpus_writes_nothing_but_seeds(tmp_path):
+    hostile_zip(tmp_path / "h_seed_corpus.zip")
+    unpacked = seed_corpus.unpack(tmp_path / "h_seed_corpus.zip", tmp_path / "dest" / "seeds")
+    assert unpacked.seeds == 1
+    assert unpacked.skipped == {"a name outside the archive (absolute or ..)": 2, "a repeated input": 1,
+                                "a symbolic link": 1, "empty": 1,
+                                f"larger than {seed_corpus.MAX_SEED_BYTES} bytes": 1}
+    assert [p.read_bytes() for p in (tmp_path / "dest" / "seeds").iterdir()] == [b"FZ\x01a"]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["dest", "h_seed_corpus.zip", "seeds",
+                                                           hashlib.sha256(b"FZ\x01a").hexdigest()]
+    (tmp_path / "link.zip").symlink_to(tmp_path / "h_seed_corpus.zip")
+    (tmp_path / "not.zip").write_bytes(b"PK but not a zip")
+    for bad, why in (("link.zip", "a symbolic link"), ("not.zip", "not a zip archive")):
+        with pytest.raises(ConfigError, match=why):
+            seed_corpus.unpack(tmp_path / bad, tmp_path / bad.replace(".", "_"))
