@@ -66,14 +66,22 @@ def afl_driver(compiler: Path) -> tuple[str, ...]:
 
 
 def version_line(compiler: str) -> str:
-    """The first line ``compiler --version`` prints (AFL++'s compilers: their banner's, then clang's)."""
+    """The first line ``compiler --version`` prints; for AFL++'s compilers, which print clang's
+    there, their own version (the first line of ``-h``) before it."""
+    line = _first_line(compiler, "--version")
+    if Path(compiler).name.startswith("afl-"):
+        return f"{_first_line(compiler, '-h').split(' by ')[0]}; {line}"
+    return line
+
+
+def _first_line(compiler: str, option: str) -> str:
     try:
-        done = subprocess.run([compiler, "--version"], capture_output=True, text=True, errors="replace",
+        done = subprocess.run([compiler, option], capture_output=True, text=True, errors="replace",
                               timeout=_VERSION_TIMEOUT_S, env={**os.environ, "AFL_QUIET": "1"})
     except (OSError, subprocess.TimeoutExpired) as error:
-        return f"unknown ({compiler} --version: {error})"
-    lines = [line.strip() for line in (done.stdout + "\n" + done.stderr).splitlines() if line.strip()]
-    return "; ".join(lines[:1] + [line for line in lines[1:] if "clang version" in line][:1]) or "unknown"
+        return f"unknown ({compiler} {option}: {error})"
+    return next((line.strip() for line in (done.stdout + "\n" + done.stderr).splitlines() if line.strip()),
+                "unknown")
 
 
 def _pair(cc: str, cxx: str) -> tuple[str, str] | str:
