@@ -15,8 +15,9 @@ The builds (:data:`.directory.BUILDS`): ``afl``, AFL++'s instrumentation with it
 constants; ``cmplog``, the same with ``AFL_LLVM_CMPLOG=1``; ``symcc``, SymCC's wrappers; and
 ``sanitizer``, clang with AddressSanitizer and UndefinedBehaviorSanitizer (a report is fatal). The
 last two are linked with ``driver.c``, our ``main`` for ``LLVMFuzzerTestOneInput``, which takes
-an input as AFL's driver does: a file named on the command line, so every build's ``args`` is
-``["@@"]`` (AFL's driver run without one prints a banner and exits 0). A build without its tools
+an input as AFL's driver does given ``-``: from standard input, so every build's ``args`` is
+``["-"]``. (AFL++ 4.04c's driver run with no argument reads no input, it prints a banner and
+exits 0; given a file, ``@@``, its fork server dies under afl-fuzz.) A build without its tools
 is skipped, naming them; a build that fails is reported with its compiler's last lines (its log is
 ``logs/BUILD.log``), the others are kept; without an ``afl`` build there is nothing to fuzz
 (:meth:`Made.check`: :class:`BuildFailed`, once the manifest of what was built is written).
@@ -42,7 +43,7 @@ from ..errors import BuildFailed, ConfigError
 from ..executors.dictionary import MAX_TOKENS, afl_text, parse, read_dictionary
 from . import directory, seed_corpus, toolchain
 
-ARGS = ["@@"]
+ARGS = ["-"]
 CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".c++", ".C")
 # OSS-Fuzz's flags for a fuzzing build, and its sanitizer build's with both sanitizers made fatal
 BASE_FLAGS = ("-O1", "-fno-omit-frame-pointer", "-gline-tables-only", "-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION")

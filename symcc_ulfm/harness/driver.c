@@ -2,10 +2,10 @@
  * driver.c: the main() that `symcc-ulfm build` links into a libFuzzer harness's sanitizer and SymCC
  * builds (symcc_ulfm/harness/build.py), where no fuzzing engine provides one.
  *
- * It calls LLVMFuzzerInitialize when the harness defines one, then LLVMFuzzerTestOneInput once for
- * each file named on the command line (AFL's @@: the manifest's args), or once on standard input
- * when no file (or "-") is named. Each input is handed over in a buffer of exactly its size, so a
- * sanitizer sees a read past its end. A file that cannot be read exits 2, naming it; the harness's
+ * It calls LLVMFuzzerInitialize when the harness defines one, then LLVMFuzzerTestOneInput once on
+ * standard input when no argument or "-" is given (the manifest's args: ["-"], as AFL++'s driver
+ * takes it), or once for each file named. Each input is handed over in a buffer of exactly its
+ * size, so a sanitizer sees a read past its end. A file that cannot be read exits 2, naming it; the harness's
  * own crash is its signal or its sanitizer's report.
  */
 

@@ -63,16 +63,19 @@ def harness(request) -> directory.Harness:
 
 
 def run(harness: directory.Harness, build_name: str, data: bytes, tmp_path: Path) -> subprocess.CompletedProcess:
+    """``build_name`` run on ``data`` as the manifest's ``args`` say: a file for ``@@``, else standard input."""
     given = tmp_path / "input"
     given.write_bytes(data)
     args = [str(given) if arg == "@@" else arg for arg in harness.args]
-    return subprocess.run([str(harness.path(build_name)), *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "ASAN_OPTIONS": "detect_leaks=0"})
+    with open(given, "rb") as stdin:
+        return subprocess.run([str(harness.path(build_name)), *args], stdin=subprocess.DEVNULL if "@@" in args
+                              else stdin, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "ASAN_OPTIONS": "detect_leaks=0"})
 
 
 @needs_afl
 def test_the_manifest_reads_back_with_every_build_the_tools_allow(harness):
-    assert harness.name == "planted_fuzzer" and harness.args == ["@@"]
+    assert harness.name == "planted_fuzzer" and harness.args == ["-"]
     assert {"afl", "cmplog"} <= set(harness.builds)
     afl, cmplog = harness.builds["afl"], harness.builds["cmplog"]
     assert afl.path == "afl/planted_fuzzer" and "afl-cc" in afl.compiler and "clang version" in afl.compiler
@@ -98,6 +101,22 @@ def test_the_afl_build_crashes_on_the_planted_bug_and_not_on_the_seeds(script, h
     assert sorted(p.read_bytes() for p in seeds.iterdir()) == sorted(p.read_bytes() for p in
                                                                     (FIXTURE / "seeds").iterdir())
     assert all(p.name == hashlib.sha256(p.read_bytes()).hexdigest() for p in seeds.iterdir())
+
+
+@needs_afl
+def test_afl_fuzz_runs_the_afl_build_with_its_cmplog_build_dictionary_and_seeds(script, tmp_path):
+    """As launch --harness will: afl-fuzz on the manifest's args, ended by a count of executions
+    (-E); AFL++'s driver given a file (@@) instead dies in afl-fuzz's fork server."""
+    harness = script[1]
+    command = ["afl-fuzz", "-E", "300", "-i", str(harness.file(harness.seeds)), "-o", str(tmp_path / "findings"),
+               "-x", str(harness.file(harness.dictionary)), "-c", str(harness.path("cmplog")), "--",
+               str(harness.path("afl")), *harness.args]
+    env = {**os.environ, "AFL_NO_UI": "1", "AFL_SKIP_CPUFREQ": "1", "AFL_NO_AFFINITY": "1",
+           "AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stdout[-2000:]
+    stats = (tmp_path / "findings" / "default" / "fuzzer_stats").read_text()
+    assert int(stats.split("execs_done")[1].split(":")[1].split()[0]) >= 300
 
 
 @needs_afl
