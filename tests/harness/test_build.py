@@ -237,3 +237,15 @@ def test_a_hostile_seed_corpus_writes_nothing_but_seeds(tmp_path):
     for bad, why in (("link.zip", "a symbolic link"), ("not.zip", "not a zip archive")):
         with pytest.raises(ConfigError, match=why):
             seed_corpus.unpack(tmp_path / bad, tmp_path / bad.replace(".", "_"))
+
+
+@needs_afl
+def test_a_script_leaving_several_harnesses_needs_name(tmp_path):
+    script = tmp_path / "build.sh"
+    script.write_text((FIXTURE / "build.sh").read_text() + 'cp "$OUT/planted_fuzzer" "$OUT/other_fuzzer"\n')
+    done = build("--out", str(tmp_path / "out"), "--script", str(script), "--src", str(FIXTURE))
+    assert done.returncode == 2
+    assert "afl: the script left other_fuzzer, planted_fuzzer in OUT; --name picks one" in done.stderr
+    made, harness = built(tmp_path / "named", "--script", str(script), "--src", str(FIXTURE), "--name",
+                          "planted_fuzzer")
+    assert harness.name == "planted_fuzzer" and harness.seeds == "seeds" and made["tokens"]["harness"] == 2
