@@ -36,6 +36,9 @@ def sanitizers_available() -> bool:
     return Path(found.stdout.strip()).is_absolute() and Path(found.stdout.strip()).is_file()
 
 
+needs_sanitizers = pytest.mark.skipif(not sanitizers_available(), reason=SANITIZER_MISSING)
+
+
 def build(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "symcc_ulfm", "build", *args], capture_output=True, text=True,
                           timeout=300)
@@ -120,9 +123,8 @@ def test_afl_fuzz_runs_the_afl_build_with_its_cmplog_build_dictionary_and_seeds(
 
 
 @needs_afl
+@needs_sanitizers
 def test_the_sanitizer_build_reports_the_bug_with_the_harness_frame(harness, tmp_path):
-    if not sanitizers_available():
-        pytest.skip(SANITIZER_MISSING)
     done = run(harness, "sanitizer", BUG, tmp_path)
     assert done.returncode != 0
     assert "ERROR: AddressSanitizer: SEGV" in done.stderr
@@ -171,14 +173,18 @@ def test_a_source_that_does_not_compile_names_the_failing_build(tmp_path):
     assert "use of undeclared identifier 'nope'" in done.stderr and not (tmp_path / "out" / "harness.json").exists()
 
 
-@needs_afl
-def test_a_failed_afl_build_exits_2_and_keeps_the_others(tmp_path):
-    if not sanitizers_available():
-        pytest.skip(SANITIZER_MISSING)
-    source = tmp_path / "afl_only_breaks.c"
-    source.write_text("#ifdef __AFL_COMPILER\n#error not with AFL++\n#endif\n"
+def breaking(tmp_path: Path, condition: str, error: str) -> subprocess.CompletedProcess:
+    """``build`` of a harness that does not compile where the preprocessor's ``condition`` holds."""
+    source = tmp_path / "breaks.c"
+    source.write_text(f"#if {condition}\n#error {error}\n#endif\n"
                       "int LLVMFuzzerTestOneInput(const char *data, unsigned long size) { return 0; }\n")
-    done = build("--out", str(tmp_path / "out"), str(source))
+    return build("--out", str(tmp_path / "out"), str(source))
+
+
+@needs_afl
+@needs_sanitizers
+def test_a_failed_afl_build_exits_2_and_keeps_the_others(tmp_path):
+    done = breaking(tmp_path, "defined(__AFL_COMPILER)", "not with AFL++")
     assert done.returncode == 2 and "afl build: afl-clang-fast exited 1" in done.stderr
     assert "#error not with AFL++" in done.stderr and "nothing to fuzz" in done.stderr
     harness = directory.read(tmp_path / "out")
@@ -187,17 +193,13 @@ def test_a_failed_afl_build_exits_2_and_keeps_the_others(tmp_path):
 
 
 @needs_afl
+@needs_sanitizers
 def test_a_failed_sanitizer_build_is_reported_and_the_afl_builds_kept(tmp_path):
-    if not sanitizers_available():
-        pytest.skip(SANITIZER_MISSING)
-    source = tmp_path / "asan_breaks.c"
-    source.write_text("#if __has_feature(address_sanitizer)\n#error not with ASan\n#endif\n"
-                      "int LLVMFuzzerTestOneInput(const char *data, unsigned long size) { return 0; }\n")
-    done = build("--out", str(tmp_path / "out"), str(source))
+    done = breaking(tmp_path, "__has_feature(address_sanitizer)", "not with ASan")
     assert done.returncode == 0, done.stderr
     assert "sanitizer FAILED: clang exited 1" in done.stdout and "#error not with ASan" in done.stdout
-    assert {"afl", "cmplog"} <= set(directory.read(tmp_path / "out").builds) and \
-        "sanitizer" not in directory.read(tmp_path / "out").builds
+    builds = directory.read(tmp_path / "out").builds
+    assert {"afl", "cmplog"} <= set(builds) and "sanitizer" not in builds
 
 
 def test_an_output_directory_in_use_is_refused(tmp_path):
