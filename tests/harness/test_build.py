@@ -57,7 +57,8 @@ def script(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory):
-    return built(tmp_path_factory.mktemp("sources") / "out", str(FIXTURE / "planted_fuzzer.c"))
+    return built(tmp_path_factory.mktemp("sources") / "out", str(FIXTURE / "planted_fuzzer.c"),
+                 "--cflags", "-DPLANTED=1 -Wall")
 
 
 @pytest.fixture(params=["script", "sources"])
@@ -91,6 +92,9 @@ def test_the_manifest_reads_back_with_every_build_the_tools_allow(harness):
     sanitizer = harness.builds["sanitizer"]
     assert "-fsanitize=address,undefined" in sanitizer.flags and "clang version" in sanitizer.compiler
     assert len({b.sha256 for b in harness.builds.values()}) == len(harness.builds)
+    if "sources" in harness.source:  # --cflags: after each build's own flags, before the engine
+        assert harness.source["cflags"] == ["-DPLANTED=1", "-Wall"]
+        assert all(b.flags[-3:-1] == ["-DPLANTED=1", "-Wall"] for b in harness.builds.values())
 
 
 @needs_afl
