@@ -133,10 +133,10 @@ def build(out: Path, harness: Script | Sources, *, name: str | None = None, cfla
     harness = _checked(harness)
     if isinstance(harness, Sources) and name is None:
         name = harness.files[0].stem
-    out = _new_directory(out)
     tools = toolchain.find(symcc)
     if isinstance(tools["afl"], str):
         raise ConfigError("afl", f"no AFL++ build can be made here, so nothing to fuzz: {tools['afl']}")
+    out = _new_directory(out)
     made = Made(out, None)
     (out / "logs").mkdir()
     with tempfile.TemporaryDirectory(prefix="symcc-ulfm-build-") as temp:

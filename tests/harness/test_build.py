@@ -252,3 +252,32 @@ def test_a_script_leaving_several_harnesses_needs_name(tmp_path):
     made, harness = built(tmp_path / "named", "--script", str(script), "--src", str(FIXTURE), "--name",
                           "planted_fuzzer")
     assert harness.name == "planted_fuzzer" and harness.seeds == "seeds" and made["tokens"]["harness"] == 2
+
+
+STAND_IN = """#!/bin/sh
+# NOT SymCC: a stand-in for its compiler wrapper, {compiler} underneath (what build does with --symcc)
+if [ "$1" = --version ]; then echo "stand-in for SymCC's wrapper, not SymCC"; exit 0; fi
+exec {compiler} "$@"
+"""
+
+
+@needs_afl
+def test_symcc_is_built_with_the_wrapper_given_and_our_driver(tmp_path):
+    """The plumbing of --symcc on a stand-in wrapper (CI has no SymCC): the symcc build is compiled
+    by it, linked with our driver and takes its input as the other builds do."""
+    wrapper = tmp_path / "symcc-build"
+    wrapper.mkdir()
+    for name, compiler in (("symcc", "clang"), ("sym++", "clang++")):
+        (wrapper / name).write_text(STAND_IN.format(compiler=compiler))
+        (wrapper / name).chmod(0o755)
+    source = str(FIXTURE / "planted_fuzzer.c")
+    made, harness = built(tmp_path / "out", source, "--symcc", str(wrapper / "symcc"))
+    symcc = harness.builds["symcc"]
+    assert "symcc" not in made["skipped"] and symcc.compiler == "stand-in for SymCC's wrapper, not SymCC"
+    assert symcc.flags[-1] == "LIB_FUZZING_ENGINE=driver.c (symcc-ulfm's)"
+    log = (tmp_path / "out" / "logs" / "symcc.log").read_text()
+    assert f"$ {wrapper / 'symcc'} " in log and f"$ {wrapper / 'sym++'} " in log  # compiled, then linked
+    assert run(harness, "symcc", BUG, tmp_path).returncode == -signal.SIGSEGV
+    assert run(harness, "symcc", b"FZ\x04BUG.", tmp_path).returncode == 0
+    done = build("--out", str(tmp_path / "none"), source, "--symcc", str(tmp_path / "no"))
+    assert done.returncode == 2 and "--symcc: " in done.stderr and not (tmp_path / "none").exists()
