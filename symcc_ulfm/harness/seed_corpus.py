@@ -2,8 +2,9 @@
 directory of seeds as an archive from a stranger is: nothing it names is trusted.
 
 The archive is opened without following a symlink; each entry is read through a bound
-(:data:`MAX_SEED_BYTES`, what AFL++ takes as an input) whatever size it declares, and the
-archive as a whole through :data:`MAX_TOTAL_BYTES` and :data:`MAX_ENTRIES`. No entry's name
+(``AFL_MAX_FILE``, the largest input afl-fuzz takes) whatever size it declares, and the
+archive as a whole through :data:`MAX_TOTAL_BYTES` and ``MAX_SEEDS`` entries (as many as a seed
+directory may hold). No entry's name
 becomes a path: a seed is written as the SHA-256 of its bytes, a new regular file in a new
 directory, so a repeated input is one seed. An entry that is a directory is passed over; one that
 is a symbolic link or another special file, whose name is absolute or climbs out with ``..``,
@@ -23,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ..errors import ConfigError
+from ..executors.fuzzers.afl import AFL_MAX_FILE
+from ..executors.seed_dirs import MAX_SEEDS
 
-MAX_SEED_BYTES = 1 << 20  # AFL++'s MAX_FILE
 MAX_TOTAL_BYTES = 256 << 20
-MAX_ENTRIES = 100_000
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -59,8 +60,8 @@ def _unpack(zipped: zipfile.ZipFile, dest: Path) -> Unpacked:
     skipped: Counter[str] = Counter()
     seeds, total = 0, 0
     for number, entry in enumerate(zipped.infolist()):
-        if number >= MAX_ENTRIES:
-            skipped[f"past the first {MAX_ENTRIES} entries"] += len(zipped.infolist()) - number
+        if number >= MAX_SEEDS:
+            skipped[f"past the first {MAX_SEEDS} entries"] += len(zipped.infolist()) - number
             break
         if entry.is_dir():
             continue
@@ -102,14 +103,14 @@ def _refused(entry: zipfile.ZipInfo) -> str | None:
 
 
 def _read(zipped: zipfile.ZipFile, entry: zipfile.ZipInfo) -> tuple[bytes, str | None]:
-    """The entry's bytes, read through :data:`MAX_SEED_BYTES` whatever size it declares."""
+    """The entry's bytes, read through ``AFL_MAX_FILE`` whatever size it declares."""
     try:
         with zipped.open(entry) as member:
-            data = member.read(MAX_SEED_BYTES + 1)
+            data = member.read(AFL_MAX_FILE + 1)
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError) as error:
         return b"", f"unreadable ({type(error).__name__})"
-    if len(data) > MAX_SEED_BYTES:
-        return b"", f"larger than {MAX_SEED_BYTES} bytes"
+    if len(data) > AFL_MAX_FILE:
+        return b"", f"larger than {AFL_MAX_FILE} bytes"
     if not data:
         return b"", "empty"
     return data, None

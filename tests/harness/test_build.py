@@ -21,6 +21,7 @@ from helpers.symcc import AFL_MISSING, afl_available
 
 from symcc_ulfm.errors import ConfigError
 from symcc_ulfm.executors.dictionary import read_dictionary
+from symcc_ulfm.executors.fuzzers.afl import AFL_MAX_FILE
 from symcc_ulfm.harness import directory, seed_corpus
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "harness"
@@ -219,7 +220,7 @@ def hostile_zip(path: Path) -> None:
         link = zipfile.ZipInfo("link")
         link.external_attr = (stat.S_IFLNK | 0o777) << 16
         zipped.writestr(link, "/etc/passwd")
-        zipped.writestr("big", b"\0" * (seed_corpus.MAX_SEED_BYTES + 1))
+        zipped.writestr("big", b"\0" * (AFL_MAX_FILE + 1))
         zipped.writestr("empty", b"")
         zipped.writestr("corpus/", b"")
 
@@ -231,7 +232,7 @@ def test_a_hostile_seed_corpus_writes_nothing_but_seeds(tmp_path):
     assert unpacked.seeds == 1
     assert unpacked.skipped == {"a name outside the archive (absolute or ..)": 2, "a repeated input": 1,
                                 "a symbolic link": 1, "empty": 1,
-                                f"larger than {seed_corpus.MAX_SEED_BYTES} bytes": 1}
+                                f"larger than {AFL_MAX_FILE} bytes": 1}
     assert [p.read_bytes() for p in (tmp_path / "dest" / "seeds").iterdir()] == [b"FZ\x01a"]
     assert sorted(p.name for p in tmp_path.rglob("*")) == sorted(["dest", "h_seed_corpus.zip", "seeds",
                                                                   hashlib.sha256(b"FZ\x01a").hexdigest()])
