@@ -77,7 +77,8 @@ class Sources:
 
 @dataclass
 class Made:
-    """What :func:`build` made: the harness (None when no build succeeded), the builds not made and why."""
+    """What :func:`build` made: the harness whose manifest it wrote (None until then), the builds
+    not made and why, the dictionary's tokens by origin, the seeds."""
 
     out: Path
     harness: directory.Harness | None

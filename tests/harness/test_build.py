@@ -22,7 +22,7 @@ from helpers.symcc import AFL_MISSING, afl_available
 from symcc_ulfm.errors import ConfigError
 from symcc_ulfm.executors.dictionary import read_dictionary
 from symcc_ulfm.executors.fuzzers.afl import AFL_MAX_FILE
-from symcc_ulfm.harness import directory, seed_corpus
+from symcc_ulfm.harness import directory, seed_corpus, toolchain
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "harness"
 BUG = b"FZ\x04BUG!"
@@ -282,3 +282,10 @@ def test_symcc_is_built_with_the_wrapper_given_and_our_driver(tmp_path):
     assert run(harness, "symcc", b"FZ\x04BUG.", tmp_path).returncode == 0
     done = build("--out", str(tmp_path / "none"), source, "--symcc", str(tmp_path / "no"))
     assert done.returncode == 2 and "--symcc: " in done.stderr and not (tmp_path / "none").exists()
+
+
+def test_afl_s_driver_is_looked_for_first_where_afl_path_says(tmp_path, monkeypatch):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "libAFLDriver.a").write_bytes(b"!<arch>\n")
+    monkeypatch.setenv("AFL_PATH", str(tmp_path / "lib"))
+    assert toolchain.afl_driver(tmp_path / "afl-clang-fast") == (str(tmp_path / "lib" / "libAFLDriver.a"),)
