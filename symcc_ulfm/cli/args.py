@@ -247,11 +247,13 @@ def build_parser() -> CommandParser:
     p.add_argument("--out", required=True, help="a new directory: a subdirectory per build, NAME.dict, seeds/, "
                                                 "logs/ and the manifest harness.json")
     p.add_argument("--script", metavar="FILE",
-                   help="an OSS-Fuzz build script, run with bash once per build in --src with CC, CXX, CFLAGS, "
-                        "CXXFLAGS, LIB_FUZZING_ENGINE, SRC, WORK and OUT set; it leaves the harness (and "
-                        "NAME.dict, NAME_seed_corpus.zip) in $OUT")
-    p.add_argument("--src", metavar="DIR", help="with --script: its $SRC and working directory (default: the "
-                                                "script's directory)")
+                   help="an OSS-Fuzz build script, run with bash once per build in a fresh copy of --src with "
+                        "CC, CXX, CFLAGS, CXXFLAGS, LIB_FUZZING_ENGINE, SRC, WORK and OUT set; it leaves the "
+                        "harness (and NAME.dict, NAME_seed_corpus.zip) in $OUT")
+    p.add_argument("--src", metavar="DIR", help="with --script: its $SRC, copied afresh for each build (default: "
+                                                "the script's directory)")
+    p.add_argument("--workdir", metavar="DIR", help="with --script: where in --src it runs, as an OSS-Fuzz "
+                                                    "Dockerfile's WORKDIR (relative to --src; default: --src)")
     p.add_argument("--name", help="the harness: with --script, which executable of $OUT (needed when it leaves "
                                   "several); with sources, its file name (default: the first source's)")
     p.add_argument("--cflags", default="", metavar="FLAGS",

@@ -264,15 +264,17 @@ def cmd_build(args: argparse.Namespace) -> int:
     from ..harness.build import Script, Sources, build
 
     if args.script is None:
-        if args.src is not None:
-            raise ConfigError("--src", "only with --script (the script's $SRC)")
+        if args.src is not None or args.workdir is not None:
+            raise ConfigError("--src" if args.src else "--workdir", "only with --script (the script's $SRC and "
+                                                                    "where in it the script runs)")
         dictionary = Path(args.dictionary) if args.dictionary else None
         harness = Sources(tuple(Path(s) for s in args.sources), dictionary)
     elif args.sources or args.dictionary:
         raise ConfigError("--script", "builds from its script alone: no SOURCE or --dictionary beside it (the "
                                       "script leaves NAME.dict in $OUT)")
     else:
-        harness = Script(Path(args.script), Path(args.src) if args.src else Path(args.script).absolute().parent)
+        src = Path(args.src) if args.src else Path(args.script).absolute().parent
+        harness = Script(Path(args.script), src, Path(args.workdir) if args.workdir else None)
     try:
         cflags = shlex.split(args.cflags)
     except ValueError as error:

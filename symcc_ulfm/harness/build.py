@@ -3,7 +3,8 @@ in its own directory of the output, the dictionary and the seeds beside them, an
 ``harness.json`` (:mod:`.directory`) naming them.
 
 A harness comes as an OSS-Fuzz build script (:class:`Script`), run once per build with bash in
-its source directory, with ``CC``, ``CXX``, ``CFLAGS``, ``CXXFLAGS``, ``LIB_FUZZING_ENGINE`` (and
+a fresh copy of its source tree (``SRC``; the user's is never written, and no build reuses what
+another built there), in its ``WORKDIR`` as an OSS-Fuzz Dockerfile names one, with ``CC``, ``CXX``, ``CFLAGS``, ``CXXFLAGS``, ``LIB_FUZZING_ENGINE`` (and
 FuzzBench's ``FUZZER_LIB``), ``FUZZING_ENGINE``, ``SANITIZER``, ``SRC``, a fresh ``WORK`` and an
 ``OUT`` (the build's directory) set as OSS-Fuzz sets them; the harness is the executable it leaves
 in ``OUT`` (``name`` picks one of several), and ``OUT/NAME.dict`` and ``OUT/NAME_seed_corpus.zip``
@@ -32,6 +33,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import stat
 import subprocess
 import tempfile
@@ -61,10 +63,12 @@ _OSS_FUZZ = {"afl": ("afl", "none"), "cmplog": ("afl", "none"), "symcc": ("none"
 
 @dataclass(frozen=True)
 class Script:
-    """An OSS-Fuzz build script and the source directory it runs in (``$SRC``)."""
+    """An OSS-Fuzz build script, the source tree it builds (``$SRC``) and where in that tree it runs
+    (an OSS-Fuzz Dockerfile's ``WORKDIR``: ``$SRC`` itself unless given)."""
 
     path: Path
     src: Path
+    workdir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -202,10 +206,14 @@ def _make(recipe: _Recipe, harness: Script | Sources, out: Path, name: str | Non
              recipe.environment((), extra))
     env = recipe.environment(engine, extra)
     if isinstance(harness, Script):
-        work = scratch / "work"
+        src, work = scratch / "src", scratch / "work"
+        shutil.copytree(harness.src, src, symlinks=True, ignore=lambda at, names: [
+            n for n in names if Path(at, n) == out])  # never follows a link; not an --out inside --src
         work.mkdir()
-        env.update(SRC=str(harness.src), WORK=str(work), OUT=str(target))
-        _run(["bash", "-eu", str(harness.path)], recipe, log, env, cwd=harness.src)
+        env.update(SRC=str(src), WORK=str(work), OUT=str(target))
+        script = src / harness.path.relative_to(harness.src) if harness.path.is_relative_to(harness.src) \
+            else harness.path
+        _run(["bash", "-eu", str(script)], recipe, log, env, cwd=src / harness.workdir.relative_to(harness.src))
         return _pick(target, name, recipe.build)
     objects = []
     for number, source in enumerate(harness.files):
@@ -299,7 +307,7 @@ def _source(harness: Script | Sources) -> dict:
     """What the manifest records of what the harness was built from."""
     if isinstance(harness, Script):
         return {"script": str(harness.path), "script_sha256": directory.sha256_file(harness.path),
-                "src": str(harness.src)}
+                "src": str(harness.src), "workdir": str(harness.workdir)}
     return {"sources": {str(f): directory.sha256_file(f) for f in harness.files},
             "dictionary": None if harness.dictionary is None else str(harness.dictionary)}
 
@@ -311,7 +319,11 @@ def _checked(harness: Script | Sources) -> Script | Sources:
             raise ConfigError("--script", f"{harness.path}: no such file (an OSS-Fuzz build script)")
         if not harness.src.is_dir():
             raise ConfigError("--src", f"{harness.src}: no such directory (the script's $SRC)")
-        return Script(harness.path.absolute(), harness.src.absolute())
+        src = harness.src.absolute()
+        workdir = src if harness.workdir is None else (src / harness.workdir).absolute()
+        if not (workdir.is_dir() and workdir.is_relative_to(src)) or ".." in workdir.relative_to(src).parts:
+            raise ConfigError("--workdir", f"{harness.workdir}: expected a directory inside --src {src}")
+        return Script(harness.path.absolute(), src, workdir)
     if not harness.files:
         raise ConfigError("SOURCE", "no source file given, and no --script")
     for given in (*harness.files, harness.dictionary):

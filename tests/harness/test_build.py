@@ -289,3 +289,20 @@ def test_afl_s_driver_is_looked_for_first_where_afl_path_says(tmp_path, monkeypa
     (tmp_path / "lib" / "libAFLDriver.a").write_bytes(b"!<arch>\n")
     monkeypatch.setenv("AFL_PATH", str(tmp_path / "lib"))
     assert toolchain.afl_driver(tmp_path / "afl-clang-fast") == (str(tmp_path / "lib" / "libAFLDriver.a"),)
+
+
+@needs_afl
+def test_each_build_runs_in_a_fresh_copy_of_src_in_its_workdir(tmp_path):
+    """As cjson's ossfuzz.sh does: ``mkdir build`` where it runs (the Dockerfile's WORKDIR, inside
+    $SRC), which a second build in the same tree would find there already."""
+    project = tmp_path / "src" / "project"
+    project.mkdir(parents=True)
+    shutil.copy(FIXTURE / "planted_fuzzer.c", project)
+    (project / "build.sh").write_text('mkdir build\ncd build\n'
+                                      '$CC $CFLAGS -c "$SRC/project/planted_fuzzer.c" -o planted_fuzzer.o\n'
+                                      '$CXX $CXXFLAGS planted_fuzzer.o $LIB_FUZZING_ENGINE -o "$OUT/planted_fuzzer"\n')
+    made, harness = built(tmp_path / "out", "--script", str(project / "build.sh"), "--src", str(tmp_path / "src"),
+                          "--workdir", "project")
+    assert {"afl", "cmplog"} <= set(harness.builds) and made["failed"] == {}
+    assert sorted(p.name for p in project.iterdir()) == ["build.sh", "planted_fuzzer.c"]  # the user's tree as it was
+    assert harness.source["workdir"] == str(project)
