@@ -5,7 +5,7 @@ in its own directory of the output, the dictionary and the seeds beside them, an
 A harness comes as an OSS-Fuzz build script (:class:`Script`), run once per build with bash in
 a fresh copy of its source tree (``SRC``; the user's is never written, and no build reuses what
 another built there), in its ``WORKDIR`` as an OSS-Fuzz Dockerfile names one, with ``CC``, ``CXX``, ``CFLAGS``, ``CXXFLAGS``, ``LIB_FUZZING_ENGINE`` (and
-FuzzBench's ``FUZZER_LIB``), ``FUZZING_ENGINE``, ``SANITIZER``, ``SRC``, a fresh ``WORK`` and an
+FuzzBench's ``FUZZER_LIB``; ``-lFuzzingEngine`` links it too), ``FUZZING_ENGINE``, ``SANITIZER``, ``SRC``, a fresh ``WORK`` and an
 ``OUT`` (the build's directory) set as OSS-Fuzz sets them; the harness is the executable it leaves
 in ``OUT`` (``name`` picks one of several), and ``OUT/NAME.dict`` and ``OUT/NAME_seed_corpus.zip``
 are its dictionary and seeds. Or as its sources (:class:`Sources`): each compiled (``.cc``,
@@ -199,12 +199,9 @@ def _make(recipe: _Recipe, harness: Script | Sources, out: Path, name: str | Non
     log = out / "logs" / f"{recipe.build}.log"
     target = out / recipe.build
     target.mkdir()
-    engine = recipe.compilers.engine
-    if engine is None:
-        engine = (str(scratch / "driver.o"),)
-        _run([recipe.compilers.cc, *recipe.cflags, "-c", str(DRIVER), "-o", engine[0]], recipe, log,
-             recipe.environment((), extra))
+    engine = _engine(recipe, scratch / "engine", log, extra)
     env = recipe.environment(engine, extra)
+    env["LIBRARY_PATH"] = os.pathsep.join([str(scratch / "engine"), *filter(None, [env.get("LIBRARY_PATH")])])
     if isinstance(harness, Script):
         src, work = scratch / "src", scratch / "work"
         shutil.copytree(harness.src, src, symlinks=True, ignore=lambda at, names: [
@@ -222,6 +219,22 @@ def _make(recipe: _Recipe, harness: Script | Sources, out: Path, name: str | Non
         _run([compiler, *recipe.cflags, "-c", str(source), "-o", objects[-1]], recipe, log, env)
     _run([recipe.compilers.cxx, *recipe.cflags, *objects, *engine, "-o", str(target / name)], recipe, log, env)
     return name
+
+
+def _engine(recipe: _Recipe, where: Path, log: Path, extra: dict[str, str]) -> tuple[str, ...]:
+    """What links the build's fuzzing engine: AFL++'s driver, or ours compiled for the build into
+    an archive; either also as ``where/libFuzzingEngine.a``, found through ``LIBRARY_PATH`` by a
+    script that links ``-lFuzzingEngine`` (OSS-Fuzz's older convention)."""
+    where.mkdir()
+    legacy = where / "libFuzzingEngine.a"
+    if recipe.compilers.engine is not None:
+        if Path(recipe.compilers.engine[0]).is_file():
+            shutil.copyfile(recipe.compilers.engine[0], legacy)
+        return recipe.compilers.engine
+    env = recipe.environment((), extra)
+    _run([recipe.compilers.cc, *recipe.cflags, "-c", str(DRIVER), "-o", str(where / "driver.o")], recipe, log, env)
+    _run(["ar", "rcs", str(legacy), str(where / "driver.o")], recipe, log, env)
+    return (str(legacy),)
 
 
 def _run(command: list[str], recipe: _Recipe, log: Path, env: dict[str, str], cwd: Path | None = None) -> None:

@@ -306,3 +306,13 @@ def test_each_build_runs_in_a_fresh_copy_of_src_in_its_workdir(tmp_path):
     assert {"afl", "cmplog"} <= set(harness.builds) and made["failed"] == {}
     assert sorted(p.name for p in project.iterdir()) == ["build.sh", "planted_fuzzer.c"]  # the user's tree as it was
     assert harness.source["workdir"] == str(project)
+
+
+@needs_afl
+def test_a_script_linking_lFuzzingEngine_as_older_oss_fuzz_ones_do(tmp_path):
+    script = tmp_path / "build.sh"  # libpng's contrib/oss-fuzz/build.sh links so
+    script.write_text('$CC $CFLAGS "$SRC/planted_fuzzer.c" -c -o "$WORK/p.o"\n'
+                      '$CXX $CXXFLAGS "$WORK/p.o" -lFuzzingEngine -o "$OUT/planted_fuzzer"\n')
+    made, harness = built(tmp_path / "out", "--script", str(script), "--src", str(FIXTURE))
+    assert made["failed"] == {} and {"afl", "cmplog"} <= set(harness.builds)
+    assert run(harness, "afl", BUG, tmp_path).returncode == -signal.SIGSEGV
