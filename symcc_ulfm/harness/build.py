@@ -204,8 +204,12 @@ def _make(recipe: _Recipe, harness: Script | Sources, out: Path, name: str | Non
     env["LIBRARY_PATH"] = os.pathsep.join([str(scratch / "engine"), *filter(None, [env.get("LIBRARY_PATH")])])
     if isinstance(harness, Script):
         src, work = scratch / "src", scratch / "work"
-        shutil.copytree(harness.src, src, symlinks=True, ignore=lambda at, names: [
-            n for n in names if Path(at, n) == out])  # never follows a link; not an --out inside --src
+        try:  # never through a link; not an --out inside --src
+            shutil.copytree(harness.src, src, symlinks=True, ignore=lambda at, names: [
+                n for n in names if Path(at, n) == out])
+        except OSError as error:
+            raise ConfigError("--src", f"{harness.src}: cannot be copied for the {recipe.build} build ({error})") \
+                from None
         work.mkdir()
         env.update(SRC=str(src), WORK=str(work), OUT=str(target))
         script = src / harness.path.relative_to(harness.src) if harness.path.is_relative_to(harness.src) \
