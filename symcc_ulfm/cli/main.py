@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import sys
 import time
@@ -259,8 +260,6 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    import shlex
-
     from ..harness.build import Script, Sources, build
 
     if args.script is None:

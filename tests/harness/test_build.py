@@ -204,11 +204,15 @@ def test_a_failed_sanitizer_build_is_reported_and_the_afl_builds_kept(tmp_path):
     assert {"afl", "cmplog"} <= set(builds) and "sanitizer" not in builds
 
 
-def test_an_output_directory_in_use_is_refused(tmp_path):
+def test_an_output_directory_in_use_and_mixed_forms_are_refused(tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "something").write_text("")
-    done = build("--out", str(tmp_path / "out"), str(FIXTURE / "planted_fuzzer.c"))
-    assert done.returncode == 2 and "not an empty directory" in done.stderr
+    source, script = str(FIXTURE / "planted_fuzzer.c"), str(FIXTURE / "build.sh")
+    for args, why in (((source,), "not an empty directory"), (("--script", script, source), "--script: builds "
+                      "from its script alone"), ((source, "--workdir", "."), "--workdir: only with --script"),
+                      (("--script", script, "--workdir", ".."), "--workdir: ..: expected a directory inside --src")):
+        done = build("--out", str(tmp_path / "out"), *args)
+        assert done.returncode == 2 and why in done.stderr, (args, done.stderr)
 
 
 def hostile_zip(path: Path) -> None:
