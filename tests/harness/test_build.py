@@ -204,6 +204,7 @@ def test_a_failed_sanitizer_build_is_reported_and_the_afl_builds_kept(tmp_path):
     assert {"afl", "cmplog"} <= set(builds) and "sanitizer" not in builds
 
 
+@needs_afl
 def test_an_output_directory_in_use_and_mixed_forms_are_refused(tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "something").write_text("")
