@@ -28,7 +28,8 @@ _VERSION_TIMEOUT_S = 60
 @dataclass(frozen=True)
 class Compilers:
     """The compilers of one build: absolute paths, the C compiler's version line, what links the
-    fuzzing engine (None: our driver, ``driver.c``) and the environment the build adds."""
+    fuzzing engine (None: our driver, ``driver.c``, compiled for the build) and the environment the
+    build adds."""
 
     cc: str
     cxx: str
@@ -58,10 +59,9 @@ def afl_driver(compiler: Path) -> tuple[str, ...]:
     (module docstring), or ``-fsanitize=fuzzer`` for AFL++'s compiler to find it itself."""
     real = compiler.resolve().parent
     places = [os.environ.get("AFL_PATH", ""), str(real), str(real.parent / "lib" / "afl"), *_AFL_DIRS]
-    for place in places:
-        candidate = Path(place) / AFL_DRIVER if place else None
-        if candidate is not None and candidate.is_file():
-            return (str(candidate),)
+    for place in filter(None, places):
+        if (Path(place) / AFL_DRIVER).is_file():
+            return (str(Path(place) / AFL_DRIVER),)
     return ("-fsanitize=fuzzer",)
 
 
