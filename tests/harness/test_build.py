@@ -1,7 +1,9 @@
 """``symcc-ulfm build`` on the planted harness (``tests/fixtures/harness``), through its OSS-Fuzz
 build script and from its source: real afl-clang-fast and clang builds, run on the planted bug and
-on the seeds; a harness that does not build names the build; a hostile seed corpus writes nothing
-but seeds."""
+on the seeds, the afl build under afl-fuzz with its CmpLog build, dictionary and seeds; scripts as
+OSS-Fuzz projects write them (several harnesses, ``mkdir build`` in a WORKDIR, ``-lFuzzingEngine``);
+a harness that does not build names the build; a hostile seed corpus writes nothing but seeds;
+``--symcc`` on a stand-in wrapper (not SymCC)."""
 
 from __future__ import annotations
 
@@ -73,7 +75,7 @@ def run(harness: directory.Harness, build_name: str, data: bytes, tmp_path: Path
     given.write_bytes(data)
     args = [str(given) if arg == "@@" else arg for arg in harness.args]
     with open(given, "rb") as stdin:
-        return subprocess.run([str(harness.path(build_name)), *args], stdin=subprocess.DEVNULL if "@@" in args
+        return subprocess.run([str(harness.path(build_name)), *args], stdin=subprocess.DEVNULL if "@@" in harness.args
                               else stdin, capture_output=True, text=True, timeout=60,
                               env={**os.environ, "ASAN_OPTIONS": "detect_leaks=0"})
 
