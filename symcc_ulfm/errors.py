@@ -8,7 +8,8 @@ Exit codes (also listed in docs/campaigns.md and, in short, in every command's `
 == ==========================================================================================
 0  success: the campaign reached its deadline and the oracle passed / the check passed
 1  a check failed: oracle, verifier, campaign outcome
-2  bad input: policy, file mode, failure schedule, host spec, target that matches nothing, a state
+2  bad input: policy, file mode, failure schedule, host spec, target that matches nothing, a
+   harness whose afl build failed (``symcc-ulfm build``), a state
    whose policy, deadline, membership snapshot or layout cannot be read as its owner wrote it
 3  a matrix finished its report but at least one cell failed internally
 4  integrity: a tampered corpus object, a corrupted WAL record, tampered evidence
@@ -66,6 +67,11 @@ class HostSpecError(ConfigError):
 
 class TargetError(ConfigError):
     """A target that cannot be resolved (explicit targets matching nothing exit 2)."""
+
+
+class BuildFailed(TargetError):
+    """A build of a harness (``symcc-ulfm build``) that failed: which build, and why in its
+    compiler's last lines."""
 
 
 class DamagedState(ConfigError):

@@ -238,6 +238,32 @@ def build_parser() -> CommandParser:
                    help="run the target in namespaces where it cannot write the campaign's files (default), or not")
     p.add_argument("--json", action="store_true")
 
+    p = command("build", help="make every build of a libFuzzer harness this machine's tools allow (afl, cmplog, "
+                              "symcc, sanitizer), its dictionary and seeds, into a harness directory for launch "
+                              "--harness; exit 2 naming the afl build when it failed")
+    p.add_argument("sources", nargs="*", metavar="SOURCE",
+                   help="the harness's source files (.c; .cc, .cpp, .cxx as C++), compiled and linked per build "
+                        "(or --script)")
+    p.add_argument("--out", required=True, help="a new directory: a subdirectory per build, NAME.dict, seeds/, "
+                                                "logs/ and the manifest harness.json")
+    p.add_argument("--script", metavar="FILE",
+                   help="an OSS-Fuzz build script, run with bash once per build in a fresh copy of --src with "
+                        "CC, CXX, CFLAGS, CXXFLAGS, LIB_FUZZING_ENGINE, SRC, WORK and OUT set; it leaves the "
+                        "harness (and NAME.dict, NAME_seed_corpus.zip) in $OUT")
+    p.add_argument("--src", metavar="DIR", help="with --script: its $SRC, copied afresh for each build (default: "
+                                                "the script's directory)")
+    p.add_argument("--workdir", metavar="DIR", help="with --script: where in --src it runs, as an OSS-Fuzz "
+                                                    "Dockerfile's WORKDIR (relative to --src; default: --src)")
+    p.add_argument("--name", help="the harness: with --script, which executable of $OUT (needed when it leaves "
+                                  "several); with sources, its file name (default: the first source's)")
+    p.add_argument("--cflags", default="", metavar="FLAGS",
+                   help="compiler flags added to every build's (one string, split as a shell splits it)")
+    p.add_argument("--dictionary", metavar="FILE", help="with sources: the harness's own tokens (AFL's -x format), "
+                                                        "merged with those AFL++ extracts while it builds")
+    p.add_argument("--symcc", metavar="PATH", help="SymCC's compiler wrapper symcc, with sym++ beside it (default: "
+                                                   "both on PATH; without SymCC the symcc build is skipped)")
+    p.add_argument("--json", action="store_true")
+
     p = command("targets", help="list the built-in targets")
     p.add_argument("--json", action="store_true")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import sys
 import time
@@ -258,6 +259,45 @@ def cmd_explore(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build(args: argparse.Namespace) -> int:
+    from ..harness.build import Script, Sources, build
+
+    if args.script is None:
+        if args.src is not None or args.workdir is not None:
+            raise ConfigError("--src" if args.src else "--workdir", "only with --script (the script's $SRC and "
+                                                                    "where in it the script runs)")
+        dictionary = Path(args.dictionary) if args.dictionary else None
+        harness = Sources(tuple(Path(s) for s in args.sources), dictionary)
+    elif args.sources or args.dictionary:
+        raise ConfigError("--script", "builds from its script alone: no SOURCE or --dictionary beside it (the "
+                                      "script leaves NAME.dict in $OUT)")
+    else:
+        src = Path(args.src) if args.src else Path(args.script).absolute().parent
+        harness = Script(Path(args.script), src, Path(args.workdir) if args.workdir else None)
+    try:
+        cflags = shlex.split(args.cflags)
+    except ValueError as error:
+        raise ConfigError("--cflags", f"{args.cflags!r}: {error}") from None
+    made = build(Path(args.out), harness, name=args.name, cflags=cflags, symcc=args.symcc)
+    text = []
+    for name, entry in made.harness.builds.items():
+        text.append(f"{name:<9} {made.out / entry.path}  ({entry.compiler})")
+    text += [f"{name:<9} skipped: {why}" for name, why in made.skipped.items()]
+    text += [f"{name:<9} FAILED: {why}" for name, why in made.failed.items()]
+    tokens = made.tokens
+    text.append(f"dictionary {made.harness.dictionary or 'none'}: {tokens['written']} tokens ({tokens['harness']} "
+                f"from the harness's, {tokens['extracted']} extracted by AFL_LLVM_DICT2FILE)")
+    if made.seeds is not None:
+        skipped = ", ".join(f"{n} {why}" for why, n in made.seeds.skipped.items())
+        text.append(f"seeds     {made.harness.seeds}/: {made.seeds.seeds}" + (f" (skipped: {skipped})" if skipped
+                                                                               else ""))
+    text += [f"note: {note}" for note in made.notes]
+    text.append(f"manifest  {made.out / 'harness.json'}")
+    emit(args, made.to_json(), "\n".join(text))
+    made.check()
+    return 0
+
+
 def cmd_targets(args: argparse.Namespace) -> int:
     from ..targets import list_targets
 
@@ -321,6 +361,7 @@ COMMANDS = {
     "seal": cmd_seal,
     "verify": cmd_verify,
     "explore": cmd_explore,
+    "build": cmd_build,
     "targets": cmd_targets,
     "matrix": cmd_matrix,
     "analyze": cmd_analyze,

@@ -1,1 +1,2 @@
-"""A user's fuzz harness: the builds ``symcc-ulfm build`` makes of it and their manifest (``manifest``)."""
+"""A user's fuzz harness: the builds ``symcc-ulfm build`` makes of it (``build``) and their manifest
+(``directory``)."""
