@@ -6,7 +6,7 @@ clang's sanitizers (``tests/helpers/harness_builds``), under real ``mpiexec --wi
 The campaign kills its first afl worker (rank 1) in generation 0 and ends by a count (every worker
 of generation 1 has its slices committed); it passes the oracle and holds the planted crash as a
 finding with the sanitizer's report as its signature; ``replay`` reproduces it with that report
-and ``minimize`` shrinks it. The count is generous for afl-fuzz with the harness's dictionary
+and ``minimize`` shrinks it; a resume after the harness was built again is refused. The count is generous for afl-fuzz with the harness's dictionary
 (the word is one dictionary overwrite away from the seed); the test asserts the finding, not a
 time."""
 
@@ -16,10 +16,13 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 from helpers.harness_builds import PLANTED, build_harness, missing
 from helpers.mpi import launch
+
+from symcc_ulfm.harness import directory
 
 pytestmark = pytest.mark.mpi
 
@@ -83,3 +86,20 @@ def test_replay_shows_the_sanitizer_report_and_minimize_shrinks_the_crash(campai
     assert minimized["signature"] == finding["signature"]
     assert out.read_bytes().startswith(PLANTED[:2]) and PLANTED[3:] in out.read_bytes()
     assert minimized["minimized_size"] <= minimized["input_size"]
+
+
+def test_a_resume_after_the_harness_was_built_again_is_refused(campaign):
+    """The policy records the manifest's path and SHA-256: a resume with ``--harness`` of the rebuilt
+    directory differs from the stored policy (exit 2, naming the field), and a resume of the stored
+    policy is refused by every kind's check of the manifest (exit 6); nothing starts either way."""
+    harness, run = campaign
+    manifest = harness.root / "harness.json"
+    kept = manifest.read_bytes()
+    try:
+        directory.write(replace(harness, source={**harness.source, "rebuilt": True}))
+        given = _cli("launch", "--state-dir", str(run.state), "--resume", "--harness", str(harness.root))
+        assert given.returncode == 2 and "executor_options.harness: stored" in given.stderr, given.stderr
+        stored = _cli("launch", "--state-dir", str(run.state), "--resume")
+        assert stored.returncode == 6 and "the harness was built again since" in stored.stderr, stored.stderr
+    finally:
+        manifest.write_bytes(kept)
