@@ -103,3 +103,18 @@ def test_a_resume_after_the_harness_was_built_again_is_refused(campaign):
         assert stored.returncode == 6 and "the harness was built again since" in stored.stderr, stored.stderr
     finally:
         manifest.write_bytes(kept)
+
+
+def test_a_native_worker_beside_an_afl_worker_checks_what_it_finds(campaign, tmp_path):
+    """``--worker-kinds afl:1,native:1``: the native worker runs each input concretely on the
+    sanitizer build (analyses without candidates) and, with nothing to analyze, is lent to afl; the
+    oracle passes and attributes inputs only to afl."""
+    harness, _ = campaign
+    run = launch(tmp_path / "state", "--harness", str(harness.root), "--worker-kinds", "afl:1,native:1",
+                 "--ranks", "3", "--warm-spares", "0", "--workers-per-master", "2", "--slice", "1",
+                 "--stop-after", "3", "--deadline", "240")
+    assert run.returncode == 0, run.stderr[-3000:] + json.dumps(run.verdict.get("problems"))
+    attribution = run.verdict["attribution"]
+    assert attribution["native"]["works"] >= 1 and attribution["native"]["inputs"] == 0, attribution
+    analyzed = [e for e in run.log_events("commit") if not e.get("slice") and e["worker"] == 2]
+    assert analyzed, "the native worker analyzed nothing"
