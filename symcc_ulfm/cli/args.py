@@ -113,7 +113,14 @@ def build_parser() -> CommandParser:
                    help="tokens in AFL's -x format (name=\"value\" or \"value\" lines, \\xNN escapes; or a "
                         "directory of token files) for the concolic engine's and the havoc kind's mutations and "
                         "afl-fuzz -x; recorded in the policy with its SHA-256")
-    p.add_argument("--target", help="built-in target name, module:function, file.py:function, or a SymCC binary")
+    p.add_argument("--target", help="built-in target name, module:function, file.py:function, or a binary (symcc: "
+                                    "the SymCC build; native: the sanitizer build, else the AFL build)")
+    p.add_argument("--harness", metavar="DIR",
+                   help="a harness directory (symcc-ulfm build --out DIR, its harness.json): the symcc executor on its "
+                        "SymCC build when it has one, else native on its sanitizer (or AFL) build; its AFL build, "
+                        "args, dictionary and seeds (unless --dictionary/--seeds); worker kinds by default afl:1 and "
+                        "symcc for the rest, or afl for every slot without a SymCC build (not with --target or "
+                        "--executor)")
     p.add_argument("--executor-option", action="append", metavar="KEY=VALUE",
                    help="executor option (repeatable); KIND={...} holds a worker kind's own options")
     p.add_argument("--worker-kinds", default="", metavar="KIND:N,...",

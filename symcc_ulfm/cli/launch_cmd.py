@@ -13,25 +13,40 @@ from typing import Any
 
 from ..core.modes import modes_from_env
 from ..core.policy import build_policy
-from ..errors import ConfigError, Interrupted
+from ..errors import ConfigError, Interrupted, TargetError
 from ..evidence.oracle.verdict_text import verdict_lines
+from ..harness.directory import MANIFEST, Harness, sha256_file
+from ..harness.directory import read as read_harness
 from ..launch import batch
 from .args import given_options
 from .option_values import dictionary_used, emit, executor_options, read_seeds, timeouts, with_dictionary
 
 
-def _policy_options(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
+def _policy_options(args: argparse.Namespace, harness: Harness | None) -> dict[str, tuple[str, Any]]:
     """``launch``'s options that set policy fields: option (its dest) -> (field, value as
-    ``build_policy`` takes it)."""
-    options = with_dictionary(executor_options(args.executor_option), args.dictionary)
+    ``build_policy`` takes it); with ``harness`` (``--harness``) the executor, its target and
+    options, the dictionary and the worker kinds are derived from it (:func:`from_harness`)."""
+    executor, target, dictionary, kinds = args.executor, args.target, args.dictionary, args.worker_kinds
+    options = executor_options(args.executor_option)
+    if harness is not None:
+        executor, target, derived, default_kinds = from_harness(harness, args.workers_per_master)
+        both = sorted(set(derived) & set(options))
+        if both:
+            raise ConfigError("--executor-option", f"{both[0]} is the harness's (--harness {harness.root}); "
+                                                   "not given as well")
+        options = {**derived, **options}
+        dictionary = dictionary or (str(harness.file(harness.dictionary)) if harness.dictionary else None)
+        kinds = kinds or default_kinds
+    options = with_dictionary(options, dictionary)
     return {
         "ranks": ("ranks", args.ranks),
         "warm_spares": ("warm_spares", args.warm_spares),
         "workers_per_master": ("workers_per_master", args.workers_per_master),
         "deadline": ("deadline_s", args.deadline),
         "failure_schedule": ("failure_schedule", args.failure_schedule),
-        "executor": ("executor", args.executor),
-        "target": ("target", args.target),
+        "executor": ("executor", executor),
+        "target": ("target", target),
+        "harness": ("executor_options", options),
         "executor_option": ("executor_options", options),
         "dictionary": ("executor_options", options),
         "hosts": ("hosts", args.hosts),
@@ -42,7 +57,7 @@ def _policy_options(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
         "run_to_deadline": ("stop_when_exhausted", not args.run_to_deadline),
         "stop_after": ("stop_after", args.stop_after),
         "stop_from": ("stop_from", args.stop_from),
-        "worker_kinds": ("worker_kinds", args.worker_kinds),
+        "worker_kinds": ("worker_kinds", kinds),
         "keep": ("keep", args.keep),
         "slice_s": ("slice_s", args.slice_s),
         "idle": ("idle", args.idle),
@@ -50,12 +65,55 @@ def _policy_options(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
     }
 
 
+def _harness(args: argparse.Namespace) -> Harness | None:
+    """The harness directory of ``--harness`` (None without one); --target or --executor beside it
+    is a ConfigError naming both."""
+    if args.harness is None:
+        return None
+    given = [f"--{dest}" for dest in ("target", "executor") if dest in given_options(args.argv)]
+    if given:
+        raise ConfigError("--harness", f"--harness DIR names the executor and its target; not with {' or '.join(given)}")
+    return read_harness(args.harness)
+
+
+def from_harness(harness: Harness, workers_per_master: int) -> tuple[str, str, dict[str, Any], str]:
+    """The executor, its target, the executor options and the default worker kinds of a campaign
+    on ``harness``'s builds: ``symcc`` on its SymCC build, else ``native`` on its sanitizer build,
+    else on its AFL build; ``afl_binary`` its AFL build, ``sanitizer_binary`` its sanitizer build
+    (every kind's failing inputs are judged by it), ``args`` its args, ``harness`` the path and
+    SHA-256 of its manifest (recorded in the policy; each kind checks it when it is built)."""
+    builds = {name: str(harness.path(name)) for name in ("afl", "sanitizer", "symcc") if name in harness.builds}
+    manifest = harness.root / MANIFEST
+    options: dict[str, Any] = {"args": list(harness.args),
+                               "harness": {"manifest": str(manifest), "sha256": sha256_file(manifest)}}
+    if "afl" in builds:
+        options["afl_binary"] = builds["afl"]
+    if "sanitizer" in builds:
+        options["sanitizer_binary"] = builds["sanitizer"]
+    if "symcc" in builds:
+        executor, target = "symcc", builds["symcc"]
+    elif builds:
+        executor, target = "native", builds.get("sanitizer", builds.get("afl"))
+    else:
+        raise TargetError("harness", f"{harness.root} has no build a campaign runs (it has: "
+                                     f"{', '.join(sorted(harness.builds))}); symcc-ulfm build makes them")
+    rest = workers_per_master - 1
+    if "afl" not in builds:
+        kinds = ""  # every slot the executor's
+    elif executor == "symcc" and rest:
+        kinds = f"afl:1,symcc:{rest}"
+    else:
+        kinds = f"afl:{workers_per_master}"
+    return executor, target, options, kinds
+
+
 def cmd_launch(args: argparse.Namespace) -> int:
     from ..launch.launcher import Mpiexec, plan  # the job's modules, loaded by this command alone
     from ..launch.prepare import resume_command
     from ..launch.progress import LaunchProgress
 
-    options = _policy_options(args)
+    harness = _harness(args)
+    options = _policy_options(args, harness)
     modes = modes_from_env(os.environ)
     echo = (lambda line: print(line, file=sys.stderr)) if args.json else print
     runner = Mpiexec(echo=echo, allocation=batch.current_allocation())  # Slurm's, inside sbatch/salloc (docs/slurm.md)
@@ -67,7 +125,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
     else:
         policy = build_policy(**dict(options.values()))
         dictionary_used(args.dictionary, policy.kinds)
-        launch = plan(runner, modes, policy, seeds=read_seeds(args.seeds), lease_given="lease_s" in options["timeout"][1])
+        seeds = args.seeds or (str(harness.file(harness.seeds)) if harness is not None and harness.seeds else None)
+        launch = plan(runner, modes, policy, seeds=read_seeds(seeds), lease_given="lease_s" in options["timeout"][1])
     if launch.lease_note:
         echo(f"note: {launch.lease_note}")
     state = launch.prepare(Path(args.state_dir or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S")))

@@ -30,6 +30,7 @@ _EXECUTORS: dict[str, str] = {  # a campaign's executor: one lease analyzes one 
     "simulate": "symcc_ulfm.executors.simulate:SimulateExecutor",
     "concolic": "symcc_ulfm.executors.concolic:ConcolicExecutor",
     "symcc": "symcc_ulfm.executors.symcc.adapter:SymccExecutor",
+    "native": "symcc_ulfm.executors.native.concrete:NativeExecutor",  # a binary campaign without SymCC
 }
 _FUZZERS: dict[str, str] = {  # worker kinds beside it (core.kinds): one lease is a time slice (core.slices)
     "simfuzz": "symcc_ulfm.executors.fuzzers.simfuzz:SimulatedFuzzer",

@@ -1,7 +1,7 @@
 """The two contracts of a worker kind, over what both share about the target they run.
 
-:class:`Executor` (``simulate``, ``concolic``, ``symcc``: a campaign's analysis kind) analyzes
-one input per lease: :meth:`Executor.run` expands a corpus object into candidate children, and
+:class:`Executor` (``simulate``, ``concolic``, ``symcc``, ``native``: a campaign's analysis kind)
+analyzes one input per lease: :meth:`Executor.run` expands a corpus object into candidate children, and
 :meth:`Executor.seeds` gives the campaign its first inputs. :class:`Fuzzer` (``afl``, ``havoc``,
 ``simfuzz``: worker kinds beside it) is leased time slices instead (``core.slices``):
 :meth:`Fuzzer.fuzz` returns what it kept during one, and :meth:`Fuzzer.offer` hands it what the

@@ -125,7 +125,7 @@ def _afl_tmin(run: Run, data: bytes, kind: str, executor: Executor) -> bytes | N
     """afl-tmin's minimisation of a crash on the AFL build of a binary target; None where it does
     not apply (no AFL build, not a crash, no afl-tmin on PATH) or fails."""
     binary, tmin = run.options.get("afl_binary"), shutil.which("afl-tmin")
-    if run.executor != "symcc" or kind != "crash" or not isinstance(binary, str) or tmin is None:
+    if run.executor not in ("symcc", "native") or kind != "crash" or not isinstance(binary, str) or tmin is None:
         return None
     args = [str(a) for a in run.options.get("args", [])]
     timeout_ms = max(100, int(1000 * min(executor.execution_limit_s, 10.0)))

@@ -641,6 +641,27 @@ def test_afl_twin_hit_counts_change_coverage_ids_not_edges(stand_in, afl_twin):
     assert executor.measure(b"SYM\x06").coverage == five
 
 
+def test_a_sanitizer_build_judges_failing_inputs_and_reproduces_findings(stand_in, afl_twin, build):
+    """With ``sanitizer_binary`` (here the stand-in's source built with AddressSanitizer) a crash
+    measured on the twin and a failing SymCC run's confirmation both run that build: one signature,
+    the sanitizer's report, and its SHA-256 in the identity."""
+    if shutil.which("clang") is None:
+        pytest.skip("needs clang for the sanitizer build")
+    sanitizer = compile_c("clang", build / "fake_symcc.asan", SOURCE, "-DAFL_TWIN", "-fsanitize=address,undefined")
+    executor = SymccExecutor(target=str(stand_in), options={"afl_binary": str(afl_twin),
+                                                              "sanitizer_binary": str(sanitizer), "timeout_s": 5})
+    try:
+        measured = executor.measure(b"CRSH")
+        outcome, report = executor.reproduce_report(b"CRSH")
+        assert measured.outcome == outcome and "AddressSanitizer" in outcome.signature
+        assert "ERROR: AddressSanitizer" in report
+        [finding] = executor.run(b"CRSH").findings
+        assert finding.outcome == outcome
+        assert executor.identity()["sanitizer_sha256"] == hashlib.sha256(sanitizer.read_bytes()).hexdigest()
+    finally:
+        executor.close()
+
+
 def _counting_showmap(tmp_path: Path) -> tuple[Path, Path]:
     """A wrapper that logs each afl-showmap start, then runs the real one (same arguments)."""
     log = tmp_path / "showmap.log"

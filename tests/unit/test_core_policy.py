@@ -422,10 +422,10 @@ def test_the_executor_registry_owns_the_names():
     from symcc_ulfm.evidence.rundir import policy_from_parameters
     from symcc_ulfm.launch.prepare import check_executor
 
-    assert executors.names() == ["concolic", "simulate", "symcc"]
+    assert executors.names() == ["concolic", "native", "simulate", "symcc"]
     assert executors.fuzzer_names() == ["afl", "havoc", "simfuzz"]
     policy = build_policy(executor="afl")
-    with pytest.raises(PolicyError, match="unknown executor 'afl'; expected one of concolic, simulate, symcc"):
+    with pytest.raises(PolicyError, match="unknown executor 'afl'; expected one of concolic, native, simulate, symcc"):
         check_executor(policy)
     with pytest.raises(PolicyError) as refused:
         policy_from_parameters(executor="afl")

@@ -1,5 +1,5 @@
 """Coverage and outcomes of concrete runs on a binary target (``executors.symcc.adapter``,
-``executors.fuzzers.afl``): an AFL-instrumented twin of the target (same source, built with
+``executors.native.concrete``, ``executors.fuzzers.afl``): an AFL-instrumented twin of the target (same source, built with
 ``afl-cc``) under AFL++'s ``afl-showmap``.
 
 A chunk of inputs is measured by one ``afl-showmap -q -Z -b -t MS -i IN_DIR -o OUT_DIR -- TWIN
@@ -24,7 +24,8 @@ limit, for the outcome (:func:`.runs.classify_exit`: the signal's name, a saniti
 ``SUMMARY`` line, or a hang), which afl-showmap cannot give: its messages name no signal with
 ``-q``, its exit status is the last run's only, and with ``-Z`` a crash and a hang look the same.
 A twin that behaves differently when run directly (nondeterminism, a run close to the limit) gets
-the direct run's outcome. Inputs the time budget left unmeasured are ``None``; the results are a
+the direct run's outcome. Given a sanitizer build (``sanitizer_binary``), the direct run is of
+that build instead: its report is the finding's signature, whichever kind measured the input. Inputs the time budget left unmeasured are ``None``; the results are a
 prefix (everything after the first ``None`` is ``None``), as the sandbox reports them.
 
 A ``confined`` twin (the ``afl`` worker kind's) runs, afl-showmap with it, under
@@ -43,18 +44,23 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 from ...core.coverage import HIT_CLASS_BOUNDS, coverage_id
 from ...errors import TargetError
 from ..base import Measurement
-from .runs import Scratch, classify_exit, clean_env, run_binary, tail
+from .options import SymccOptions
+from .pinned import Pinned
+from .runs import Scratch, clean_env, run_binary, run_input, tail
 
 AFL_SHM_MARKER = b"__AFL_SHM_ID"  # what afl-fuzz looks for to call a binary instrumented
 FIELD = "executor_options.afl_binary"
+JUDGE_FIELD = "executor_options.sanitizer_binary"
 STARTUP_S = 10.0  # afl-showmap's own start and its fork server's, beyond the runs' time limits
 PER_RUN_SLACK_S = 0.05  # a fork-server round trip and the map write, per input
 TERM_GRACE_S = 2.0  # SIGTERM lets afl-showmap remove its shared memory before SIGKILL
 DEVNULL = Path(os.devnull)
+NO_COVERAGE = "no coverage: content dedup only"
 
 
 def coverage_from_afl_map(bitmap: bytes) -> frozenset[int]:
@@ -83,11 +89,29 @@ def check_instrumented(path: str, data: bytes) -> None:
         raise TargetError(FIELD, f"{path}: not AFL-instrumented (build it with afl-cc)")
 
 
-class AflTwin:
-    """Measures inputs on ``binary`` (``args`` may hold ``@@``) with ``showmap``, ``timeout_s`` per run."""
+def twin_of(options: SymccOptions, pinned: Pinned, judge: str | None) -> tuple[AflTwin | None, dict[str, Any]]:
+    """The AFL twin of an executor's options (its files pinned in ``pinned``; a failing input's
+    outcome from ``judge`` when given) and the coverage part of the executor's identity; None
+    and :data:`NO_COVERAGE` without an ``afl_binary``."""
+    if options.afl_binary is None:
+        return None, {"kind": "none", "note": NO_COVERAGE}
+    binary, binary_sha256, data = pinned.pin(FIELD, options.afl_binary)
+    check_instrumented(options.afl_binary, data)
+    showmap, showmap_sha256, _ = pinned.pin("executor_options.afl_showmap", options.afl_showmap or which_showmap())
+    identity = {"kind": "afl-showmap -Z -b", "afl_binary": options.afl_binary, "afl_binary_sha256": binary_sha256,
+                "afl_showmap_sha256": showmap_sha256}
+    return AflTwin(binary, showmap, options.args, options.measure_timeout_s, judge=judge), identity
 
-    def __init__(self, binary: str, showmap: str, args: list[str], timeout_s: float, confined: bool = False):
+
+class AflTwin:
+    """Measures inputs on ``binary`` (``args`` may hold ``@@``) with ``showmap``, ``timeout_s`` per run;
+    the outcome of an input that crashed or hung there is that of a direct run of ``judge`` (the
+    sanitizer build, ``sanitizer_binary``), else of ``binary``."""
+
+    def __init__(self, binary: str, showmap: str, args: list[str], timeout_s: float, confined: bool = False,
+                 judge: str | None = None):
         self.binary = binary
+        self.judge = judge  # the build whose direct run gives a failing input's outcome (default: the twin)
         self.showmap = showmap
         self.args = args
         self.timeout_s = timeout_s
@@ -161,10 +185,10 @@ class AflTwin:
             raise TargetError(FIELD, f"afl-showmap gave no map (exit {shown.returncode}, timed out: "
                                      f"{shown.timed_out}): {tail(work / 'stderr')}")
         coverage = coverage_from_afl_map(map_path.read_bytes())
-        ran = run_binary(FIELD, [self.binary, *argv], stdin=input_path, stderr=work / "stderr-direct",
-                         env=clean_env(), cwd=work, timeout_s=self.timeout_s, adopt=adopt, spare=spare,
-                         writable=self._writable(work))
-        return Measurement(coverage, classify_exit(ran.returncode, ran.timed_out, tail(work / "stderr-direct")))
+        field, binary = (FIELD, self.binary) if self.judge is None else (JUDGE_FIELD, self.judge)
+        outcome, _stderr = run_input(field, binary, self.args, input_path, work, "stderr-direct", env=clean_env(),
+                                     timeout_s=self.timeout_s, adopt=adopt, spare=spare, writable=self._writable(work))
+        return Measurement(coverage, outcome)
 
     def _writable(self, work: Path) -> list[Path] | None:
         return [work] if self.confined else None

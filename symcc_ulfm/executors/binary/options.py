@@ -1,14 +1,25 @@
-"""The options of a binary target, shared by the ``symcc`` executor and the ``afl`` fuzzer: their
-defaults and checks (a PolicyError or TargetError naming the option), and the SymCC runtime
-variables a campaign may set."""
+"""The options of a binary target, shared by the ``symcc`` and ``native`` executors and the ``afl``
+fuzzer: their defaults and checks (a PolicyError or TargetError naming the option), and the SymCC
+runtime variables a campaign may set.
+
+``sanitizer_binary`` is the build every kind takes an input's outcome from when the input did not
+end cleanly on the AFL build (the AFL twin's direct run, a SymCC run's confirmation, a replay), so
+that a finding has one signature, its sanitizer report, whichever kind found it. ``harness`` is
+what ``launch --harness`` records of the harness directory it took the builds from: the path and
+SHA-256 of its manifest (which holds every build's SHA-256, compiler and flags). Every kind checks
+it when it is built, so a campaign never runs on a harness directory built again since
+(ProvenanceChanged).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import PolicyError
+from ...errors import PolicyError, ProvenanceChanged, TargetError
 from ..seed_dirs import read_seed_blobs
 
 # SymCC never changes an input's length, and a target's length checks are concrete: one seed
@@ -26,6 +37,8 @@ DEFAULTS: dict[str, Any] = {
     "env": {},  # SymCC runtime variables of every run (RUNTIME_ENV)
     "afl_binary": None,
     "afl_showmap": None,  # afl-showmap on PATH when afl_binary is set
+    "sanitizer_binary": None,  # the build that decides the outcome of an input that fails (a sanitizer build)
+    "harness": None,  # {"manifest": ..., "sha256": ...}: the harness directory's manifest (launch --harness)
     "seeds": None,  # DEFAULT_SEEDS: zero bytes of several lengths, all of them symbolic
     "max_output_bytes": 1024 * 1024,
 }
@@ -78,6 +91,8 @@ class SymccOptions:
     seeds: tuple[bytes, ...]
     afl_binary: Any
     afl_showmap: Any
+    sanitizer_binary: Any
+    harness: dict[str, str] | None
 
 
 def parse_options(options: dict[str, Any]) -> SymccOptions:
@@ -106,7 +121,8 @@ def parse_options(options: dict[str, Any]) -> SymccOptions:
     if opts["afl_showmap"] is not None and opts["afl_binary"] is None:
         raise PolicyError("executor_options.afl_showmap", "only used with afl_binary (the AFL-instrumented twin)")
     return SymccOptions(args, input_mode, timeout_s, measure_timeout_s, max_output_bytes, env, seeds,
-                        opts["afl_binary"], opts["afl_showmap"])
+                        opts["afl_binary"], opts["afl_showmap"], opts["sanitizer_binary"], _harness(opts["harness"]))
+
 
 
 def _runtime_env(value: Any) -> dict[str, str]:
@@ -172,3 +188,27 @@ def _seeds(value: Any) -> tuple[bytes, ...]:
         return tuple(bytes.fromhex(item) for item in value)
     except ValueError as exc:
         raise PolicyError(field, f"{value!r}: not hex ({exc})") from None
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _harness(value: Any) -> dict[str, str] | None:
+    """The checked ``harness`` record, once its manifest is found to be the one recorded."""
+    field = "executor_options.harness"
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"manifest", "sha256"} or \
+            not isinstance(value["manifest"], str) or not os.path.isabs(value["manifest"]) or \
+            not isinstance(value["sha256"], str) or not _SHA256.fullmatch(value["sha256"]):
+        raise PolicyError(field, f"{value!r}: expected {{\"manifest\": ABSOLUTE PATH, \"sha256\": HEX}}")
+    try:
+        fd = os.open(value["manifest"], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise TargetError(field, f"{value['manifest']}: cannot be read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        found = hashlib.sha256(handle.read()).hexdigest()
+    if found != value["sha256"]:
+        raise ProvenanceChanged(f"{value['manifest']}: its SHA-256 is {found}, the campaign recorded {value['sha256']} "
+                                "(the harness was built again since)")
+    return dict(value)

@@ -1,9 +1,9 @@
-"""Processes and files of a binary target (the ``symcc`` executor's and the ``afl`` fuzzer's):
-running a binary contained, its scratch space, reading the test cases SymCC wrote.
+"""Processes and files of a binary target (the ``symcc`` and ``native`` executors' and the ``afl``
+fuzzer's): running a binary contained, its scratch space, reading the test cases SymCC wrote.
 
-Every binary (a SymCC run, its concrete confirmation, ``afl-showmap``, the AFL twin) is started
-directly from the executor's process with :func:`run_binary`: no helper process sits between
-them. The binary gets a session and process group of its own; its exit is awaited through a
+Every binary (a SymCC run, its concrete confirmation, ``afl-showmap``, the AFL twin, a native or
+sanitizer build's direct run, :func:`run_input`) is started directly from the executor's process
+with :func:`run_binary`: no helper process sits between them. The binary gets a session and process group of its own; its exit is awaited through a
 pidfd, so after the time limit, or after it exited, its group is killed while the leader is
 still an unreaped zombie (the group id cannot have been reused). When this process is a child
 subreaper (the sandbox child makes itself one for these kinds, see
@@ -142,6 +142,19 @@ def _exited(pidfd: int, timeout_s: float) -> bool:
             return True
         if remaining <= 0:
             return False
+
+
+def run_input(field: str, binary: str, args: list[str], input_path: Path, work: Path, stderr_name: str, *,
+              env: dict[str, str], timeout_s: float, adopt: bool, spare: frozenset[int] = frozenset(),
+              writable: list[Path] | None = None) -> tuple[Outcome, str]:
+    """One direct run of ``binary`` on the input in ``input_path`` (in its file where ``args`` holds
+    ``@@``, and on stdin), in ``work``, as :func:`run_binary` runs it: its outcome
+    (:func:`classify_exit`) and the tail of its stderr, left in ``work/stderr_name``."""
+    argv = [binary, *(arg.replace("@@", str(input_path)) for arg in args)]
+    ended = run_binary(field, argv, stdin=input_path, stderr=work / stderr_name, env=env, cwd=work,
+                       timeout_s=timeout_s, adopt=adopt, spare=spare, writable=writable)
+    stderr = tail(work / stderr_name)
+    return classify_exit(ended.returncode, ended.timed_out, stderr), stderr
 
 
 class Scratch:

@@ -2,12 +2,14 @@
 
 The worker's fuzzer is one ``afl-fuzz`` process that runs for as long as the worker keeps this
 kind (across slices and generations), started at the first slice in the worker's scratch
-directory: ``-i IN -o SYNC -M worker`` on the AFL twin of the campaign's target (the symcc
+directory: ``-i IN -o SYNC -M worker`` on the AFL twin of the campaign's target (the
 executor's ``afl_binary``, with its ``args``; ``@@`` is AFL's own). Each slice
 (``core.slices``) waits for the slice's seconds and returns what afl-fuzz kept meanwhile:
 its own new ``queue/`` entries (not those it imported) and its new ``crashes/`` and ``hangs/``; the
-worker measures them on the same twin (``afl-showmap``, ``executors.binary.afl_coverage``), so their
-coverage ids and findings are those of every other worker.
+worker measures them on the same twin (``afl-showmap``, ``executors.binary.afl_coverage``; a failing
+input's outcome from the campaign's ``sanitizer_binary`` when it has one), so their coverage ids
+and findings are those of every other worker. The executor beside it is ``symcc`` (a hybrid
+campaign) or ``native`` (a campaign of AFL++ builds alone, ``executors.native``).
 
 What the other workers found reaches afl-fuzz through its own import: :meth:`offer` writes them
 into ``SYNC/campaign/queue/`` as a foreign instance's queue, named ``id:NNNNNN,orig:<sha>`` densely
@@ -134,8 +136,14 @@ class AflFuzzer(Fuzzer):
                                                                  "as another option's attached value): afl-fuzz would "
                                                                  "run the CmpLog binary itself, where its writes are "
                                                                  "not confined")
+        self._sanitizer: dict[str, str] = {}  # the build that decides a failing input's outcome, if any
+        judge = None
+        if symcc.sanitizer_binary is not None:
+            judge = os.path.abspath(symcc.sanitizer_binary)
+            sanitizer_data = _read_file("executor_options.sanitizer_binary", judge)
+            self._sanitizer = {"sanitizer_sha256": hashlib.sha256(sanitizer_data).hexdigest()}
         self._twin = AflTwin(self._binary, symcc.afl_showmap or which_showmap(), self._args, symcc.measure_timeout_s,
-                             confined=True)
+                             confined=True, judge=judge)
         self._map_size: str | None = None  # AFL_MAP_SIZE, from the binary at the first start
         self._scratch: Scratch | None = None
         self._adopt = is_subreaper()
@@ -151,7 +159,7 @@ class AflFuzzer(Fuzzer):
     def identity(self) -> dict[str, Any]:
         return {"executor": self.name, "version": VERSION, "afl_binary_sha256": self._binary_sha256,
                 "args": self._args, "timeout_ms": self._timeout_ms, "afl_fuzz_sha256": self._afl_fuzz_sha256,
-                "dictionary_sha256": self._dictionary_sha256, "extra_args": self._extra}
+                "dictionary_sha256": self._dictionary_sha256, "extra_args": self._extra, **self._sanitizer}
 
     def offer(self, inputs: list[bytes]) -> None:
         self._offered += [data for data in inputs if 0 < len(data) <= AFL_MAX_FILE

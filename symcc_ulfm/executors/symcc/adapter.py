@@ -32,7 +32,10 @@ time limit a ``hang``, an exit status alone is ``ok`` (parsers exit non-zero on 
 reject). A SymCC run that is not ``ok`` is confirmed by :meth:`~SymccExecutor.reproduce`, a
 concrete run of the same binary (``SYMCC_NO_SYMBOLIC_INPUT=1``: the runtime does no symbolic
 work), and only a confirmed outcome makes the input a finding: a run that timed out because the
-solver was slow, or a crash inside SymCC's runtime, is not a bug of the target.
+solver was slow, or a crash inside SymCC's runtime, is not a bug of the target. With a
+sanitizer build (``sanitizer_binary``) the confirmation is a run of it instead, as every
+measurement of a failing input is (:mod:`..binary.afl_coverage`): a finding's signature is its
+report.
 
 Before a campaign, :meth:`~SymccExecutor.preflight` runs SymCC on the seeds until one run ends
 cleanly with test cases; a target that never does (nothing symbolic reaches a branch, it crashes
@@ -47,17 +50,17 @@ returns an empty set and the identity and notes say "no coverage: content dedup 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from ...errors import PolicyError, ProvenanceChanged, TargetError
+from ...errors import TargetError
 from ..base import Executor, Finding, Measurement, RunResult
-from ..binary.afl_coverage import AflTwin, check_instrumented, which_showmap
+from ..binary.afl_coverage import JUDGE_FIELD, NO_COVERAGE, twin_of
 from ..binary.options import parse_options
+from ..binary.pinned import Pinned
 from ..binary.runs import (
     Exit,
     Scratch,
@@ -66,6 +69,7 @@ from ..binary.runs import (
     read_outputs,
     remove_tree,
     run_binary,
+    run_input,
     tail,
 )
 from ..outcome import Outcome
@@ -73,7 +77,6 @@ from ..sandbox.reaper import is_subreaper
 from .target import symcc_runtime
 
 VERSION = 2
-NO_COVERAGE = "no coverage: content dedup only"
 PREFLIGHT_SEEDS = 16  # seeds tried by preflight() before the target is refused
 
 
@@ -95,44 +98,21 @@ class SymccExecutor(Executor):
             raise TargetError("target", "the symcc executor needs the path of a SymCC-compiled binary")
         self._target = target
         self._base_env = clean_env()
-        self._stamps: dict[str, tuple[int, ...]] = {}
-        self._binary, self._binary_sha256, binary_data = self._pin("target", target)
+        self._pinned = Pinned()
+        self._binary, self._binary_sha256, binary_data = self._pinned.pin("target", target)
         runtime = symcc_runtime(self._binary, binary_data, self._base_env)
-        self._runtime, self._runtime_sha256, _ = self._pin("target", runtime, executable=False)
-        self._coverage_identity: dict[str, Any] = {"kind": "none", "note": NO_COVERAGE}
-        self._twin: AflTwin | None = None
-        if o.afl_binary is not None:
-            afl_binary, afl_sha256, afl_data = self._pin("executor_options.afl_binary", o.afl_binary)
-            check_instrumented(o.afl_binary, afl_data)
-            showmap, showmap_sha256, _ = self._pin(
-                "executor_options.afl_showmap", o.afl_showmap or which_showmap()
-            )
-            self._twin = AflTwin(afl_binary, showmap, self._args, self._measure_timeout_s)
-            self._coverage_identity = {
-                "kind": "afl-showmap -Z -b",
-                "afl_binary": o.afl_binary,
-                "afl_binary_sha256": afl_sha256,
-                "afl_showmap_sha256": showmap_sha256,
-            }
+        self._runtime, self._runtime_sha256, _ = self._pinned.pin("target", runtime, executable=False)
+        self._sanitizer: str | None = None  # the build that reproduces a finding (sanitizer_binary), if any
+        self._sanitizer_identity: dict[str, Any] = {}
+        if o.sanitizer_binary is not None:
+            self._sanitizer, sanitizer_sha256, _ = self._pinned.pin(JUDGE_FIELD, o.sanitizer_binary)
+            self._sanitizer_identity = {"sanitizer_binary": o.sanitizer_binary, "sanitizer_sha256": sanitizer_sha256}
+        self._twin, self._coverage_identity = twin_of(o, self._pinned, judge=self._sanitizer)
         self._scratch: Scratch | None = None  # made at the first run: the runtime sets scratch_dir after __init__
         self._map = self._env.get("SYMCC_AFL_COVERAGE_MAP")
         self._run_env = dict(self._env)
         # Leftovers outside a run's process group can only be found by a child subreaper.
         self._adopt = is_subreaper()
-
-    def _pin(self, field: str, path: Any, executable: bool = True) -> tuple[str, str, bytes]:
-        """Absolute path, SHA-256 and bytes of a regular file that must not change from now on."""
-        if not isinstance(path, str) or not path:
-            raise PolicyError(field, f"{path!r}: expected the path of an executable file")
-        resolved = os.path.abspath(path)
-        if not os.path.isfile(resolved):
-            raise TargetError(field, f"{path}: no such file")
-        if executable and not os.access(resolved, os.X_OK):
-            raise TargetError(field, f"{path}: not executable")
-        with open(resolved, "rb") as handle:
-            data = handle.read()
-            self._stamps[resolved] = _stamp(handle.fileno())
-        return resolved, hashlib.sha256(data).hexdigest(), data
 
     def identity(self) -> dict[str, Any]:
         env = dict(self._env)
@@ -152,6 +132,7 @@ class SymccExecutor(Executor):
             "measure_timeout_s": self._measure_timeout_s,
             "max_output_bytes": self._max_output_bytes,
             "coverage": dict(self._coverage_identity),
+            **self._sanitizer_identity,
         }
 
     def seeds(self) -> list[bytes]:
@@ -195,11 +176,20 @@ class SymccExecutor(Executor):
         return self.reproduce_report(data)[0]
 
     def reproduce_report(self, data: bytes) -> tuple[Outcome, str]:
-        """:meth:`reproduce` and the tail of the run's stderr (a sanitizer's report is there)."""
+        """:meth:`reproduce` and the tail of the run's stderr (a sanitizer's report is there): a run
+        of the sanitizer build when there is one, else of the SymCC binary."""
         work = self._workspace().fresh("reproduce")
         try:
             input_path = work / "input"
             input_path.write_bytes(data)
+            if self._sanitizer is not None:
+                self._pinned.check()
+                self.on_execution(data)
+                try:
+                    return run_input(JUDGE_FIELD, self._sanitizer, self._args, input_path,
+                                     work, "stderr", env=self._base_env, timeout_s=self._timeout_s, adopt=self._adopt)
+                finally:
+                    self.on_execution(None)
             ended = self._execute(data, work, input_path, {**self._base_env, "SYMCC_NO_SYMBOLIC_INPUT": "1"})
             stderr = tail(work / "stderr")
             return classify_exit(ended.returncode, ended.timed_out, stderr), stderr
@@ -261,7 +251,7 @@ class SymccExecutor(Executor):
 
     def _execute(self, data: bytes, work: Path, input_path: Path, env: dict[str, str]) -> Exit:
         """One run of the SymCC binary, announced to the sandbox."""
-        self._check_unchanged()
+        self._pinned.check()
         argv = [self._binary, *(arg.replace("@@", str(input_path)) for arg in self._args)]
         self.on_execution(data)
         try:
@@ -291,24 +281,9 @@ class SymccExecutor(Executor):
     def measure_many(self, inputs: list[bytes], budget_s: float | None = None) -> list[Measurement | None]:
         if self._twin is None:
             return [Measurement(frozenset()) for _ in inputs]
-        self._check_unchanged()
+        self._pinned.check()
         return self._twin.measure_many([bytes(data) for data in inputs], budget_s, self._workspace(), self._adopt)
 
     def close(self) -> None:
         if self._scratch is not None:
             self._scratch.close()
-
-    def _check_unchanged(self) -> None:
-        """Refuse to run files replaced since the identity was taken (their SHA-256 is in it)."""
-        for path, stamp in self._stamps.items():
-            try:
-                current = _stamp(path)
-            except OSError:
-                current = None
-            if current != stamp:
-                raise ProvenanceChanged(f"{path}: changed since its SHA-256 was taken into the work identity")
-
-
-def _stamp(path_or_fd: str | int) -> tuple[int, ...]:
-    info = os.stat(path_or_fd)
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
