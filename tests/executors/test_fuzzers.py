@@ -90,6 +90,41 @@ def test_afl_keeps_its_own_finds_imports_the_campaigns_and_resumes_after_it_died
     assert afl_processes(tmp_path) == []
 
 
+def test_afl_slices_return_afl_fuzzs_own_executions_and_map_size(twin, tmp_path):
+    """Each slice's executions are what afl-fuzz's ``execs_done`` grew by since the slice before, so
+    the slices together account for afl-fuzz's executions (its start's calibration included) and
+    never for more than it ran (its count when it exits); the notes carry its map size."""
+    fuzzer = AflFuzzer(options={"afl_binary": str(twin)})
+    fuzzer.scratch_dir = tmp_path
+    try:
+        fuzzer.offer([b"ZZZZ"])
+        slices = [fuzzer.fuzz(slice_of(seq, 1.0)) for seq in (1, 2)]
+        stats = fuzzer.root / "sync" / "worker" / "fuzzer_stats"
+    finally:
+        fuzzer.close()
+    ran = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in stats.read_text().splitlines())}
+    assert 0 < slices[0].executions and sum(s.executions for s in slices) <= int(ran["execs_done"]), ran
+    assert all(s.notes["map_size"] == slices[0].notes["map_size"] > 0 for s in slices)
+
+
+def test_afl_reads_the_count_of_plot_data_only_from_the_running_afl_fuzz(tmp_path):
+    """``plot_data``'s last whole line (``total_execs``), when written since afl-fuzz started; never
+    through a link."""
+    from symcc_ulfm.executors.fuzzers.afl import _plotted_execs
+
+    plot = tmp_path / "plot_data"
+    header = "# relative_time, cycles_done, cur_item, corpus_count, pending_total, pending_favs, map_size, " \
+             "saved_crashes, saved_hangs, max_depth, execs_per_sec, total_execs, edges_found\n"
+    plot.write_text(header)
+    assert _plotted_execs(plot, 0.0) is None  # the header only
+    plot.write_text(header + "61, 0, 3, 12, 9, 1, 0.41%, 0, 0, 2, 450.10, 27500, 40\n"
+                    "66, 0, 4, 13, 9, 1, 0.43%, 0, 0, 2, 452.00, 29760, 42\n66, 0, 4")  # the last line not whole
+    assert _plotted_execs(plot, 0.0) == 29760
+    assert _plotted_execs(plot, time.time() + 60) is None  # older than the running afl-fuzz
+    (tmp_path / "link").symlink_to(plot)
+    assert _plotted_execs(tmp_path / "link", 0.0) is None
+
+
 def test_contained_afl_goes_on_fuzzing_while_the_worker_measures_beside_it(twin, tmp_path):
     """In the sandbox child (a child subreaper that ends what each measured binary left behind)
     afl-fuzz is the executor's own child: a measurement between two slices must not end it, or

@@ -187,6 +187,8 @@ class SymccExecutor(Executor):
             notes["confirmed"] = confirmed.kind
             if confirmed.is_finding:
                 findings.append(Finding(confirmed, bytes(data)))
+        if self._twin is not None and self._twin.map_size:
+            notes["map_size"] = self._twin.map_size  # known once the twin measured an input
         return RunResult(candidates=candidates, executions=1 + outcome.is_finding,
                          seconds=time.monotonic() - started, notes=notes, findings=findings)
 
