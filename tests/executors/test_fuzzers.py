@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.mpi import launch
+from helpers.mpi import launch, status_json, wal_accounts
 from helpers.symcc import AFL_MISSING, afl_available, afl_twin, compile_c, stand_in
 
 from symcc_ulfm.core.slices import descriptor
@@ -314,6 +314,12 @@ def test_a_hybrid_campaign_survives_the_death_of_its_fuzzer_worker(twin, tmp_pat
     assert verdict["double_counted"] == 0 and verdict["lost_objects"] == 0
     leftovers = [p for p in (run.state / "scratch").rglob("*") if p.is_file() and "afl-fuzz" in p.name]
     assert afl_processes(run.state) == [], leftovers
+    # status counts afl-fuzz's own executions (its slices') beside SymCC's, as the WAL accounts for them
+    by_kind, edges = wal_accounts(run.state)
+    totals = status_json(run.state)["totals"]
+    assert totals["executions_by_kind"] == by_kind and by_kind["afl"] > 0 and by_kind["symcc"] > 0, by_kind
+    assert totals["executions"] == sum(by_kind.values()) and totals["edges"] == len(edges)
+    assert totals["map_size"] > 0  # afl-fuzz's map, as its slices reported it
 
 
 @pytest.mark.mpi

@@ -28,15 +28,13 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.mpi import FINITE, launch, simulate_closure, status_json
+from helpers.mpi import FINITE, launch, simulate_closure, status_json, wal_accounts
 
-from symcc_ulfm.core.coverage import edge_of
 from symcc_ulfm.core.master.rounds import PIPELINE
 from symcc_ulfm.core.modes import FileModes
 from symcc_ulfm.launch.progress import LaunchProgress
 from symcc_ulfm.store.joblock import OwnerLock
 from symcc_ulfm.store.paths import StateDir
-from symcc_ulfm.store.record import parse_record_file
 from symcc_ulfm.tools.stats_files import PLOT_HEADER, StatsWriter
 from symcc_ulfm.tools.status import ALIVE_S, Tracker
 
@@ -316,16 +314,7 @@ def test_fuzzer_stats_count_every_kinds_executions_map_coverage_and_the_command(
     state = tmp_path / "a state's dir"
     run = launch(state, *KINDS)
     assert run.returncode == 0, run.stderr[-3000:]
-    by_kind: dict[str, int] = {}
-    edges: set[int] = set()
-    for path in (state / "wal" / "records").glob("*.json"):
-        record = parse_record_file(path.read_bytes())
-        if record["state"] != "done":
-            continue
-        manifest = record["manifest"]
-        by_kind[manifest["kind"]] = by_kind.get(manifest["kind"], 0) + manifest["stats"].get("executions", 0)
-        claimed = set(record["done"]["claimed"])
-        edges.update(edge_of(c) for obj in manifest["objects"] if obj["sha256"] in claimed for c in obj["coverage"])
+    by_kind, edges = wal_accounts(state)
     assert set(by_kind) == {"simfuzz", "simulate"} and all(by_kind.values()), by_kind
     fields = fuzzer_stats(state)
     assert int(fields["execs_done"]) == sum(by_kind.values())
