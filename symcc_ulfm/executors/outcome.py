@@ -179,12 +179,12 @@ def sanitizer_state(stderr: str) -> str | None:
     """The crash state of the last sanitizer report in ``stderr`` (None without a ``SUMMARY:``
     line): ``<Sanitizer>: <type> in f1 < f2 < f3``. The type is the summary's bug type (UBSan's:
     its first ``runtime error:``, up to a colon), numbers in it as ``N``; the frames are the first
-    stack's, innermost first, without the sanitizer runtimes', the allocator's and the start-up's, ending at
-    ``LLVMFuzzerTestOneInput`` (the driver below it differs between builds); each is a function
-    name without its parameters. The stack is the one after the report's ``ERROR:`` line (UBSan's:
+    stack's, innermost first, without the sanitizer runtimes', the allocators' and the start-up's,
+    ending at ``LLVMFuzzerTestOneInput`` (the driver below it differs between builds); each is a
+    function name without its parameters. The stack is the one after the report's ``ERROR:`` line (UBSan's:
     after its runtime error), so what another sanitizer printed before does not count. A report
-    without symbolized frames falls back to the function the summary names, else to its source
-    file's base name."""
+    without symbolized frames falls back to the function the summary names (unless a runtime's),
+    else to its source file's base name."""
     summary = sanitizer_summary(stderr)
     if summary is None:
         return None
@@ -211,7 +211,7 @@ def _summary_place(rest: str) -> list[str]:
     base name of its source file (``SUMMARY: UndefinedBehaviorSanitizer: undefined-behavior
     /src/p.c:12:5 in``), else nothing."""
     function = _function_name(rest.rsplit(" in ", 1)[1]) if " in " in rest else ""
-    if function:
+    if function and not function.startswith(_RUNTIME_FRAMES) and function not in _ALLOCATORS:
         return [function]
     places = [word for word in rest.split() if re.fullmatch(r"\S+:\d+(?::\d+)?", word)]
     return [os.path.basename(places[0].split(":", 1)[0])] if places else []

@@ -18,8 +18,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.symcc import AFL_MISSING, afl_available
 
-from symcc_ulfm.executors.binary.runs import classify_exit
+from symcc_ulfm.executors.binary.afl_coverage import AflTwin, which_showmap
+from symcc_ulfm.executors.binary.runs import Scratch, classify_exit
 from symcc_ulfm.executors.outcome import sanitizer_state
 
 HARNESS = Path(__file__).resolve().parents[1] / "fixtures" / "harness" / "planted_fuzzer.c"
@@ -136,3 +138,46 @@ def test_a_rebuild_elsewhere_with_other_flags_and_driver_finds_the_same_bug(tmp_
     assert_portable(first)
     harmless = subprocess.run([str(debug)], input=b"FZ\x04BUG.", capture_output=True, timeout=60)
     assert classify_exit(harmless.returncode, False, harmless.stderr.decode()).kind == "ok"  # one byte away
+
+
+OVERFLOW = b"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+__attribute__((noinline)) static char *make(void) { return malloc(4); }
+__attribute__((noinline)) static void copy(char *to, const char *from, size_t n) { memcpy(to, from, n); }
+int main(void) {
+    char buf[64];
+    size_t n = fread(buf, 1, sizeof buf, stdin);
+    if (n > 0 && buf[0] == 'H') {
+        char *p = make();
+        copy(p, buf, 16);
+        free(p);
+    }
+    return 0;
+}
+"""
+
+
+def test_a_long_report_is_read_whole_enough_for_its_crash_stack(tmp_path):
+    """An ASan build of AFL++ (``AFL_USE_ASAN``) measured as the workers measure a crashing input
+    (afl-showmap, then the direct run that names the outcome): its report of a heap overflow ends
+    in a shadow map longer than the tail of stderr kept for notes, so the outcome is read from more
+    of it. The state is the overflow's stack (``copy < main``), not the allocation's (``make``),
+    which is all the last 2000 bytes hold."""
+    if not afl_available():
+        pytest.skip(AFL_MISSING)
+    source = tmp_path / "overflow.c"
+    source.write_bytes(OVERFLOW)
+    binary = tmp_path / "overflow"
+    subprocess.run(["afl-cc", "-O0", "-g", str(source), "-o", str(binary)], check=True, capture_output=True,
+                   env={**os.environ, "AFL_USE_ASAN": "1", "AFL_QUIET": "1"})
+    twin = AflTwin(str(binary), which_showmap(), [], 5.0)
+    scratch = Scratch(tmp_path)
+    try:
+        fine, overflow = twin.measure_many([b"x", b"H" * 20], None, scratch, adopt=False)
+    finally:
+        scratch.close()
+    assert fine.outcome.kind == "ok" and overflow.outcome.kind == "crash"
+    assert overflow.outcome.signature == "AddressSanitizer: heap-buffer-overflow in copy < main"
+    assert twin.map_size and twin.map_size > 0  # what the symcc executor reports as its map size

@@ -47,7 +47,7 @@ from pathlib import Path
 from ...core.coverage import HIT_CLASS_BOUNDS, coverage_id
 from ...errors import TargetError
 from ..base import Measurement
-from .runs import Scratch, classify_exit, clean_env, run_binary, tail
+from .runs import REPORT_BYTES, Scratch, classify_exit, clean_env, run_binary, tail
 
 AFL_SHM_MARKER = b"__AFL_SHM_ID"  # what afl-fuzz looks for to call a binary instrumented
 FIELD = "executor_options.afl_binary"
@@ -166,7 +166,8 @@ class AflTwin:
         ran = run_binary(FIELD, [self.binary, *argv], stdin=input_path, stderr=work / "stderr-direct",
                          env=clean_env(), cwd=work, timeout_s=self.timeout_s, adopt=adopt, spare=spare,
                          writable=self._writable(work))
-        return Measurement(coverage, classify_exit(ran.returncode, ran.timed_out, tail(work / "stderr-direct")))
+        outcome = classify_exit(ran.returncode, ran.timed_out, tail(work / "stderr-direct", REPORT_BYTES))
+        return Measurement(coverage, outcome)
 
     def _writable(self, work: Path) -> list[Path] | None:
         return [work] if self.confined else None

@@ -59,6 +59,8 @@ from ..base import Executor, Finding, Measurement, RunResult
 from ..binary.afl_coverage import AflTwin, check_instrumented, which_showmap
 from ..binary.options import parse_options
 from ..binary.runs import (
+    REPORT_BYTES,
+    STDERR_TAIL_BYTES,
     Exit,
     Scratch,
     classify_exit,
@@ -203,7 +205,7 @@ class SymccExecutor(Executor):
             input_path = work / "input"
             input_path.write_bytes(data)
             ended = self._execute(data, work, input_path, {**self._base_env, "SYMCC_NO_SYMBOLIC_INPUT": "1"})
-            stderr = tail(work / "stderr")
+            stderr = tail(work / "stderr", REPORT_BYTES)
             return classify_exit(ended.returncode, ended.timed_out, stderr), stderr
         finally:
             remove_tree(work)
@@ -241,7 +243,7 @@ class SymccExecutor(Executor):
                 env["SYMCC_INPUT_FILE"] = str(input_path)
             ended = self._execute(data, work, input_path, env)
             candidates, counts = read_outputs(output_dir, self._max_output_bytes)
-            stderr = tail(work / "stderr")
+            stderr = tail(work / "stderr", REPORT_BYTES)
         finally:
             remove_tree(work)
         outcome = classify_exit(ended.returncode, ended.timed_out, stderr)
@@ -258,7 +260,7 @@ class SymccExecutor(Executor):
         if not candidates:
             notes["nothing_written"] = self._why_nothing(ended, outcome, counts)
         if ended.returncode != 0 or ended.timed_out or not candidates:
-            notes["stderr_tail"] = stderr
+            notes["stderr_tail"] = stderr[-STDERR_TAIL_BYTES:]
         return candidates, outcome, notes
 
     def _execute(self, data: bytes, work: Path, input_path: Path, env: dict[str, str]) -> Exit:
