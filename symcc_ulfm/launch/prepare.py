@@ -84,14 +84,17 @@ def _probe(policy: Policy, kind: str, given: list[bytes] | None = None,
            ) -> tuple[dict, list[bytes], float, float, str | None]:
     """A kind's identity, seeds and limits (one execution with the sandbox's grace, one run); of
     the campaign's executor (``given``: the seeds that replace its own) also what :func:`_seeds_note`
-    says of the seeds."""
+    says of the seeds, when its target code runs isolated (``isolation`` namespaces: a seed's
+    execution sees no process outside its sandbox)."""
     executor = create(kind, policy.target, policy.executor_options, isolation=policy.isolation)
     try:
         execution = executor.execution_limit_s
         if isinstance(executor, Sandbox):
             execution += grace_s(execution)
         seeds = executor.seeds() if isinstance(executor, Executor) else []  # a fuzzer brings none
-        note = _seeds_note(executor, seeds if given is None else given) if kind == policy.executor else None
+        # without namespaces the seeds' target code could reach this process (the launch): not run here
+        measured = kind == policy.executor and policy.isolation != "none"
+        note = _seeds_note(executor, seeds if given is None else given) if measured else None
         return executor.identity(), seeds, execution, executor.run_limit_s, note
     finally:
         executor.close()
