@@ -50,6 +50,12 @@ def afl_processes(root: Path) -> list[int]:
     return found
 
 
+def afl_stats(root: Path) -> dict[str, str]:
+    """The ``fuzzer_stats`` afl-fuzz wrote in its directory ``root`` (the last at its exit)."""
+    lines = (root / "sync" / "worker" / "fuzzer_stats").read_text().splitlines()
+    return {key.strip(): value.strip() for key, _, value in (line.partition(":") for line in lines)}
+
+
 def test_afl_keeps_its_own_finds_imports_the_campaigns_and_resumes_after_it_died(twin, tmp_path):
     fuzzer = AflFuzzer(options={"afl_binary": str(twin)})
     fuzzer.scratch_dir = tmp_path
@@ -88,6 +94,9 @@ def test_afl_keeps_its_own_finds_imports_the_campaigns_and_resumes_after_it_died
     finally:
         fuzzer.close()
     assert afl_processes(tmp_path) == []
+    # the resumed afl-fuzz went on from the count its directory held: never more counted than ran
+    final = afl_stats(root)["execs_done"]
+    assert 0 < sum(r.executions for r in (first, *results, *again)) <= int(final), final
 
 
 def test_afl_slices_return_afl_fuzzs_own_executions_and_map_size(twin, tmp_path):
@@ -99,10 +108,10 @@ def test_afl_slices_return_afl_fuzzs_own_executions_and_map_size(twin, tmp_path)
     try:
         fuzzer.offer([b"ZZZZ"])
         slices = [fuzzer.fuzz(slice_of(seq, 1.0)) for seq in (1, 2)]
-        stats = fuzzer.root / "sync" / "worker" / "fuzzer_stats"
+        root = fuzzer.root
     finally:
         fuzzer.close()
-    ran = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in stats.read_text().splitlines())}
+    ran = afl_stats(root)
     assert 0 < slices[0].executions and sum(s.executions for s in slices) <= int(ran["execs_done"]), ran
     assert all(s.notes["map_size"] == slices[0].notes["map_size"] > 0 for s in slices)
 
