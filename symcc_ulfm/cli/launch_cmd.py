@@ -129,6 +129,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
         launch = plan(runner, modes, policy, seeds=read_seeds(seeds), lease_given="lease_s" in options["timeout"][1])
     if launch.lease_note:
         echo(f"note: {launch.lease_note}")
+    if launch.probe.seeds_note and not args.resume:
+        echo(launch.probe.seeds_note)
     state = launch.prepare(Path(args.state_dir or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S")))
     if launch.slurm is not None:
         echo(f"slurm: job {launch.slurm['job_id']}, nodes {','.join(launch.slurm['nodes'])}; "

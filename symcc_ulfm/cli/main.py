@@ -223,7 +223,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from ..core.finding import same_type_error, type_error_hint
+    from ..core.finding import same_type_error, type_error_hint, useless_seeds_warning
     from ..executors import create
     from ..tools.explore import DEFAULT_SECONDS, explore
 
@@ -251,6 +251,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
         f"solver queries {result.get('solver_queries', 0)} ({result.get('solver_queries_per_s', 0):.1f}/s), "
         f"{result['seconds']:.1f} s, {result['runs']} runs, stopped: {result['stopped']} -> {args.out}"
     )
+    if result["useless_seeds"] and result["seed_coverage_ids"]:  # without coverage there is nothing to compare
+        text += "\n" + useless_seeds_warning(result["seeds"], result["useless_seeds"], result["seed_coverage_ids"])
     row = same_type_error(result["findings"], result["inputs"])
     if row is not None:
         result["hint"] = type_error_hint(row, result["inputs"], args.target)

@@ -85,3 +85,16 @@ def type_error_hint(row: dict[str, Any], inputs: int, target: str | None) -> str
     return (f"{text}, e.g. in wrapper.py:\n    from {where} import {outer}\n\n    def target(data: bytes):\n{call}\n"
             f"and run it with --target wrapper.py:target --executor-option 'modules=[\"{where}\"]' (so that "
             f"{where} is instrumented and traced as the target's own module)")
+
+
+def useless_seeds_warning(seeds: int, useless: int, coverage_ids: int) -> str:
+    """What AFL++'s dry run says of seeds that reach nothing the seeds before them did, for
+    ``useless`` of ``seeds`` seeds that reach ``coverage_ids`` coverage ids together; when all but
+    one are, every seed took the same path: the harness likely rejects them all early."""
+    text = (f"warning: {useless} of {seeds} seeds reach no coverage the seeds before them did not (AFL++: "
+            "\"test case may be useless\")")
+    if seeds > 1 and useless == seeds - 1:
+        text += (f"; all {seeds} take the same path ({coverage_ids} coverage ids): the target likely rejects "
+                 "them early (a magic or flag byte it checks first?), so seeds that pass its first checks would "
+                 "start the search deeper")
+    return text

@@ -11,7 +11,12 @@ traced in), as crash triage tools bucket by the top of the stack: the innermost 
 line and the qualified name of its caller, e.g. ``ZeroDivisionError at tokenizer.py:Parser.term:97
 < Parser.expression``. A hang is bucketed by function (where an endless loop was interrupted
 varies from run to run); a death by a signal gets the frames the child's ``faulthandler``
-printed, when there are any. Everything here is pure: it parses and formats, it runs nothing.
+printed, when there are any. A sanitizer's report is bucketed as ClusterFuzz buckets crashes, by
+its *crash state* (:func:`sanitizer_state`): the sanitizer, the bug type and the function names of
+the top three frames of the target's own code, e.g. ``AddressSanitizer: SEGV in parse_record <
+LLVMFuzzerTestOneInput``; never a path, line, address, module offset or BuildId, so a rebuild (at
+another path, with other optimisation flags) finds the same bug again, not a new one. Everything
+here is pure: it parses and formats, it runs nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +30,20 @@ from dataclasses import dataclass
 from ..core.finding import KINDS, MAX_DETAIL, MAX_SIGNATURE, TERMINAL_KINDS
 
 _DUMP_FRAME = re.compile(r'^\s*File "(.+)", line (\d+) in (.+?)\s*$')
+# a frame of a sanitizer's stack: "#3 0x55d0c1 in parse(char*, int) /src/p.c:12:5" or, unsymbolized,
+# "#3 0x55d0c1 in parse (/out/p+0x1234) (BuildId: 9f...)" or "#3 0x55d0c1  (/out/p+0x1234)"
+_SANITIZER_FRAME = re.compile(r"^\s*#\d+\s+0x[0-9a-fA-F]+\s+(.*?)\s*$")
+_BUILD_ID = re.compile(r"\s*\(BuildId: [0-9a-fA-F]+\)$")
+_MODULE_OFFSET = re.compile(r"\s*\([^()]*\+0x[0-9a-fA-F]+\)$")
+_SOURCE_PLACE = re.compile(r"\s+\S*(?:/\S*|:\d+(?::\d+)?)$")  # a path, or a file:line[:column]
+# frames of the sanitizer runtimes, libc's start-up and the fuzzing engine: not the target's own code
+_RUNTIME_FRAMES = ("__asan", "__ubsan", "__sanitizer", "__interceptor_", "__msan", "__lsan", "__tsan", "__hwasan",
+                   "__libc_start", "_start", "fuzzer::")
+_ALLOCATORS = frozenset({"malloc", "calloc", "realloc", "free", "operator new", "operator delete", "operator new[]",
+                         "operator delete[]"})  # where a leak's or a double free's stack begins: the runtime's
+HARNESS_ENTRY = "LLVMFuzzerTestOneInput"  # the frames below it are the driver's, which differ by build
+STATE_FRAMES = 3  # frames of a crash state, as ClusterFuzz's
+_NUMBER = re.compile(r"\b(?:0x[0-9a-fA-F]+|\d+)\b")
 
 
 @dataclass(frozen=True)
@@ -156,6 +175,87 @@ def sanitizer_summary(stderr: str) -> str | None:
     return found
 
 
+def sanitizer_state(stderr: str) -> str | None:
+    """The crash state of the last sanitizer report in ``stderr`` (None without a ``SUMMARY:``
+    line): ``<Sanitizer>: <type> in f1 < f2 < f3``. The type is the summary's bug type (UBSan's:
+    its first ``runtime error:``, up to a colon), numbers in it as ``N``; the frames are the first
+    stack's, innermost first, without the sanitizer runtimes', the allocators' and the start-up's,
+    ending at ``LLVMFuzzerTestOneInput`` (the driver below it differs between builds); each is a
+    function name without its parameters. The stack is the one after the report's ``ERROR:`` line (UBSan's:
+    after its runtime error), so what another sanitizer printed before does not count. A report
+    without symbolized frames falls back to the function the summary names (unless a runtime's),
+    else to its source file's base name."""
+    summary = sanitizer_summary(stderr)
+    if summary is None:
+        return None
+    sanitizer, _, rest = summary.partition(": ")
+    words = []
+    for word in rest.split():
+        if word == "in" or word.startswith(("/", "(", "<")) or ":" in word or "+0x" in word:
+            break
+        words.append(word)
+    kind = " ".join(words)
+    ub = stderr.find("runtime error: ")
+    if sanitizer == "UndefinedBehaviorSanitizer" and ub >= 0:
+        kind = stderr[ub + len("runtime error: "):].split("\n", 1)[0].split(":", 1)[0]
+    head = clip(f"{sanitizer}: {_NUMBER.sub('N', kind)}".rstrip(), MAX_SIGNATURE // 2)
+    start = stderr.rfind(f"ERROR: {sanitizer}:")  # its report's stack, after what other sanitizers printed
+    if sanitizer == "UndefinedBehaviorSanitizer":
+        start = ub
+    frames = _state_frames(stderr[max(0, start):]) or _summary_place(rest)
+    return clip(f"{head} in {' < '.join(frames)}" if frames else head, MAX_SIGNATURE)
+
+
+def _summary_place(rest: str) -> list[str]:
+    """Where a summary without a usable stack says the bug is: the function it names, else the
+    base name of its source file (``SUMMARY: UndefinedBehaviorSanitizer: undefined-behavior
+    /src/p.c:12:5 in``), else nothing."""
+    function = _function_name(rest.rsplit(" in ", 1)[1]) if " in " in rest else ""
+    if function and not function.startswith(_RUNTIME_FRAMES) and function not in _ALLOCATORS:
+        return [function]
+    places = [word for word in rest.split() if re.fullmatch(r"\S+:\d+(?::\d+)?", word)]
+    return [os.path.basename(places[0].split(":", 1)[0])] if places else []
+
+
+def _state_frames(stderr: str) -> list[str]:
+    """The function names of the first stack of a sanitizer report that make its crash state."""
+    names: list[str] = []
+    started = False
+    for line in stderr.splitlines():
+        match = _SANITIZER_FRAME.match(line)
+        if match is None:
+            if started:
+                break
+            continue
+        started = True
+        where = match[1]
+        if not where.startswith("in "):
+            continue  # not symbolized: an address in a module only
+        name = _function_name(where[3:])
+        if not name or name.startswith(_RUNTIME_FRAMES) or name in _ALLOCATORS:
+            continue
+        names.append(name)
+        if name == HARNESS_ENTRY or len(names) == STATE_FRAMES:
+            break
+    return names
+
+
+def _function_name(text: str) -> str:
+    """A frame's function name: without its BuildId, module and offset, source place and parameters."""
+    text = _MODULE_OFFSET.sub("", _BUILD_ID.sub("", text.strip()))
+    text = _SOURCE_PLACE.sub("", text).strip()
+    if text.endswith(" const"):
+        text = text[: -len(" const")]
+    if text.endswith(")"):  # C++: the parameter list, which may nest
+        depth = 0
+        for index in range(len(text) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(text[index], 0)
+            if depth == 0:
+                text = text[:index] if index > 0 else text
+                break
+    return text.strip()
+
+
 def protocol(what: str, detail: str = "") -> Outcome:
     """The outcome of an input whose sandbox child broke the pipe protocol: ``what`` names the
     problem (``result frame: inconsistent``), ``detail`` its particulars."""
@@ -166,7 +266,7 @@ def death(how: str, stderr: str = "", files: Iterable[str] | None = None, kind: 
     """The outcome of a process that died (``how``: ``SIGSEGV``, ``exit 3``, ``hang``...)."""
     summary = sanitizer_summary(stderr)
     if summary is not None:
-        return Outcome("crash", clip(summary, MAX_SIGNATURE), clip(f"{how}: {summary}", MAX_DETAIL))
+        return Outcome("crash", sanitizer_state(stderr), clip(f"{how}: {summary}", MAX_DETAIL))
     frames = dump_frames(stderr, files)
     if kind == "hang":
         return Outcome("hang", located("hang", frames, with_line=False), clip(how, MAX_DETAIL))

@@ -83,7 +83,8 @@ class SimulateExecutor(Executor):
         if self.options["findings"] and draw % self.options["findings"] == 0:
             outcome = Outcome("exception", f"simulated exception {draw % 3}", "a finding drawn by the simulate executor")
             findings.append(Finding(outcome, data))
-        return RunResult(candidates=children, executions=1, seconds=time.perf_counter() - started, findings=findings)
+        return RunResult(candidates=children, executions=1, seconds=time.perf_counter() - started, findings=findings,
+                         notes={"map_size": self.options["edges"]})  # its coverage map: the edge universe
 
     def measure(self, data: bytes) -> Measurement:
         return Measurement(drawn_coverage(self._h("coverage", data), self.options["edges"]))

@@ -19,11 +19,12 @@ from typing import Any
 
 from ..core.budget import check_lease
 from ..core.canonical import digest
+from ..core.finding import useless_seeds_warning
 from ..core.membership import Membership
 from ..core.modes import FileModes
 from ..core.policy import UNSET, Policy, build_policy, differences
 from ..errors import PolicyError, WalCorruption
-from ..executors import Executor, check_kinds, create, is_fuzzer
+from ..executors import Executor, Target, check_kinds, create, is_fuzzer
 from ..executors.sandbox.forkserver import grace_s
 from ..executors.sandbox.parent import Sandbox
 from ..store.corpus import Corpus
@@ -43,6 +44,8 @@ from ..store.trust import check_entries, check_layout, check_state_dir
 from ..store.wal import WorkWAL
 
 _OWNED: dict[Path, OwnerLock] = {}  # state directories this process holds (prepare_state_dir .. release)
+SEEDS_MEASURED = 256  # seeds the probe measures, at most: enough to see that they all take one path
+SEEDS_BUDGET_S = 10.0  # and the time it may spend on them
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class ExecutorProbe:
     run_limit_s: float
     kinds: dict[str, dict] = field(default_factory=dict)  # identities of the other worker kinds (core.kinds)
     seed_names: dict[str, list[str]] = field(default_factory=dict)  # SHA-256 -> file names (--seeds DIR)
+    seeds_note: str | None = None  # seeds that reach nothing the seeds before them did (AFL++'s "useless")
 
 
 def check_executor(policy: Policy, seeds: list[bytes] | None = None,
@@ -65,28 +69,54 @@ def check_executor(policy: Policy, seeds: list[bytes] | None = None,
     process. ``seeds`` (``--seeds DIR``) replace the executor's own; ``seed_names`` are the file
     names they were read under (``executors.seed_dirs``), kept in the seed record."""
     check_kinds(policy.executor, policy.slots)
-    identity, seeds_of, execution, run = _probe(policy, policy.executor)
+    identity, seeds_of, execution, run, note = _probe(policy, policy.executor, seeds)
     kinds = {}
     for kind in policy.kinds[1:]:
-        kinds[kind], _, kind_execution, kind_run = _probe(policy, kind)
+        kinds[kind], _, kind_execution, kind_run, _ = _probe(policy, kind)
         if is_fuzzer(kind):
             kind_run += policy.slice_s  # a lease holds a whole slice, then what ends it
         execution, run = max(execution, kind_execution), max(run, kind_run)
     return ExecutorProbe(identity, digest(identity), seeds_of if seeds is None else list(seeds), execution, run,
-                         kinds, dict(seed_names or {}) if seeds is not None else {})
+                         kinds, dict(seed_names or {}) if seeds is not None else {}, note)
 
 
-def _probe(policy: Policy, kind: str) -> tuple[dict, list[bytes], float, float]:
-    """A kind's identity, seeds and limits (one execution with the sandbox's grace, one run)."""
+def _probe(policy: Policy, kind: str, given: list[bytes] | None = None,
+           ) -> tuple[dict, list[bytes], float, float, str | None]:
+    """A kind's identity, seeds and limits (one execution with the sandbox's grace, one run); of
+    the campaign's executor (``given``: the seeds that replace its own) also what :func:`_seeds_note`
+    says of the seeds, when its target code runs isolated (``isolation`` namespaces: a seed's
+    execution sees no process outside its sandbox)."""
     executor = create(kind, policy.target, policy.executor_options, isolation=policy.isolation)
     try:
         execution = executor.execution_limit_s
         if isinstance(executor, Sandbox):
             execution += grace_s(execution)
         seeds = executor.seeds() if isinstance(executor, Executor) else []  # a fuzzer brings none
-        return executor.identity(), seeds, execution, executor.run_limit_s
+        # without namespaces the seeds' target code could reach this process (the launch): not run here
+        measured = kind == policy.executor and policy.isolation != "none"
+        note = _seeds_note(executor, seeds if given is None else given) if measured else None
+        return executor.identity(), seeds, execution, executor.run_limit_s, note
     finally:
         executor.close()
+
+
+def _seeds_note(executor: Target, seeds: list[bytes]) -> str | None:
+    """The seeds (the first :data:`SEEDS_MEASURED` distinct ones, within :data:`SEEDS_BUDGET_S`)
+    measured in their order, as AFL++'s dry run runs its ``-i``: a warning when some reach no
+    coverage id the seeds before them did not (``core.finding.useless_seeds_warning``), else None."""
+    distinct = list(dict.fromkeys(seeds))[:SEEDS_MEASURED]
+    if len(distinct) < 2:
+        return None
+    covered: set[int] = set()
+    useless = measured = 0
+    for found in executor.measure_many(distinct, budget_s=SEEDS_BUDGET_S):
+        if found is None:
+            break
+        measured += 1
+        useless += not found.outcome.is_finding and found.coverage <= covered
+        covered |= found.coverage
+    # a kind that measures no coverage (SymCC without an AFL twin) says nothing of the seeds
+    return useless_seeds_warning(measured, useless, len(covered)) if useless and covered else None
 
 
 def prepare_state_dir(policy: Policy, state_dir: Path, modes: FileModes, resume: bool = False,

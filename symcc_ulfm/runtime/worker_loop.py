@@ -28,6 +28,7 @@ from ..core import envelope
 from ..core.budget import worker_give_up
 from ..core.finding import MAX_PER_RESULT
 from ..core.limits import MAX_OBJECT_BYTES
+from ..core.master.report import MAX_COUNT
 from ..core.schedule import Phase
 from ..core.slices import is_descriptor, slice_hash
 from ..errors import IntegrityError, PolicyError, ProtocolError, SymccUlfmError
@@ -280,6 +281,9 @@ class WorkerLoop:
             "solver_seconds": result.solver_seconds,
             "run_seconds": result.seconds,
         }
+        map_size = result.notes.get("map_size")  # a kind that measures with a coverage map says how large
+        if type(map_size) is int and 0 < map_size <= MAX_COUNT:
+            stats["map_size"] = map_size
         return candidates, list(reports.values())[:MAX_PER_RESULT], stats
 
 

@@ -26,7 +26,9 @@ Counters: ``generated`` counts every candidate returned by ``run``; ``unique`` a
 count the candidates examined before the deadline (new by content / also new by coverage);
 ``executions`` counts target executions: those reported by ``run`` plus one per coverage
 measurement (seeds included); ``inputs`` the distinct inputs this exploration wrote (seeds,
-retained inputs, inputs of findings).
+retained inputs, inputs of findings). ``useless_seeds`` counts the distinct seeds that, measured in
+the order given, reach no coverage id the seeds before them did not (what AFL++'s dry run warns
+"may be useless" about); ``seed_coverage_ids`` is what the seeds reach together.
 
 One exploration at a time writes a directory: it holds ``.explore.lock`` there (``flock``,
 released by the kernel when it ends) and a second one on the same directory is refused (exit 2)
@@ -182,11 +184,14 @@ def _explore(executor: Executor, seconds: float | None, runs: int | None, out_di
     if ran is not None:
         manifest = {"format": EXPLORE_FORMAT, **ran, "seeds": [hashlib.sha256(s).hexdigest() for s in fresh]}
         write_file(ExploreDir(out_dir).manifest, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+    useless = 0  # seeds that reach nothing the seeds before them did not (AFL++'s dry run: "may be useless")
     for seed, measured in zip(fresh, executor.measure_many(fresh), strict=True):
         kept.add(write_input(out_dir, seed).name)
         gain = judge(seed, measured)
+        useless += gain == 0 and not measured.outcome.is_finding
         if gain is not None:
             heapq.heappush(queue, (-gain, 0, next(order), seed, None))
+    seeds = {"seeds": len(fresh), "useless_seeds": useless, "seed_coverage_ids": len(covered)}
 
     deadline = None if seconds is None else time.monotonic() + seconds
 
@@ -232,6 +237,7 @@ def _explore(executor: Executor, seconds: float | None, runs: int | None, out_di
     rate = 1.0 / elapsed if elapsed > 0 else 0.0
     return {
         **totals,
+        **seeds,
         "edges": len({edge_of(c) for c in covered}),
         "coverage_ids": len(covered),
         "seconds": elapsed,

@@ -19,9 +19,11 @@ PLOT_HEADER = ("# relative_time, cycles_done, cur_item, corpus_count, pending_to
 
 def fuzzer_stats_text(snapshot: dict, pid: int, command_line: str) -> str:
     """``stats/fuzzer_stats``: ``key : value`` lines with AFL++'s names where the meaning matches
-    (an "exec" is one target execution; a crash is a unique finding of kind crash, exception or
-    oom; ``last_crash`` the time the latest of them was first seen),
-    then this campaign's own keys; see docs/status.md."""
+    (an "exec" is one target execution, of any worker kind; a crash is a unique finding of kind
+    crash, exception or oom; ``last_crash`` the time the latest of them was first seen; an edge
+    one index of the coverage map), then this campaign's own keys; see docs/status.md.
+    ``command_line`` is written as given (one line): ``afl-whatsup`` skips that line before it
+    sources the others."""
     t, started = snapshot["totals"], snapshot["started_at"] or snapshot["now"]
     rows = [
         ("start_time", int(started)), ("last_update", int(snapshot["now"])), ("run_time", int(snapshot["elapsed_s"])),
@@ -32,16 +34,28 @@ def fuzzer_stats_text(snapshot: dict, pid: int, command_line: str) -> str:
         ("last_find", int(started + snapshot["last_novel_s"]) if snapshot["last_novel_s"] is not None else 0),
         ("last_crash", int(snapshot["last_crash"] or 0)), ("last_hang", int(snapshot["last_hang"] or 0)),
         # AFL++'s queue cycle and favourites have no counterpart in a campaign: 0, as in a fresh AFL++ run
-        ("cycles_done", 0), ("cur_item", 0), ("pending_favs", 0), ("pending_total", 0), ("bitmap_cvg", "0.00%"),
-        ("edges_found", t["coverage_ids"]), ("afl_banner", Path(snapshot["state_dir"]).name),
+        ("cycles_done", 0), ("cur_item", 0), ("pending_favs", 0), ("pending_total", 0),
+        ("bitmap_cvg", bitmap_cvg(t["edges"], t["map_size"])), ("edges_found", t["edges"]),
+        ("total_edges", t["map_size"] or 0), ("afl_banner", Path(snapshot["state_dir"]).name),
         ("afl_version", f"symcc-ulfm {__version__}"), ("target_mode", f"mpi campaign ({snapshot['executor']})"),
         ("campaign_phase", snapshot["phase"]), ("campaign_outcome", snapshot["outcome"] or "-"),
         ("generation", snapshot["generation"] if snapshot["generation"] is not None else "-"),
         ("inputs_analyzed", t["analyzed"]), ("novel_inputs", t["novel"]), ("findings_unique", snapshot["findings"]["unique"]),
+        ("execs_by_kind", ",".join(f"{kind}={n}" for kind, n in t["executions_by_kind"].items()) or "-"),
         ("deadline_left", int(snapshot["deadline_left_s"]) if snapshot["deadline_left_s"] is not None else 0),
-        ("command_line", command_line),
     ]
-    return "".join(f"{key:<18}: {_plain(value)}\n" for key, value in rows)
+    return "".join(f"{key:<18}: {_plain(value)}\n" for key, value in rows) + f"{'command_line':<18}: {_line(command_line)}\n"
+
+
+def bitmap_cvg(edges: int, map_size: int | None) -> str:
+    """AFL++'s ``bitmap_cvg``: the share of the coverage map's indices that some input hit, as a
+    percentage with two decimals; 0.00% where no worker kind measures with a map (Python targets)."""
+    return f"{100.0 * edges / map_size:.2f}%" if map_size else "0.00%"
+
+
+def _line(value: str) -> str:
+    """``value`` as one line: a control character (a newline in an argument) becomes ``?``."""
+    return "".join("?" if ord(c) < 0x20 or ord(c) == 0x7F else c for c in value)
 
 
 def _plain(value: object) -> str:
@@ -53,15 +67,17 @@ def _plain(value: object) -> str:
 
 def plot_data_row(sample: dict, previous: dict | None) -> str:
     """One ``stats/plot_data`` line (:data:`PLOT_HEADER`'s columns; those with no counterpart here,
-    cycles_done, cur_item, pending_total, pending_favs, max_depth, are 0 and map_size 0.00%);
+    cycles_done, cur_item, pending_total, pending_favs, max_depth, are 0; map_size is AFL++'s
+    bitmap coverage, :func:`bitmap_cvg`);
     execs_per_sec over the interval since ``previous`` (the first line: since the start). Times
     are whole seconds since the campaign start and increase from line to line."""
     if previous is not None and sample["t"] > previous["t"]:
         rate = (sample["executions"] - previous["executions"]) / (sample["t"] - previous["t"])
     else:
         rate = sample["executions"] / sample["elapsed_s"] if sample["elapsed_s"] > 0 else 0.0
-    return (f"{int(sample['elapsed_s'])}, 0, 0, {sample['corpus']}, 0, 0, 0.00%, {sample['crashes']}, "
-            f"{sample['hangs']}, 0, {rate:.2f}, {sample['executions']}, {sample['coverage_ids']}\n")
+    coverage = bitmap_cvg(sample["edges"], sample["map_size"])
+    return (f"{int(sample['elapsed_s'])}, 0, 0, {sample['corpus']}, 0, 0, {coverage}, {sample['crashes']}, "
+            f"{sample['hangs']}, 0, {rate:.2f}, {sample['executions']}, {sample['edges']}\n")
 
 
 class StatsWriter:

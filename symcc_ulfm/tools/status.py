@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.budget import epoch_deadline
+from ..core.coverage import edge_of, is_branch_coverage
 from ..core.membership import Membership
 from ..core.modes import FileModes
 from ..errors import SymccUlfmError
@@ -47,11 +48,14 @@ class _Totals:
     analyzed: int = 0  # done records that settled an input (not a fuzzer's slice)
     slices: int = 0
     executions: int = 0
+    executions_by_kind: dict[str, int] = field(default_factory=dict)  # the manifest's kind -> its executions
     generated: int = 0
     unique: int = 0  # objects first published by a done record
     novel: int = 0  # of them, those that added coverage
     last_novel: float | None = None  # wall time of the last done record that published a novel input
     coverage: set[int] = field(default_factory=set)
+    edges: set[int] = field(default_factory=set)  # of the coverage ids: the edges (AFL's map indices), no branches
+    map_size: int = 0  # the largest coverage map a worker reported measuring with (0: none has a map)
     findings: dict[tuple[str, str], dict] = field(default_factory=dict)  # (kind, signature) -> first, inputs
 
 
@@ -88,7 +92,8 @@ class Tracker:
         totals = snapshot["totals"]
         self.history.append({"t": now, "elapsed_s": snapshot["elapsed_s"], "analyzed": totals["analyzed"],
                              "executions": totals["executions"], "corpus": totals["corpus"],
-                             "coverage_ids": totals["coverage_ids"], "novel": totals["novel"],
+                             "coverage_ids": totals["coverage_ids"], "edges": totals["edges"],
+                             "map_size": totals["map_size"], "novel": totals["novel"],
                              "crashes": snapshot["saved_crashes"], "hangs": snapshot["saved_hangs"]})
         snapshot["rates"] = self._rates(snapshot)
         return snapshot
@@ -123,12 +128,18 @@ class Tracker:
             totals.slices += 1
         else:
             totals.analyzed += 1
-        totals.executions += int(manifest.get("stats", {}).get("executions", 0))
+        stats = manifest.get("stats", {})
+        executions = int(stats.get("executions", 0))
+        totals.executions += executions
+        totals.executions_by_kind[manifest["kind"]] = totals.executions_by_kind.get(manifest["kind"], 0) + executions
+        totals.map_size = max(totals.map_size, int(stats.get("map_size", 0)))
         totals.generated += int(manifest.get("generated", 0))
         totals.unique += len(claimed)
         for obj in manifest["objects"]:
             if obj["sha256"] in claimed:
-                totals.coverage.update(obj.get("coverage", ()))
+                coverage = obj.get("coverage", ())
+                totals.coverage.update(coverage)
+                totals.edges.update(edge_of(c) for c in coverage if not is_branch_coverage(c))
                 if obj.get("novel"):
                     totals.novel += 1
                     totals.last_novel = max(totals.last_novel or 0.0, mtime)
@@ -203,8 +214,10 @@ class Tracker:
             "executor": policy.executor,
             "target": policy.target,
             "totals": {"analyzed": totals.analyzed, "slices": totals.slices, "executions": totals.executions,
+                       "executions_by_kind": dict(sorted(totals.executions_by_kind.items())),
                        "generated": totals.generated, "unique": totals.unique, "novel": totals.novel,
-                       "coverage_ids": len(totals.coverage), "corpus": self._corpus_size(), "leased": leased},
+                       "coverage_ids": len(totals.coverage), "edges": len(totals.edges),
+                       "map_size": totals.map_size or None, "corpus": self._corpus_size(), "leased": leased},
             "findings": {"unique": len(totals.findings), "hits": sum(len(r["inputs"]) for r in totals.findings.values()),
                          "by_kind": dict(sorted(by_kind.items()))},
             "saved_crashes": sum(n for k, n in by_kind.items() if k in CRASH_KINDS),

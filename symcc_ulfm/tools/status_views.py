@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .stats_files import StatsWriter
+from .stats_files import StatsWriter, bitmap_cvg
 from .status import Tracker
 
 
@@ -35,8 +35,10 @@ def render_line(snapshot: dict) -> str:
         return f"[{snapshot['elapsed_s']:5.1f} s] {_state_words(snapshot)}"
     t, f, r = snapshot["totals"], snapshot["findings"], snapshot["rates"]
     rate = r.get("analyzed_per_s_now", r["analyzed_per_s"])
+    execs = r.get("executions_per_s_now", r["executions_per_s"])
     return (f"[{snapshot['elapsed_s']:5.1f} s] gen {snapshot['generation']}  analyzed {t['analyzed']} ({rate:.1f}/s)  "
-            f"corpus {t['corpus']}  novel {t['novel']}  edges {t['coverage_ids']}  findings {f['unique']}  "
+            f"execs {t['executions']} ({execs:.0f}/s)  corpus {t['corpus']}  novel {t['novel']}  edges {t['edges']}  "
+            f"findings {f['unique']}  "
             f"left {_left(snapshot)}  {_state_words(snapshot) if snapshot['phase'] != 'running' else ''}").rstrip()
 
 
@@ -54,13 +56,17 @@ def render_block(snapshot: dict) -> str:
         if snapshot["running"]:
             lines.append(f"  alive       {len(snapshot['ranks_alive'])} of {snapshot['ranks']} ranks beat")
     now = "" if "analyzed_per_s_now" not in r else f", {r['analyzed_per_s_now']:.1f}/s now"
-    lines += [f"  analyzed    {t['analyzed']} inputs ({r['analyzed_per_s']:.1f}/s overall{now}); "
-              f"{t['executions']} executions; {t['leased']} leases "
+    execs_now = "" if "executions_per_s_now" not in r else f", {r['executions_per_s_now']:.1f}/s now"
+    by_kind = ", ".join(f"{kind} {n}" for kind, n in t["executions_by_kind"].items())
+    lines += [f"  analyzed    {t['analyzed']} inputs ({r['analyzed_per_s']:.1f}/s overall{now}); {t['leased']} leases "
               + ("in flight" if snapshot["running"] else "open (a resume reclaims them)")
               + (f"; {t['slices']} fuzzer slices" if t["slices"] else ""),
+              f"  executions  {t['executions']} ({r['executions_per_s']:.1f}/s overall{execs_now})"
+              + (f": {by_kind}" if by_kind else ""),
               f"  corpus      {t['corpus']} inputs; {t['unique']} new, {t['novel']} novel; "
-              f"{t['coverage_ids']} coverage ids" + (f"; endpoint edges {snapshot['endpoint_edges']}"
-                                                      if snapshot["endpoint_edges"] is not None else ""),
+              f"{t['coverage_ids']} coverage ids, {t['edges']} edges"
+              + (f" ({bitmap_cvg(t['edges'], t['map_size'])} of a map of {t['map_size']})" if t["map_size"] else "")
+              + (f"; endpoint edges {snapshot['endpoint_edges']}" if snapshot["endpoint_edges"] is not None else ""),
               f"  findings    {f['unique']} unique, {f['hits']} hits"
               + (" (" + ", ".join(f"{k} {n}" for k, n in f["by_kind"].items()) + ")" if f["by_kind"] else "")]
     if snapshot["injected"]:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.mpi import launch
+from helpers.mpi import launch, status_json, wal_accounts
 from helpers.symcc import AFL_MISSING, afl_available, afl_twin, compile_c, stand_in
 
 from symcc_ulfm.core.slices import descriptor
@@ -48,6 +48,12 @@ def afl_processes(root: Path) -> list[int]:
             if cmdline and cmdline[0].endswith(b"afl-fuzz") and str(root).encode() in b" ".join(cmdline):
                 found.append(int(entry))
     return found
+
+
+def afl_stats(root: Path) -> dict[str, str]:
+    """The ``fuzzer_stats`` afl-fuzz wrote in its directory ``root`` (the last at its exit)."""
+    lines = (root / "sync" / "worker" / "fuzzer_stats").read_text().splitlines()
+    return {key.strip(): value.strip() for key, _, value in (line.partition(":") for line in lines)}
 
 
 def test_afl_keeps_its_own_finds_imports_the_campaigns_and_resumes_after_it_died(twin, tmp_path):
@@ -88,6 +94,44 @@ def test_afl_keeps_its_own_finds_imports_the_campaigns_and_resumes_after_it_died
     finally:
         fuzzer.close()
     assert afl_processes(tmp_path) == []
+    # the resumed afl-fuzz went on from the count its directory held: never more counted than ran
+    final = afl_stats(root)["execs_done"]
+    assert 0 < sum(r.executions for r in (first, *results, *again)) <= int(final), final
+
+
+def test_afl_slices_return_afl_fuzzs_own_executions_and_map_size(twin, tmp_path):
+    """Each slice's executions are what afl-fuzz's ``execs_done`` grew by since the slice before, so
+    the slices together account for afl-fuzz's executions (its start's calibration included) and
+    never for more than it ran (its count when it exits); the notes carry its map size."""
+    fuzzer = AflFuzzer(options={"afl_binary": str(twin)})
+    fuzzer.scratch_dir = tmp_path
+    try:
+        fuzzer.offer([b"ZZZZ"])
+        slices = [fuzzer.fuzz(slice_of(seq, 1.0)) for seq in (1, 2)]
+        root = fuzzer.root
+    finally:
+        fuzzer.close()
+    ran = afl_stats(root)
+    assert 0 < slices[0].executions and sum(s.executions for s in slices) <= int(ran["execs_done"]), ran
+    assert all(s.notes["map_size"] == slices[0].notes["map_size"] > 0 for s in slices)
+
+
+def test_afl_reads_the_count_of_plot_data_only_from_the_running_afl_fuzz(tmp_path):
+    """``plot_data``'s last whole line (``total_execs``), when written since afl-fuzz started; never
+    through a link."""
+    from symcc_ulfm.executors.fuzzers.afl import _plotted_execs
+
+    plot = tmp_path / "plot_data"
+    header = "# relative_time, cycles_done, cur_item, corpus_count, pending_total, pending_favs, map_size, " \
+             "saved_crashes, saved_hangs, max_depth, execs_per_sec, total_execs, edges_found\n"
+    plot.write_text(header)
+    assert _plotted_execs(plot, 0.0) is None  # the header only
+    plot.write_text(header + "61, 0, 3, 12, 9, 1, 0.41%, 0, 0, 2, 450.10, 27500, 40\n"
+                    "66, 0, 4, 13, 9, 1, 0.43%, 0, 0, 2, 452.00, 29760, 42\n66, 0, 4")  # the last line not whole
+    assert _plotted_execs(plot, 0.0) == 29760
+    assert _plotted_execs(plot, time.time() + 60) is None  # older than the running afl-fuzz
+    (tmp_path / "link").symlink_to(plot)
+    assert _plotted_execs(tmp_path / "link", 0.0) is None
 
 
 def test_contained_afl_goes_on_fuzzing_while_the_worker_measures_beside_it(twin, tmp_path):
@@ -279,6 +323,12 @@ def test_a_hybrid_campaign_survives_the_death_of_its_fuzzer_worker(twin, tmp_pat
     assert verdict["double_counted"] == 0 and verdict["lost_objects"] == 0
     leftovers = [p for p in (run.state / "scratch").rglob("*") if p.is_file() and "afl-fuzz" in p.name]
     assert afl_processes(run.state) == [], leftovers
+    # status counts afl-fuzz's own executions (its slices') beside SymCC's, as the WAL accounts for them
+    by_kind, edges = wal_accounts(run.state)
+    totals = status_json(run.state)["totals"]
+    assert totals["executions_by_kind"] == by_kind and by_kind["afl"] > 0 and by_kind["symcc"] > 0, by_kind
+    assert totals["executions"] == sum(by_kind.values()) and totals["edges"] == len(edges)
+    assert totals["map_size"] > 0  # afl-fuzz's map, as its slices reported it
 
 
 @pytest.mark.mpi

@@ -8,8 +8,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from symcc_ulfm.core.coverage import edge_of, is_branch_coverage
 from symcc_ulfm.executors.simulate import SimulateExecutor
 from symcc_ulfm.launch import json_child as launch_process
+from symcc_ulfm.store.record import parse_record_file
 from symcc_ulfm.store.runlog import read_events
 
 FAST_SIMULATE = ["--executor", "simulate", "--executor-option", "cost_s=0.02"]
@@ -65,3 +67,20 @@ def simulate_closure(options: dict) -> dict:
         queue += sorted(children - seen)
         seen |= children
     return {"analyzed": len(seen), "generated": generated, "unique": len(seen - set(seeds))}
+
+
+def wal_accounts(state: Path) -> tuple[dict[str, int], set[int]]:
+    """What the WAL's done records account for, read here apart from ``status``: the executions by
+    the kind each manifest names, and the edges of the objects they published."""
+    by_kind: dict[str, int] = {}
+    edges: set[int] = set()
+    for path in (state / "wal" / "records").glob("*.json"):
+        record = parse_record_file(path.read_bytes())
+        if record["state"] != "done":
+            continue
+        manifest = record["manifest"]
+        by_kind[manifest["kind"]] = by_kind.get(manifest["kind"], 0) + manifest["stats"].get("executions", 0)
+        claimed = set(record["done"]["claimed"])
+        edges.update(edge_of(c) for obj in manifest["objects"] if obj["sha256"] in claimed
+                     for c in obj["coverage"] if not is_branch_coverage(c))
+    return by_kind, edges

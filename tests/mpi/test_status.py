@@ -18,6 +18,7 @@ import os
 import pty
 import queue
 import select
+import shlex
 import shutil
 import signal
 import subprocess
@@ -27,7 +28,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.mpi import FINITE, launch, simulate_closure, status_json
+from helpers.mpi import FINITE, launch, simulate_closure, status_json, wal_accounts
 
 from symcc_ulfm.core.master.rounds import PIPELINE
 from symcc_ulfm.core.modes import FileModes
@@ -288,6 +289,46 @@ def test_plot_data_has_a_line_every_interval_and_one_for_the_end(finished, tmp_p
     rows = plot_rows(state)
     assert [int(r[0]) for r in rows] == times
     assert int(rows[-1][11]) == end["totals"]["executions"] and int(rows[-1][3]) == end["totals"]["corpus"]
+
+
+# a fuzzer kind beside an analysis kind, by count: the fuzzer's slices and the analyses both execute
+KINDS = ["--ranks", "3", "--warm-spares", "0", "--workers-per-master", "2", "--executor", "simulate",
+         "--executor-option", "cost_s=0.02", "--worker-kinds", "simfuzz:1,simulate:1", "--keep", "novel",
+         "--slice", "0.2", "--stop-after", "3", "--deadline", "240"]
+
+
+def fuzzer_stats(state: Path) -> dict[str, str]:
+    fields = {}
+    for line in (state / "stats" / "fuzzer_stats").read_text().splitlines():
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    return fields
+
+
+def test_fuzzer_stats_count_every_kinds_executions_map_coverage_and_the_command(tmp_path):
+    """``execs_done`` is the sum of what the WAL's done records account for, of every kind (the
+    simfuzz slices' and the simulate analyses'), ``execs_by_kind`` and ``status`` break it down,
+    ``bitmap_cvg`` is the published edges over the map size the kinds reported (simulate's edge
+    universe, 2048) and ``command_line`` splits back into the launch's own arguments (a state
+    directory whose name needs quoting)."""
+    state = tmp_path / "a state's dir"
+    run = launch(state, *KINDS)
+    assert run.returncode == 0, run.stderr[-3000:]
+    by_kind, edges = wal_accounts(state)
+    assert set(by_kind) == {"simfuzz", "simulate"} and all(by_kind.values()), by_kind
+    fields = fuzzer_stats(state)
+    assert int(fields["execs_done"]) == sum(by_kind.values())
+    assert fields["execs_by_kind"] == ",".join(f"{kind}={n}" for kind, n in sorted(by_kind.items()))
+    assert int(fields["edges_found"]) == len(edges) > 0 and fields["total_edges"] == "2048"
+    assert fields["bitmap_cvg"] == f"{100 * len(edges) / 2048:.2f}%"
+    assert shlex.split(fields["command_line"]) == ["symcc-ulfm", "launch", "--state-dir", str(state), "--json", *KINDS]
+    final = status_json(state)
+    assert final["totals"]["executions_by_kind"] == by_kind and final["totals"]["edges"] == len(edges)
+    block = cli("status", str(state)).stdout
+    assert f"executions  {sum(by_kind.values())} (" in block
+    assert f"simfuzz {by_kind['simfuzz']}, simulate {by_kind['simulate']}" in block
+    last = plot_rows(state)[-1]
+    assert last[6] == fields["bitmap_cvg"] and int(last[11]) == sum(by_kind.values()) and int(last[12]) == len(edges)
 
 
 def test_the_status_line_is_redrawn_every_interval_and_ended_after_the_job(finished, tmp_path):

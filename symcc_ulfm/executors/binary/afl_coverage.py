@@ -117,6 +117,7 @@ class AflTwin:
         self.timeout_s = timeout_s
         self.timeout_ms = max(1, round(timeout_s * 1000))
         self.confined = confined
+        self.map_size: int | None = None  # the length of afl-showmap's maps (the map's indices), once it wrote one
 
     def measure_many(self, inputs: list[bytes], budget_s: float | None, scratch: Scratch,
                      adopt: bool, spare: frozenset[int] = frozenset()) -> list[Measurement | None]:
@@ -129,6 +130,7 @@ class AflTwin:
         if batch and (until is None or time.monotonic() < until):
             for index, bitmap in self._batch(inputs, batch, scratch, adopt, until, spare).items():
                 if bitmap:
+                    self.map_size = len(bitmap)
                     results[index] = Measurement(coverage_from_afl_map(bitmap))
                 else:
                     alone.append(index)  # crashed or timed out: measured again below

@@ -41,6 +41,7 @@ from ..sandbox import landlock
 from ..sandbox.reaper import sweep_children
 
 STDERR_TAIL_BYTES = 2000
+REPORT_BYTES = 1 << 16  # of stderr read for a run's outcome: a sanitizer's report, its first stack included
 # QSYM names a test case NNNNNN, or NNNNNN-optimistic when it solved the negated branch alone
 # because the whole path constraint was unsatisfiable; the counter is shared by both kinds.
 TEST_CASE = re.compile(r"([0-9]{6,})(-optimistic)?")
@@ -153,7 +154,7 @@ def run_input(field: str, binary: str, args: list[str], input_path: Path, work: 
     argv = [binary, *(arg.replace("@@", str(input_path)) for arg in args)]
     ended = run_binary(field, argv, stdin=input_path, stderr=work / stderr_name, env=env, cwd=work,
                        timeout_s=timeout_s, adopt=adopt, spare=spare, writable=writable)
-    stderr = tail(work / stderr_name)
+    stderr = tail(work / stderr_name, REPORT_BYTES)
     return classify_exit(ended.returncode, ended.timed_out, stderr), stderr
 
 
@@ -284,10 +285,13 @@ def read_regular(dir_fd: int, name: str, max_bytes: int) -> tuple[bytes | None, 
         os.close(fd)
 
 
-def tail(path: Path) -> str:
+def tail(path: Path, limit: int = STDERR_TAIL_BYTES) -> str:
+    """The last ``limit`` bytes of a file a run wrote (its stderr), decoded; "" when unreadable.
+    What :func:`classify_exit` reads is :data:`REPORT_BYTES` of it: a sanitizer prints its summary
+    after the stacks (and ASan a shadow map after that)."""
     try:
         with open(path, "rb") as handle:
-            handle.seek(max(0, os.fstat(handle.fileno()).st_size - STDERR_TAIL_BYTES))
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - limit))
             return handle.read().decode("utf-8", "replace")
     except OSError:
         return ""

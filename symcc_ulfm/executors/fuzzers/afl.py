@@ -9,7 +9,9 @@ its own new ``queue/`` entries (not those it imported) and its new ``crashes/`` 
 worker measures them on the same twin (``afl-showmap``, ``executors.binary.afl_coverage``; a failing
 input's outcome from the campaign's ``sanitizer_binary`` when it has one), so their coverage ids
 and findings are those of every other worker. The executor beside it is ``symcc`` (a hybrid
-campaign) or ``native`` (a campaign of AFL++ builds alone, ``executors.native``).
+campaign) or ``native`` (a campaign of AFL++ builds alone, ``executors.native``). A slice's
+``executions`` are afl-fuzz's own since the slice before (its ``execs_done``; see
+:meth:`AflFuzzer._executions`), its notes the map size (``map_size``) that afl-fuzz fuzzes with.
 
 What the other workers found reaches afl-fuzz through its own import: :meth:`offer` writes them
 into ``SYNC/campaign/queue/`` as a foreign instance's queue, named ``id:NNNNNN,orig:<sha>`` densely
@@ -66,6 +68,7 @@ from ..binary.options import parse_options
 from ..binary.runs import Scratch, clean_env
 from ..dictionary import afl_text, tokens_of
 from ..sandbox import landlock
+from ..sandbox.frames import MAX_EXECUTIONS
 from ..sandbox.reaper import is_subreaper
 
 VERSION = 1
@@ -78,6 +81,7 @@ TARGET_DIR = "afl-target"  # beside afl-fuzz's directory: the only one its targe
 _MODES = {b"##SIG_AFL_PERSISTENT##": "__AFL_PERSISTENT", b"##SIG_AFL_DEFER_FORKSRV##": "__AFL_DEFER_FORKSRV"}
 FORKSRV_INIT_MS = 10_000  # the confined start of the fork server: a Python start-up before the binary
 START_S = 15.0  # afl-fuzz's start: calibration of the initial inputs (AFL_FAST_CAL)
+PLOT_TAIL = 4096  # bytes of afl-fuzz's plot_data read for its last line
 PR_SET_PDEATHSIG = 1
 _ENV = {
     "AFL_NO_UI": "1", "AFL_SKIP_CPUFREQ": "1", "AFL_NO_AFFINITY": "1", "AFL_SYNC_TIME": "1", "AFL_IMPORT_FIRST": "1",
@@ -152,6 +156,8 @@ class AflFuzzer(Fuzzer):
         self._foreign = 0  # entries written into the foreign queue
         self._seen: set[str] = set()  # names of afl-fuzz's own entries already returned
         self._returned: set[bytes] = set()  # SHA-256s of what it returned: offered back, they are skipped
+        self._execs = 0  # afl-fuzz's count of executions (execs_done) up to which the slices returned them
+        self._started_at = 0.0  # the wall time the running afl-fuzz was started
         self.starts = 0
 
     # -- the Fuzzer interface ------------------------------------------------------------------
@@ -181,7 +187,11 @@ class AflFuzzer(Fuzzer):
             notes["afl_fuzz_exit"] = self._process.returncode
         kept, counts = self._collect()
         notes.update(counts)
-        return RunResult(candidates=kept, executions=0, seconds=time.monotonic() - started, notes=notes)
+        map_size = int(self._map_size) if self._map_size else self._twin.map_size
+        if map_size:
+            notes["map_size"] = map_size
+        return RunResult(candidates=kept, executions=self._executions(), seconds=time.monotonic() - started,
+                         notes=notes)
 
     def measure(self, data: bytes) -> Measurement:
         return self.measure_many([data])[0]
@@ -233,8 +243,10 @@ class AflFuzzer(Fuzzer):
         sync = root / "sync"
         inputs = root / "in"
         resume = (sync / INSTANCE / "queue").is_dir()
+        self._execs = 0
         if resume:  # what the directory holds was returned, or imported, by the process before this one
             self._adopt_directory(sync)
+            self._execs = _execs_done(_stats(sync / INSTANCE / "fuzzer_stats")) or 0
         else:
             shutil.rmtree(inputs, ignore_errors=True)
             inputs.mkdir()
@@ -258,6 +270,7 @@ class AflFuzzer(Fuzzer):
                 "-t", str(self._timeout_ms), "-m", "none", *(["-x", self._dictionary] if self._dictionary else []),
                 *self._extra, "--", *target]
         log = open(root / "afl-fuzz.log", "ab")  # noqa: SIM115 - the child keeps it; closed below
+        self._started_at = time.time()
         try:
             self._process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                              cwd=root, env=env, start_new_session=True, preexec_fn=_die_with_parent)
@@ -307,13 +320,35 @@ class AflFuzzer(Fuzzer):
         written = {n.rsplit(",orig:", 1)[-1] for n in names}
         self._offered = [d for d in self._offered if hashlib.sha256(d).hexdigest()[:16] not in written]
 
+    def _executions(self) -> int:
+        """afl-fuzz's executions since the last slice: what its ``execs_done`` grew by. afl-fuzz writes
+        ``fuzzer_stats`` at its start, then every 60 s (AFL++'s ``STATS_UPDATE_SEC``), and after its
+        first minute a ``plot_data`` line every 5 s with the same count (``total_execs``); the newest
+        of the two that the running afl-fuzz wrote is taken (``fuzzer_stats`` with its pid, a
+        ``plot_data`` changed since it started). A resumed afl-fuzz goes on from the count its
+        directory holds; one that counts from 0 again is counted from 0. So the slices together never
+        report more executions than afl-fuzz ran, and fall behind by at most what it ran since its
+        last write; a count beyond what one result may hold is returned by the next slices."""
+        base = self.root / "sync" / INSTANCE
+        stats = _stats(base / "fuzzer_stats")
+        done = [_execs_done(stats)] if _count(stats.get("fuzzer_pid")) == self._process.pid else []
+        done.append(_plotted_execs(base / "plot_data", self._started_at))
+        now = max((n for n in done if n is not None), default=None)
+        if now is None:
+            return 0
+        if now < self._execs:  # this afl-fuzz counts from 0
+            self._execs = 0
+        new = min(now - self._execs, MAX_EXECUTIONS)
+        self._execs += new
+        return new
+
     def _wait_started(self, root: Path, sync: Path) -> None:
         """Until afl-fuzz writes its stats (its fuzzing began: a ``fuzzer_stats`` with its own pid, not
         the one an afl-fuzz before it left) or exits: a target it refuses is a TargetError."""
         until = time.monotonic() + START_S
         stats = sync / INSTANCE / "fuzzer_stats"
         while time.monotonic() < until:
-            if _stats_pid(stats) == self._process.pid:
+            if _count(_stats(stats).get("fuzzer_pid")) == self._process.pid:
                 return
             if self._process.poll() is not None:
                 tail = (root / "afl-fuzz.log").read_bytes()[-1500:].decode(errors="replace")
@@ -390,14 +425,43 @@ def _read_entry(path: Path) -> bytes | None:
         os.close(fd)
 
 
-def _stats_pid(path: Path) -> int | None:
-    """The ``fuzzer_pid`` of afl-fuzz's ``fuzzer_stats``; None while there is none (or not yet whole)."""
+def _stats(path: Path) -> dict[str, str]:
+    """The ``key : value`` lines of afl-fuzz's ``fuzzer_stats``; empty while there is none."""
+    fields = {}
     with contextlib.suppress(OSError):
-        data = _read_entry(path)
-        for line in (data or b"").decode("ascii", "replace").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "fuzzer_pid" and value.strip().isdigit():
-                return int(value)
+        for line in (_read_entry(path) or b"").decode("ascii", "replace").splitlines():
+            key, sep, value = line.partition(":")
+            if sep:
+                fields[key.strip()] = value.strip()
+    return fields
+
+
+def _count(value: str | None) -> int | None:
+    return int(value) if value is not None and value.isdigit() and len(value) <= 18 else None
+
+
+def _execs_done(stats: dict[str, str]) -> int | None:
+    """``execs_done`` of a ``fuzzer_stats`` read whole up to the line after it (afl-fuzz rewrites the
+    file in place: a torn read could end inside the number)."""
+    return _count(stats.get("execs_done")) if "execs_per_sec" in stats else None
+
+
+def _plotted_execs(path: Path, since: float) -> int | None:
+    """``total_execs`` of the last whole line of afl-fuzz's ``plot_data`` (its 12th column), when
+    the file changed at or after ``since``; None otherwise. Read without following a link."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            info = os.fstat(fd)
+            if (info.st_mode & 0o170000) != 0o100000 or info.st_mtime < since:
+                return None
+            tail = os.pread(fd, PLOT_TAIL, max(0, info.st_size - PLOT_TAIL))
+        finally:
+            os.close(fd)
+        lines = tail.decode("ascii", "replace").split("\n")[:-1]  # the part after the last newline is not whole
+        columns = lines[-1].split(",") if lines else []
+        if len(columns) == 13:
+            return _count(columns[11].strip())
     return None
 
 

@@ -3,7 +3,8 @@
 Each slice "keeps" ``kept`` inputs drawn from a finite space (``space``, so another worker or an
 earlier slice may have found the same), spending ``cost_s`` of the slice (the rest of it is not
 waited for: the point is the protocol, not the time), and reports one in ``findings`` of them (by
-hash) as a crash. Coverage is drawn like ``simulate``'s, from the same edge universe.
+hash) as a crash. Coverage is drawn like ``simulate``'s, from the same edge universe, the map
+size its slices report (``edges``).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ class SimulatedFuzzer(Fuzzer):
             if self.options["findings"] and draw % self.options["findings"] == 0:
                 findings.append(Finding(Outcome("crash", f"simulated crash {draw % 3}", "simfuzz"), child))
         return RunResult(candidates=kept, executions=len(kept), seconds=time.perf_counter() - started,
-                         findings=findings)
+                         findings=findings, notes={"map_size": self.options["edges"]})
 
     def measure(self, data: bytes) -> Measurement:
         return Measurement(drawn_coverage(self._h("coverage", data), self.options["edges"]))

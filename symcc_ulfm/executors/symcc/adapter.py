@@ -62,6 +62,8 @@ from ..binary.afl_coverage import JUDGE_FIELD, NO_COVERAGE, twin_of
 from ..binary.options import parse_options
 from ..binary.pinned import Pinned
 from ..binary.runs import (
+    REPORT_BYTES,
+    STDERR_TAIL_BYTES,
     Exit,
     Scratch,
     classify_exit,
@@ -168,6 +170,8 @@ class SymccExecutor(Executor):
             notes["confirmed"] = confirmed.kind
             if confirmed.is_finding:
                 findings.append(Finding(confirmed, bytes(data)))
+        if self._twin is not None and self._twin.map_size:
+            notes["map_size"] = self._twin.map_size  # known once the twin measured an input
         return RunResult(candidates=candidates, executions=1 + outcome.is_finding,
                          seconds=time.monotonic() - started, notes=notes, findings=findings)
 
@@ -191,7 +195,7 @@ class SymccExecutor(Executor):
                 finally:
                     self.on_execution(None)
             ended = self._execute(data, work, input_path, {**self._base_env, "SYMCC_NO_SYMBOLIC_INPUT": "1"})
-            stderr = tail(work / "stderr")
+            stderr = tail(work / "stderr", REPORT_BYTES)
             return classify_exit(ended.returncode, ended.timed_out, stderr), stderr
         finally:
             remove_tree(work)
@@ -229,7 +233,7 @@ class SymccExecutor(Executor):
                 env["SYMCC_INPUT_FILE"] = str(input_path)
             ended = self._execute(data, work, input_path, env)
             candidates, counts = read_outputs(output_dir, self._max_output_bytes)
-            stderr = tail(work / "stderr")
+            stderr = tail(work / "stderr", REPORT_BYTES)
         finally:
             remove_tree(work)
         outcome = classify_exit(ended.returncode, ended.timed_out, stderr)
@@ -246,7 +250,7 @@ class SymccExecutor(Executor):
         if not candidates:
             notes["nothing_written"] = self._why_nothing(ended, outcome, counts)
         if ended.returncode != 0 or ended.timed_out or not candidates:
-            notes["stderr_tail"] = stderr
+            notes["stderr_tail"] = stderr[-STDERR_TAIL_BYTES:]
         return candidates, outcome, notes
 
     def _execute(self, data: bytes, work: Path, input_path: Path, env: dict[str, str]) -> Exit:
