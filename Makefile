@@ -146,3 +146,16 @@ HYBRID_ARGS ?=
 bench-hybrid: setup $(BENCH_STAMP)
 	SYMCC_CC="$(SYMCC_CC)" SYMCC_HELPER="$(SYMCC_HELPER)" MPI_HELPER="$(MPI_HELPER)" \
 		$(BIN)/python -m benchmarks.bench_hybrid $(if $(filter 1,$(BENCH_QUICK)),--quick) $(HYBRID_ARGS)
+
+# -- bench-harness: AFL++-only campaigns against AFL++ -M/-S at equal cores on the OSS-Fuzz harnesses of
+# three Debian source packages (cjson, libpng1.6, expat), built by symcc-ulfm build, one measurer
+# (benchmarks/bench_harness.py, benchmarks/README.md "OSS-Fuzz harnesses"). Full: 3 targets x 3 systems x
+# HARNESS_ROUNDS x HARNESS_SECONDS (600 s, 2 rounds: about 3 h on 2 cores); BENCH_QUICK=1: one 30 s round
+# (about 8 min); HARNESS_ARGS='--out DIR --resume' takes an interrupted run up again.
+HARNESS_SECONDS ?= $(if $(filter 1,$(BENCH_QUICK)),30,600)
+HARNESS_ROUNDS ?= $(if $(filter 1,$(BENCH_QUICK)),1,2)
+HARNESS_ARGS ?=
+.PHONY: bench-harness
+bench-harness: setup $(BENCH_STAMP)
+	$(BIN)/python -m benchmarks.bench_harness $(if $(filter 1,$(BENCH_QUICK)),--quick) \
+		--seconds $(HARNESS_SECONDS) --rounds $(HARNESS_ROUNDS) $(HARNESS_ARGS)

@@ -148,6 +148,8 @@ class Target:
     harness: Path
     library: str | None  # a key of c_libraries.LIBRARIES
     seeds: tuple[bytes, ...]
+    args: tuple[str, ...] = ()  # every build's arguments; the input is on standard input
+    dictionary: Path | None = None  # afl-fuzz -x of every AFL system
 
 
 def targets() -> dict[str, Target]:
@@ -281,8 +283,9 @@ class Context:
 def afl_command(ctx: Context, out: Path, role: list[str]) -> list[str]:
     # By its absolute path: SymCC's helpers look for afl-showmap next to the afl-fuzz of the
     # instance's command line (the MPI helper does not find it when that is a bare "afl-fuzz").
-    return [shutil.which("afl-fuzz") or "afl-fuzz", "-i", str(ctx.seed_dir), "-o", str(out), *role, "-t", str(AFL_TIMEOUT_MS), "-m", "none", "--",
-            str(ctx.binaries["afl"])]
+    tokens = ["-x", str(ctx.target.dictionary)] if ctx.target.dictionary else []
+    return [shutil.which("afl-fuzz") or "afl-fuzz", "-i", str(ctx.seed_dir), "-o", str(out), *role, *tokens, "-t",
+            str(AFL_TIMEOUT_MS), "-m", "none", "--", str(ctx.binaries["afl"]), *ctx.target.args]
 
 
 def start_afl(ctx: Context, out: Path, role: list[str], sync: bool) -> subprocess.Popen:
@@ -356,9 +359,11 @@ def run_processes(ctx: Context, globs, starters) -> tuple[Sampler, dict]:
     return sampler, notes
 
 
-def system_afl(ctx: Context, instances: int) -> tuple[Sampler, dict]:
+def system_afl(ctx: Context, instances: int, main_flags: tuple[str, ...] = ()) -> tuple[Sampler, dict]:
+    """afl-fuzz alone, or as -M main (with ``main_flags``, e.g. ``-c CMPLOG_BUILD``) and -S secondaries."""
     out = ctx.run_dir / "afl"
-    roles = [[]] if instances == 1 else [["-M", "main"]] + [["-S", f"secondary{i}"] for i in range(1, instances)]
+    roles = [[]] if instances == 1 else [["-M", "main", *main_flags]] + [["-S", f"secondary{i}"]
+                                                                        for i in range(1, instances)]
     starters = [(f"afl-{r[1] if r else 'default'}", lambda procs, t0, r=r: start_afl(ctx, out, r, instances > 1))
                 for r in roles]
     return run_processes(ctx, afl_globs(out), starters)
@@ -463,11 +468,11 @@ def campaign_args(ctx: Context, kinds: str | None, workers: int, idle: str = "fu
     return args
 
 
-def system_campaign(ctx: Context, kinds: str | None, workers: int, idle: str = "fuzz") -> tuple[Sampler, dict]:
+def system_campaign(ctx: Context, args: list[str], handoffs: bool) -> tuple[Sampler, dict]:
+    """``launch`` with ``args`` into ``state/`` for the window; ``handoffs``: the medians between kinds."""
     from symcc_ulfm.launch import json_child
 
     state = ctx.run_dir / "state"
-    args = campaign_args(ctx, kinds, workers, idle)
     start = time.monotonic()
     sampler = Sampler([(state, "corpus/objects")], ctx.seconds, start)
     sampler.start()
@@ -488,7 +493,7 @@ def system_campaign(ctx: Context, kinds: str | None, workers: int, idle: str = "
              "wal_unique": verdict.get("wal_unique"), "lent_slices": verdict.get("lent_slices")}
     if done.returncode != 0 or verdict.get("passed") is False:
         notes["failed"] = campaign_failure(state, done)
-    elif kinds:
+    elif handoffs:
         notes["handoffs"] = handoff_medians(state)
     return sampler, notes
 
@@ -525,28 +530,30 @@ def run_system(system: str, ctx: Context) -> tuple[Sampler | None, dict, str | N
     if system == "symcc-loop":
         return (*system_loop(ctx), None)
     if system == "campaign-symcc":
-        return (*system_campaign(ctx, None, 2), None)
+        return (*system_campaign(ctx, campaign_args(ctx, None, 2), False), None)
     if system == "helper":
         return (*system_helper(ctx), None)
     if system == "mpi-helper":
         got = system_mpi_helper(ctx)
         return (None, {}, got) if isinstance(got, str) else (*got, None)
     if system == "hybrid":
-        return (*system_campaign(ctx, "afl:1,symcc:1", 2), None)
+        return (*system_campaign(ctx, campaign_args(ctx, "afl:1,symcc:1", 2), True), None)
     if system == "hybrid-2a1s":
-        return (*system_campaign(ctx, "afl:2,symcc:1", 3), None)
+        return (*system_campaign(ctx, campaign_args(ctx, "afl:2,symcc:1", 3), True), None)
     if system == "hybrid-wait":
-        return (*system_campaign(ctx, "afl:1,symcc:1", 2, "wait"), None)
+        return (*system_campaign(ctx, campaign_args(ctx, "afl:1,symcc:1", 2, "wait"), True), None)
     raise ValueError(f"unknown system {system}; known: {', '.join(ALL_SYSTEMS)}")
 
 
 # -- the measurer ---------------------------------------------------------------------------------
 
 class Measurer:
-    """One measurement of every corpus of a target; each distinct input is run once per build and cached."""
+    """One measurement of every corpus of a target; each distinct input is run once per build (with
+    ``args``) and cached. Without a ``plain`` build (a harness directory has none) behaviours are
+    not measured: each input's is None."""
 
-    def __init__(self, binaries: dict[str, Path], scratch: Path, jobs: int):
-        self.binaries, self.scratch, self.jobs = binaries, scratch, jobs
+    def __init__(self, binaries: dict[str, Path], scratch: Path, jobs: int, args: tuple[str, ...] = ()):
+        self.binaries, self.scratch, self.jobs, self.args = binaries, scratch, jobs, args
         self.edges: dict[str, frozenset[int]] = {}
         self.behaviour: dict[str, tuple] = {}
         self.crash: dict[str, str | None] = {}
@@ -555,9 +562,13 @@ class Measurer:
         new = {d: data for d, data in inputs.items() if d not in self.edges}
         if not new:
             return
-        self.edges.update(c_bench.edge_sets(self.binaries["afl"], new, self.scratch))
-        self.behaviour.update(c_bench.replay_all(c_bench.behaviour_of, self.binaries["plain"], new, self.jobs))
-        self.crash.update(c_bench.replay_all(c_bench.crash_of, self.binaries["asan"], new, self.jobs))
+        self.edges.update(c_bench.edge_sets(self.binaries["afl"], new, self.scratch, self.args))
+        if "plain" in self.binaries:
+            self.behaviour.update(c_bench.replay_all(c_bench.behaviour_of, self.binaries["plain"], new, self.jobs,
+                                                     self.args))
+        else:
+            self.behaviour.update(dict.fromkeys(new))
+        self.crash.update(c_bench.replay_all(c_bench.crash_of, self.binaries["asan"], new, self.jobs, self.args))
 
     def score(self, o: Outcome, sampler: Sampler | None, seeds: dict[str, bytes]) -> None:
         paths = dict(sampler.first_seen) if sampler else {}
@@ -730,6 +741,83 @@ def spread(results: list[Outcome]) -> str:
             + (f"; load average {min(loads):.2f}-{max(loads):.2f}" if loads else ""))
 
 
+def open_run(parser: argparse.ArgumentParser, out: Path, settings: dict, resume: bool) -> dict:
+    """The record (``run.json``) of the run in ``out``: a resumed one's, refused (exit 2) when it was
+    run with other ``settings``, or a new one's (``out/bin/`` made)."""
+    if resume:
+        try:
+            recorded = json.loads((out / "run.json").read_text())
+        except (OSError, ValueError) as exc:
+            parser.error(f"--resume: {out} holds no readable run.json ({exc})")
+        differ = {k: (recorded["settings"].get(k), v) for k, v in settings.items() if recorded["settings"].get(k) != v}
+        if differ:
+            parser.error(f"--resume: {out} was run with other settings (recorded, now): {differ}")
+        return recorded
+    (out / "bin").mkdir(parents=True)
+    return {"settings": settings, "binaries": {}, "libraries": {}}
+
+
+def run_windows(out: Path, args: argparse.Namespace, systems: list[str], known: dict[str, Target],
+                builds: dict[str, dict], seed_dirs: dict[str, Path], measurers: dict[str, Measurer], log,
+                runner) -> list[Outcome]:
+    """Every window (``args.rounds`` x system x built target, systems in alternating order, each
+    ``args.seconds``) not already in ``out``: ``runner(system, ctx)`` gives (sampler, notes, why
+    skipped), the target's measurer scores it."""
+    from benchmarks.harness import checkout
+
+    commit = checkout()
+    results = []
+    for rnd in range(args.rounds):
+        for system in systems if rnd % 2 == 0 else systems[::-1]:
+            for name in builds:
+                run_dir = out / f"round{rnd}" / name / system
+                if (run_dir / "outcome.json").is_file():
+                    o = load_outcome(run_dir / "outcome.json")
+                    log(f"round {rnd} {name} {system}: kept from {o.started} ({o.commit}): edges {o.edges}")
+                    results.append(o)
+                    continue
+                if run_dir.exists():
+                    log(f"round {rnd} {name} {system}: interrupted earlier, moved to {move_aside(run_dir).name}")
+                run_dir.mkdir(parents=True)
+                ctx = Context(known[name], builds[name], seed_dirs[name], args.seconds, run_dir, args)
+                o = Outcome(name, system, rnd, args.seconds, commit=commit,
+                            started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), load=[os.getloadavg()[0]])
+                cpu0 = children_cpu() + self_cpu()
+                t0 = time.monotonic()
+                try:
+                    sampler, notes, skipped = runner(system, ctx)
+                except Exception as exc:  # a system that breaks is reported, the others still run
+                    sampler, notes, skipped = None, {"failed": f"{type(exc).__name__}: {exc}"}, None
+                o.cpu_s = children_cpu() + self_cpu() - cpu0
+                o.busy_s = sampler.busy_s if sampler else None
+                o.notes = {**notes, "wall_s": round(time.monotonic() - t0, 2)}
+                o.failed = o.notes.pop("failed", None)
+                o.load.append(os.getloadavg()[0])
+                if skipped:
+                    o.skipped = skipped
+                    log(f"round {rnd} {name} {system}: skipped: {skipped}")
+                else:
+                    seeds = {sha256(d): d for d in known[name].seeds}
+                    measurers[name].score(o, sampler, seeds)
+                    log(f"round {rnd} {name} {system}: corpus {o.corpus}, edges {o.edges}, behaviours "
+                        f"{o.behaviours}, crashes {o.crashes}" + (f"; FAILED: {o.failed}" if o.failed else ""))
+                (run_dir / "outcome.json").write_text(json.dumps(asdict(o), indent=1, default=str))
+                results.append(o)
+    return results
+
+
+def report(out: Path, text: str, results: list[Outcome], fields: dict, started: float, log_lines: list[str]) -> None:
+    """The figures, ``table.txt`` and ``results.json`` (``fields``, the log and every window) of a run in ``out``."""
+    written = figures(results, out)
+    total_s = time.monotonic() - started
+    (out / "table.txt").write_text(text + "\n")
+    (out / "results.json").write_text(json.dumps(
+        {**fields, "total_s": round(total_s, 1), "figures": written, "log": log_lines,
+         "results": [asdict(o) for o in results]}, indent=1, default=str))
+    print(f"figures: {', '.join(written) or '-'}; build {fields['build_s']:.0f} s, total {total_s:.0f} s; "
+          f"raw outputs: {out}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"short run: {QUICK}")
@@ -764,18 +852,7 @@ def main(argv: list[str] | None = None) -> int:
     cpus = set_cores(args.cores)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = (args.out or ROOT / "runs" / f"hybrid-{stamp}").resolve()
-    settings = settings_of(args, symcc_cc, len(cpus))
-    if args.resume:
-        try:
-            recorded = json.loads((out / "run.json").read_text())
-        except (OSError, ValueError) as exc:
-            parser.error(f"--resume: {out} holds no readable run.json ({exc})")
-        differ = {k: (recorded["settings"].get(k), v) for k, v in settings.items() if recorded["settings"].get(k) != v}
-        if differ:
-            parser.error(f"--resume: {out} was run with other settings (recorded, now): {differ}")
-    else:
-        (out / "bin").mkdir(parents=True)
-        recorded = {"settings": settings, "binaries": {}, "libraries": {}}
+    recorded = open_run(parser, out, settings_of(args, symcc_cc, len(cpus)), args.resume)
     jobs = len(cpus)
     log_lines: list[str] = []
 
@@ -815,46 +892,8 @@ def main(argv: list[str] | None = None) -> int:
         seed_dirs[name] = out / "seeds" / name if (out / "seeds" / name).is_dir() else write_seeds(target, out)
     (out / "run.json").write_text(json.dumps(recorded, indent=1))
     build_s = time.monotonic() - started
-    from benchmarks.harness import checkout
-
-    commit = checkout()
     measurers = {name: Measurer(builds[name], out, jobs) for name in builds}
-    for rnd in range(args.rounds):
-        for system in systems if rnd % 2 == 0 else systems[::-1]:
-            for name in builds:
-                run_dir = out / f"round{rnd}" / name / system
-                if (run_dir / "outcome.json").is_file():
-                    o = load_outcome(run_dir / "outcome.json")
-                    log(f"round {rnd} {name} {system}: kept from {o.started} ({o.commit}): edges {o.edges}")
-                    results.append(o)
-                    continue
-                if run_dir.exists():
-                    log(f"round {rnd} {name} {system}: interrupted earlier, moved to {move_aside(run_dir).name}")
-                run_dir.mkdir(parents=True)
-                ctx = Context(known[name], builds[name], seed_dirs[name], args.seconds, run_dir, args)
-                o = Outcome(name, system, rnd, args.seconds, commit=commit,
-                            started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), load=[os.getloadavg()[0]])
-                cpu0 = children_cpu() + self_cpu()
-                t0 = time.monotonic()
-                try:
-                    sampler, notes, skipped = run_system(system, ctx)
-                except Exception as exc:  # a system that breaks is reported, the others still run
-                    sampler, notes, skipped = None, {"failed": f"{type(exc).__name__}: {exc}"}, None
-                o.cpu_s = children_cpu() + self_cpu() - cpu0
-                o.busy_s = sampler.busy_s if sampler else None
-                o.notes = {**notes, "wall_s": round(time.monotonic() - t0, 2)}
-                o.failed = o.notes.pop("failed", None)
-                o.load.append(os.getloadavg()[0])
-                if skipped:
-                    o.skipped = skipped
-                    log(f"round {rnd} {name} {system}: skipped: {skipped}")
-                else:
-                    seeds = {sha256(d): d for d in known[name].seeds}
-                    measurers[name].score(o, sampler, seeds)
-                    log(f"round {rnd} {name} {system}: corpus {o.corpus}, edges {o.edges}, behaviours "
-                        f"{o.behaviours}, crashes {o.crashes}" + (f"; FAILED: {o.failed}" if o.failed else ""))
-                (run_dir / "outcome.json").write_text(json.dumps(asdict(o), indent=1, default=str))
-                results.append(o)
+    results += run_windows(out, args, systems, known, builds, seed_dirs, measurers, log, run_system)
     header = (f"bench_hybrid: {args.seconds:g} s windows, {args.rounds} round(s), cores={len(cpus)}, {stamp}, "
               f"{'quick' if args.quick else 'full'} mode\n"
               f"command: {' '.join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])}\n"
@@ -864,14 +903,8 @@ def main(argv: list[str] | None = None) -> int:
               f"libraries: {', '.join(f'{p} {v}' for p, v in libraries.items()) or '-'}\n{spread(results)}")
     text = table(results, header)
     print(text)
-    written = figures(results, out)
-    total_s = time.monotonic() - started
-    (out / "table.txt").write_text(text + "\n")
-    (out / "results.json").write_text(json.dumps(
-        {"header": header, "seconds": args.seconds, "rounds": args.rounds, "systems": systems, "cores": cpus,
-         "libraries": libraries, "build_s": round(build_s, 1), "total_s": round(total_s, 1), "figures": written,
-         "log": log_lines, "results": [asdict(o) for o in results]}, indent=1, default=str))
-    print(f"figures: {', '.join(written) or '-'}; build {build_s:.0f} s, total {total_s:.0f} s; raw outputs: {out}")
+    report(out, text, results, {"header": header, "seconds": args.seconds, "rounds": args.rounds, "systems": systems,
+                                "cores": cpus, "libraries": libraries, "build_s": round(build_s, 1)}, started, log_lines)
     return 0
 
 

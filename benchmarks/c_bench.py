@@ -202,8 +202,9 @@ def afl_edges(afl: Path, inputs: dict[str, bytes], scratch: Path) -> int:
         shutil.rmtree(work)
 
 
-def edge_sets(afl: Path, inputs: dict[str, bytes], scratch: Path) -> dict[str, frozenset[int]]:
-    """The edge ids each input covers on the AFL twin: one ``afl-showmap -i DIR -o DIR`` (one map per input).
+def edge_sets(afl: Path, inputs: dict[str, bytes], scratch: Path, args: Sequence[str] = ()) -> dict[str, frozenset[int]]:
+    """The edge ids each input covers on the AFL twin: one ``afl-showmap -i DIR -o DIR`` (one map per input),
+    the twin run with ``args`` and the input on standard input.
 
     The union of these sets over a corpus is what ``afl-showmap -C`` counts for it."""
     if not inputs:
@@ -214,7 +215,7 @@ def edge_sets(afl: Path, inputs: dict[str, bytes], scratch: Path) -> dict[str, f
         for digest, data in inputs.items():
             (work / "in" / digest).write_bytes(data)
         subprocess.run(["afl-showmap", "-q", "-i", str(work / "in"), "-o", str(work / "maps"), "-t",
-                        str(int(REPLAY_TIMEOUT_S * 1000)), "-m", "none", "--", str(afl)],
+                        str(int(REPLAY_TIMEOUT_S * 1000)), "-m", "none", "--", str(afl), *args],
                        check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        env={**os.environ, "AFL_QUIET": "1"})
         found = {}
@@ -227,20 +228,22 @@ def edge_sets(afl: Path, inputs: dict[str, bytes], scratch: Path) -> dict[str, f
         shutil.rmtree(work)
 
 
-def behaviour_of(plain: Path, data: bytes) -> tuple[str, int | str]:
-    """(SHA-256 of stdout, first 12 hex digits; exit status) of the plain build, "timeout" past the bound."""
+def behaviour_of(plain: Path, data: bytes, args: Sequence[str] = ()) -> tuple[str, int | str]:
+    """(SHA-256 of stdout, first 12 hex digits; exit status) of the plain build run with ``args``, "timeout"
+    past the bound."""
     try:
-        proc = subprocess.run([str(plain)], input=data, capture_output=True, timeout=REPLAY_TIMEOUT_S)
+        proc = subprocess.run([str(plain), *args], input=data, capture_output=True, timeout=REPLAY_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return ("", "timeout")
     return (sha256(proc.stdout)[:12], proc.returncode)
 
 
-def crash_of(asan: Path, data: bytes) -> str | None:
-    """What the sanitizer build reports for ``data``: its distinct ``SUMMARY:`` lines, else
-    the signal that ended it, "timeout" past the bound; None when it ran cleanly."""
+def crash_of(asan: Path, data: bytes, args: Sequence[str] = ()) -> str | None:
+    """What the sanitizer build run with ``args`` reports for ``data``: its distinct ``SUMMARY:`` lines
+    (the crash's type and top frame), else the signal that ended it, "timeout" past the bound; None
+    when it ran cleanly."""
     try:
-        proc = subprocess.run([str(asan)], input=data, capture_output=True, timeout=REPLAY_TIMEOUT_S,
+        proc = subprocess.run([str(asan), *args], input=data, capture_output=True, timeout=REPLAY_TIMEOUT_S,
                               env={**os.environ, **SANITIZER_ENV})
     except subprocess.TimeoutExpired:
         return "timeout"
@@ -253,8 +256,8 @@ def crash_of(asan: Path, data: bytes) -> str | None:
     return None
 
 
-def replay_all(function, binary: Path, inputs: dict[str, bytes], jobs: int) -> dict[str, object]:
-    """``function(binary, data)`` for every input, ``jobs`` at a time."""
+def replay_all(function, binary: Path, inputs: dict[str, bytes], jobs: int, args: Sequence[str] = ()) -> dict[str, object]:
+    """``function(binary, data, args)`` for every input, ``jobs`` at a time."""
     digests = list(inputs)
     with ThreadPoolExecutor(max(1, jobs)) as pool:
-        return dict(zip(digests, pool.map(lambda d: function(binary, inputs[d]), digests), strict=True))
+        return dict(zip(digests, pool.map(lambda d: function(binary, inputs[d], args), digests), strict=True))

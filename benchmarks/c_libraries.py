@@ -6,8 +6,9 @@ components as the enabled Debian ``deb`` entries, then ``apt-get update``) into 
 directory, once; the version is the one of the unpacked ``debian/changelog``. Each library is
 compiled with every build of ``c_bench.BUILDS`` into a static archive (cached by package
 version, build kind and the compiler's identity), which a harness of ``c_targets/harnesses/``
-links against. Only the library's own C files are compiled: no configure step, no shared
-objects, no assembler.
+links against; ``bench_harness.py`` gives a library's prepared C files (:func:`prepared_source`)
+to ``symcc-ulfm build`` with the OSS-Fuzz harness its package ships. Only the library's own C
+files are compiled: no configure step, no shared objects, no assembler.
 """
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ LIBRARIES = {
                                 "-DPNG_MIPS_MSA_OPT=0"),
                          prepare=(("scripts/pnglibconf.h.prebuilt", "pnglibconf.h"),)),
     "cjson": Library("cjson", ("cJSON.c",), libs=("-lm",)),
+    # expat's expat_config.h is what its configure would find on glibc, as -D flags.
+    "expat": Library("expat", ("expat/lib/xmlparse.c", "expat/lib/xmlrole.c", "expat/lib/xmltok.c"),
+                     include=("expat/lib",),
+                     flags=("-DXML_DTD", "-DXML_NS", "-DXML_CONTEXT_BYTES=1024", "-DHAVE_GETRANDOM",
+                            "-DHAVE_SYSCALL_GETRANDOM")),
 }
 
 
@@ -155,6 +161,15 @@ def source_versions(package: str) -> list[str]:
     return versions
 
 
+def prepared_source(lib: Library, cache: Path, log) -> tuple[Path, str]:
+    """The unpacked source of ``lib`` (:func:`fetch_source`) with its ``prepare`` copies made, and its version."""
+    source, version = fetch_source(lib.package, cache, log)
+    for src, dst in lib.prepare:
+        if not (source / dst).exists():
+            shutil.copyfile(source / src, source / dst)
+    return source, version
+
+
 def compiler_identity(kind: str, symcc_cc: str | None) -> str:
     """What a cached archive depends on: the compiler's path, size and mtime, and the build's flags."""
     path = shutil.which(compiler_of(kind, symcc_cc)) or compiler_of(kind, symcc_cc)
@@ -177,10 +192,7 @@ def build_library(name: str, kind: str, symcc_cc: str | None, cache: Path, log, 
     """``name`` and its deps compiled with build ``kind`` into static archives (cached)."""
     lib = LIBRARIES[name]
     parts = [build_library(dep, kind, symcc_cc, cache, log, jobs) for dep in lib.deps]
-    source, version = fetch_source(lib.package, cache, log)
-    for src, dst in lib.prepare:
-        if not (source / dst).exists():
-            shutil.copyfile(source / src, source / dst)
+    source, version = prepared_source(lib, cache, log)
     include = [source / inc for inc in lib.include]
     dep_include = [inc for part in parts for inc in part.include]
     out = cache / "lib" / f"{lib.package}-{version}" / f"{kind}-{compiler_identity(kind, symcc_cc)}"
