@@ -1,6 +1,6 @@
 """Smoke test of ``benchmarks/bench_harness.py``'s machinery, never its figures: the harness fixture
 (``tests/fixtures/harness``: an OSS-Fuzz build script, a libFuzzer harness with a planted bug, its
-dictionary and seeds) built by ``symcc-ulfm build --script``, one 10 s window of ``afl2`` (afl-fuzz
+dictionary and seeds) built by ``symcc-ulfm build --script``, one 5 s window of ``afl2`` (afl-fuzz
 -M/-S) and of ``campaign-afl`` (``launch --harness --worker-kinds afl:2`` under mpiexec), each
 measured by the one measurer, the table printed; and the measurer's crashes counted from the
 sanitizer build's report."""
@@ -30,7 +30,7 @@ def run(tmp_path_factory):
         pytest.skip(reason)
     out = tmp_path_factory.mktemp("bench-harness") / "run"
     assert bench_harness.main(["--script", f"planted={SCRIPT}", "--targets", "planted", "--systems",
-                               "afl2,campaign-afl", "--seconds", "10", "--rounds", "1", "--cores", "0",
+                               "afl2,campaign-afl", "--seconds", "5", "--rounds", "1", "--cores", "0",
                                "--out", str(out)]) == 0
     return out
 
