@@ -38,7 +38,6 @@ each window's directories; ``--resume`` takes a run up again.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import shutil
@@ -54,7 +53,6 @@ if str(ROOT) not in sys.path:
 
 from benchmarks import bench_hybrid as hybrid  # noqa: E402
 from benchmarks.bench_hybrid import Context, Measurer, Outcome, Sampler, Target  # noqa: E402
-from benchmarks.c_bench import sha256  # noqa: E402
 from benchmarks.c_libraries import LIBRARIES, LibraryUnavailable, prepared_source  # noqa: E402
 from benchmarks.harness import window_args  # noqa: E402
 from symcc_ulfm.harness import directory  # noqa: E402
@@ -195,38 +193,22 @@ def run_system(system: str, ctx: Context, roots: dict[str, Path]) -> tuple[Sampl
 
 # -- the table ------------------------------------------------------------------------------------
 
+def execs_per_s(o: Outcome) -> float:
+    return o.notes.get("execs_per_s", 0)
+
+
+def oracle(ran: list[Outcome], ref: list[Outcome]) -> str:
+    passed = [o.notes["passed"] for o in ran if "passed" in o.notes]
+    return "/".join("pass" if p else "FAIL" for p in passed) if passed else "-"
+
+
 def table(results: list[Outcome], header: str, reference: str = "afl2") -> str:
-    lines = [header, "", f"{'target':<10} {'system':<13} {'corpus':>11} {'edges':>11} {'execs/s':>15} "
-                         f"{'crashes':>7} {'busy':>5} {'edges/' + reference:>10} {'execs/' + reference:>10} oracle"]
-    problems = []
-    for target in dict.fromkeys(o.target for o in results):
-        rows = [o for o in results if o.target == target]
-        ref = [o for o in rows if o.system == reference and not o.skipped]
-        ref_edges = hybrid.mean([o.edges for o in ref])
-        ref_execs = hybrid.mean([o.notes.get("execs_per_s", 0) for o in ref])
-        for system in dict.fromkeys(o.system for o in rows):
-            mine = [o for o in rows if o.system == system]
-            ran = [o for o in mine if not o.skipped]
-            if not ran:
-                lines.append(f"{target:<10} {system:<13} skipped: {mine[0].skipped.splitlines()[0][:160]}")
-                continue
-
-            def each(values: list) -> str:
-                return "/".join(str(v) for v in values)
-
-            def ratio(value: float | None, base: float | None) -> str:
-                return f"{value / base:.2f}" if value is not None and base else "-"
-
-            execs = [o.notes.get("execs_per_s", 0) for o in ran]
-            cores = hybrid.mean([o.busy_s / o.seconds for o in ran if o.busy_s is not None])
-            passed = [o.notes["passed"] for o in ran if "passed" in o.notes]
-            oracle = each(["pass" if p else "FAIL" for p in passed]) if passed else "-"
-            lines.append(f"{target:<10} {system:<13} {each([o.corpus for o in ran]):>11} "
-                         f"{each([o.edges for o in ran]):>11} {each([round(e) for e in execs]):>15} "
-                         f"{each([o.crashes for o in ran]):>7} {'-' if cores is None else f'{cores:.2f}':>5} "
-                         f"{ratio(hybrid.mean([o.edges for o in ran]), ref_edges):>10} "
-                         f"{ratio(hybrid.mean(execs), ref_execs):>10} {oracle}")
-            problems += [f"{target} {o.system} round {o.round}: {o.failed.splitlines()[0]}" for o in ran if o.failed]
+    columns = [("corpus", 11, hybrid.per_round(lambda o: o.corpus)), ("edges", 11, hybrid.per_round(lambda o: o.edges)),
+               ("execs/s", 15, hybrid.per_round(lambda o: round(execs_per_s(o)))),
+               ("crashes", 7, hybrid.per_round(lambda o: o.crashes)), ("busy", 5, hybrid.busy),
+               ("edges/" + reference, 10, hybrid.against(lambda o: o.edges)),
+               ("execs/" + reference, 10, hybrid.against(execs_per_s)), ("oracle", 6, oracle)]
+    lines, problems = hybrid.grid(results, header, reference, columns)
     lines += ["", "corpus, edges, execs/s, crashes: each round (round 0/round 1 ...); execs/s: afl-fuzz's execs_done "
               "of every instance summed, over the window; crashes: distinct sanitizer reports (type and top frame); "
               "busy: CPU seconds the cores spent busy per window second (whoever ran; mean); ratios: means over "
@@ -239,29 +221,11 @@ def table(results: list[Outcome], header: str, reference: str = "afl2") -> str:
 # -- main -----------------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help=f"short run: {QUICK}")
-    parser.add_argument("--seconds", type=float, default=None, help="window of every system (full: 600)")
-    parser.add_argument("--rounds", type=int, default=None, help="rounds, in alternating order (full: 2)")
-    parser.add_argument("--targets", default=None, help=f"comma separated, from {', '.join(RECIPES)} and --script's")
-    parser.add_argument("--systems", default=None, help=f"comma separated, from {','.join(SYSTEMS)}")
+    parser = hybrid.window_parser(__doc__.splitlines()[0], QUICK, f"from {', '.join(RECIPES)} and --script's",
+                                  SYSTEMS)
     parser.add_argument("--script", action="append", default=[], metavar="NAME=BUILD_SH",
                         help="a target built from an OSS-Fuzz build script (its directory is $SRC)")
-    parser.add_argument("--cores", type=int, default=2,
-                        help="cores every system shares (this process's affinity; 0: all it has)")
-    parser.add_argument("--slice", type=float, default=5.0, help="an afl worker's slice in our campaign")
-    parser.add_argument("--cache", type=Path, default=ROOT / "runs" / "hybrid-cache",
-                        help="the packages' sources, kept between runs")
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--resume", action="store_true",
-                        help="take up the run in --out: keep its finished windows, run the others")
-    args = parser.parse_args(argv)
-    if args.resume and args.out is None:
-        parser.error("--resume takes up the run in --out: name it")
-    mode = QUICK if args.quick else FULL
-    for key in ("seconds", "rounds", "targets", "systems"):
-        if getattr(args, key) is None:
-            setattr(args, key, mode[key])
+    args = hybrid.parse_windows(parser, argv, QUICK, FULL)
     scripts = {}
     for entry in args.script:
         name, _, path = entry.partition("=")
@@ -279,11 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = {"seconds": args.seconds, "rounds": args.rounds, "targets": args.targets, "systems": args.systems,
                 "cores": len(cpus), "slice": args.slice, "scripts": {k: str(v) for k, v in scripts.items()}}
     recorded = hybrid.open_run(parser, out, settings, args.resume)
-    log_lines: list[str] = []
-
-    def log(text: str) -> None:
-        log_lines.append(text)
-        print(f"bench_harness: {text}", flush=True)
+    log_lines, log = hybrid.logger("bench_harness")
 
     log(f"cores {cpus}; out {out}")
     known, builds, roots, seed_dirs, packages, results = {}, {}, {}, {}, {}, []
@@ -303,17 +263,10 @@ def main(argv: list[str] | None = None) -> int:
             harness = directory.read(root)
             builds[name] = binaries_of(harness)
         except (LibraryUnavailable, RuntimeError, subprocess.TimeoutExpired) as exc:
-            log(f"target {name} skipped: {exc}")
-            results += [Outcome(name, s, 0, args.seconds, skipped=f"target not built: {str(exc)[:200]}")
-                        for s in systems]
+            results += hybrid.not_built(name, systems, args.seconds, exc, log)
             continue
-        for package, version in versions.items():
-            packages[package] = version
-            log(f"package {package} {version} (Debian source package, apt-get source) for {name}")
-        shas = {kind: {"path": str(path), "sha256": sha256(path.read_bytes())} for kind, path in builds[name].items()}
-        if args.resume and not kept and name in recorded["binaries"] and shas != recorded["binaries"][name]:
-            parser.error(f"--resume: {name}'s builds were rebuilt differently from the run's: start a new --out")
-        recorded["binaries"][name], recorded["libraries"][name] = shas, versions
+        hybrid.record_builds(parser, recorded, name, builds[name], versions, bool(args.resume and not kept),
+                             packages, log)
         roots[name], seed_dirs[name] = root, out / "seeds" / name
         seeds = tuple(p.read_bytes() for p in sorted(seed_dirs[name].iterdir()))
         known[name] = Target(name, root / directory.MANIFEST, None, seeds, tuple(harness.args),

@@ -602,32 +602,49 @@ def mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def table(results: list[Outcome], header: str, reference: str = "afl2") -> str:
-    lines = [header, "", f"{'target':<15} {'system':<15} {'corpus':>13} {'edges':>9} {'behaviours':>10} "
-             f"{'crashes':>7} {'busy':>5} {'edges/' + reference:>11} {'behav/' + reference:>11}"]
+def per_round(value):
+    """A column's cell: ``value(outcome)`` of each round, "/" between them."""
+    return lambda ran, ref: "/".join(str(value(o)) for o in ran)
+
+
+def against(value):
+    """A column's cell: the mean of ``value(outcome)`` over the rounds against the reference's mean."""
+    def cell(ran: list[Outcome], ref: list[Outcome]) -> str:
+        mine, base = mean([value(o) for o in ran]), mean([value(o) for o in ref])
+        return f"{mine / base:.2f}" if mine is not None and base else "-"
+    return cell
+
+
+def busy(ran: list[Outcome], ref: list[Outcome]) -> str:
+    cores = mean([o.busy_s / o.seconds for o in ran if o.busy_s is not None])
+    return "-" if cores is None else f"{cores:.2f}"
+
+
+def grid(results: list[Outcome], header: str, reference: str, columns: list) -> tuple[list[str], list[str]]:
+    """The table's lines (a row per target and system; ``columns``: (title, width, cell(ran, reference's
+    outcomes))) and the failures to list under it."""
+    lines = [header, "", f"{'target':<15} {'system':<15} " + " ".join(f"{t:>{w}}" for t, w, _ in columns)]
     problems = []
     for target in dict.fromkeys(o.target for o in results):
         rows = [o for o in results if o.target == target]
         ref = [o for o in rows if o.system == reference and not o.skipped]
-        ref_edges, ref_behav = mean([o.edges for o in ref]), mean([o.behaviours for o in ref])
         for system in dict.fromkeys(o.system for o in rows):
             mine = [o for o in rows if o.system == system]
             ran = [o for o in mine if not o.skipped]
             if not ran:
                 lines.append(f"{target:<15} {system:<15} skipped: {mine[0].skipped.splitlines()[0][:160]}")
                 continue
-
-            def each(attr: str, ran: list[Outcome] = ran) -> str:
-                return "/".join(str(getattr(o, attr)) for o in ran)
-
-            def ratio(value: float | None, base: float | None) -> str:
-                return f"{value / base:.2f}" if value is not None and base else "-"
-
-            cores = mean([o.busy_s / o.seconds for o in ran if o.busy_s is not None])
-            lines.append(f"{target:<15} {system:<15} {each('corpus'):>13} {each('edges'):>9} {each('behaviours'):>10} "
-                         f"{each('crashes'):>7} {'-' if cores is None else f'{cores:.2f}':>5} {ratio(mean([o.edges for o in ran]), ref_edges):>11} "
-                         f"{ratio(mean([o.behaviours for o in ran]), ref_behav):>11}")
+            lines.append(f"{target:<15} {system:<15} " + " ".join(f"{cell(ran, ref):>{w}}" for _, w, cell in columns))
             problems += [f"{target} {o.system} round {o.round}: {o.failed.splitlines()[0]}" for o in ran if o.failed]
+    return lines, problems
+
+
+def table(results: list[Outcome], header: str, reference: str = "afl2") -> str:
+    columns = [("corpus", 13, per_round(lambda o: o.corpus)), ("edges", 9, per_round(lambda o: o.edges)),
+               ("behaviours", 10, per_round(lambda o: o.behaviours)), ("crashes", 7, per_round(lambda o: o.crashes)),
+               ("busy", 5, busy), ("edges/" + reference, 11, against(lambda o: o.edges)),
+               ("behav/" + reference, 11, against(lambda o: o.behaviours))]
+    lines, problems = grid(results, header, reference, columns)
     lines += ["", "corpus, edges, behaviours, crashes: each round (round 0/round 1 ...); busy: CPU seconds the cores "
               "spent busy per window second (whoever ran; mean); ratios: means over the rounds against "
               f"{reference}"]
@@ -757,6 +774,25 @@ def open_run(parser: argparse.ArgumentParser, out: Path, settings: dict, resume:
     return {"settings": settings, "binaries": {}, "libraries": {}}
 
 
+def not_built(name: str, systems: list[str], seconds: float, exc: Exception, log) -> list[Outcome]:
+    """Every system's window of a target that was not built, skipped saying why."""
+    log(f"target {name} skipped: {exc}")
+    return [Outcome(name, s, 0, seconds, skipped=f"target not built: {str(exc)[:200]}") for s in systems]
+
+
+def record_builds(parser: argparse.ArgumentParser, recorded: dict, name: str, binaries: dict[str, Path],
+                  versions: dict[str, str], rebuilt_on_resume: bool, packages: dict[str, str], log) -> None:
+    """Record a target's builds (their SHA-256) and its Debian packages' versions in the run's
+    record (and ``packages``); a resumed run whose rebuilt builds differ from its own is refused."""
+    for package, version in versions.items():
+        packages[package] = version
+        log(f"package {package} {version} (Debian source package, apt-get source) for {name}")
+    shas = {kind: {"path": str(path), "sha256": sha256(Path(path).read_bytes())} for kind, path in binaries.items()}
+    if rebuilt_on_resume and name in recorded["binaries"] and shas != recorded["binaries"][name]:
+        parser.error(f"--resume: {name}'s builds were rebuilt differently from the run's: start a new --out")
+    recorded["binaries"][name], recorded["libraries"][name] = shas, versions
+
+
 def run_windows(out: Path, args: argparse.Namespace, systems: list[str], known: dict[str, Target],
                 builds: dict[str, dict], seed_dirs: dict[str, Path], measurers: dict[str, Measurer], log,
                 runner) -> list[Outcome]:
@@ -818,34 +854,58 @@ def report(out: Path, text: str, results: list[Outcome], fields: dict, started: 
           f"raw outputs: {out}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help=f"short run: {QUICK}")
+def window_parser(description: str, quick: dict, targets: str, systems: list[str]) -> argparse.ArgumentParser:
+    """The options every benchmark of windows shares (``parse_windows`` completes them)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help=f"short run: {quick}")
     parser.add_argument("--seconds", type=float, default=None, help="window of every system (full: 600)")
     parser.add_argument("--rounds", type=int, default=None, help="rounds, in alternating order (full: 2)")
-    parser.add_argument("--targets", default=None, help=f"comma separated (full: {FULL['targets']})")
-    parser.add_argument("--systems", default=None, help=f"comma separated, from {','.join(ALL_SYSTEMS)}")
+    parser.add_argument("--targets", default=None, help=f"comma separated ({targets})")
+    parser.add_argument("--systems", default=None, help=f"comma separated, from {','.join(systems)}")
     parser.add_argument("--cores", type=int, default=2,
                         help="cores every system shares (this process's affinity; 0: all it has)")
-    parser.add_argument("--slice", type=float, default=5.0, help="an AFL worker's slice in the hybrid campaigns")
+    parser.add_argument("--slice", type=float, default=5.0, help="an AFL worker's slice in the campaigns")
+    parser.add_argument("--cache", type=Path, default=ROOT / "runs" / "hybrid-cache",
+                        help="the Debian packages' sources and the libraries' archives, kept between runs")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--resume", action="store_true",
+                        help="take up the run in --out: keep its finished windows, run the others")
+    return parser
+
+
+def parse_windows(parser: argparse.ArgumentParser, argv: list[str] | None, quick: dict,
+                  full: dict) -> argparse.Namespace:
+    """The options, with those not given from the mode (``quick`` or ``full``)."""
+    args = parser.parse_args(argv)
+    if args.resume and args.out is None:
+        parser.error("--resume takes up the run in --out: name it")
+    mode = quick if args.quick else full
+    for key in ("seconds", "rounds", "targets", "systems"):
+        if getattr(args, key) is None:
+            setattr(args, key, mode[key])
+    return args
+
+
+def logger(name: str) -> tuple[list[str], object]:
+    """The lines logged so far and the function that logs (and prints) one."""
+    lines: list[str] = []
+
+    def log(text: str) -> None:
+        lines.append(text)
+        print(f"{name}: {text}", flush=True)
+
+    return lines, log
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = window_parser(__doc__.splitlines()[0], QUICK, f"full: {FULL['targets']}", ALL_SYSTEMS)
     parser.add_argument("--helper-feed", default="secondary",
                         help="the AFL instance whose queue feeds the helper (upstream's docs: the secondary)")
     parser.add_argument("--symcc-env", default=None,
                         help='the campaigns\' SymCC runtime variables, a JSON object (executor option env), '
                              'e.g. \'{"SYMCC_ENABLE_LINEARIZATION":"0"}\' for an ablation')
     parser.add_argument("--mpi-workers", type=int, default=1, help="SymCC worker ranks of the MPI helper")
-    parser.add_argument("--cache", type=Path, default=ROOT / "runs" / "hybrid-cache",
-                        help="library sources and archives, kept between runs")
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--resume", action="store_true",
-                        help="take up the run in --out: keep its finished windows, run the others")
-    args = parser.parse_args(argv)
-    if args.resume and args.out is None:
-        parser.error("--resume takes up the run in --out: name it")
-    mode = QUICK if args.quick else FULL
-    for key in ("seconds", "rounds", "targets", "systems"):
-        if getattr(args, key) is None:
-            setattr(args, key, mode[key])
+    args = parse_windows(parser, argv, QUICK, FULL)
     symcc_cc = os.environ.get("SYMCC_CC") or None
     args.symcc_helper = os.environ.get("SYMCC_HELPER") or None
     args.mpi_helper = os.environ.get("MPI_HELPER") or None
@@ -854,11 +914,7 @@ def main(argv: list[str] | None = None) -> int:
     out = (args.out or ROOT / "runs" / f"hybrid-{stamp}").resolve()
     recorded = open_run(parser, out, settings_of(args, symcc_cc, len(cpus)), args.resume)
     jobs = len(cpus)
-    log_lines: list[str] = []
-
-    def log(text: str) -> None:
-        log_lines.append(text)
-        print(f"bench_hybrid: {text}", flush=True)
+    log_lines, log = logger("bench_hybrid")
 
     log(f"cores {cpus}; SYMCC_CC={symcc_cc or '-'} SYMCC_HELPER={args.symcc_helper or '-'} "
         f"MPI_HELPER={args.mpi_helper or '-'}; out {out}")
@@ -878,17 +934,9 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 builds[name], versions = build_target(target, symcc_cc, out / "bin", args.cache.resolve(), log, jobs)
         except (LibraryUnavailable, RuntimeError) as exc:
-            log(f"target {name} skipped: {exc}")
-            results += [Outcome(name, s, 0, args.seconds, skipped=f"target not built: {str(exc)[:200]}")
-                        for s in systems]
+            results += not_built(name, systems, args.seconds, exc, log)
             continue
-        for package, version in versions.items():
-            libraries[package] = version
-            log(f"library {package} {version} (Debian source package, apt-get source) for {name}")
-        shas = {kind: {"path": str(path), "sha256": sha256(Path(path).read_bytes())} for kind, path in builds[name].items()}
-        if args.resume and not kept and name in recorded["binaries"] and shas != recorded["binaries"][name]:
-            parser.error(f"--resume: {name}'s binaries were rebuilt differently from the run's: start a new --out")
-        recorded["binaries"][name], recorded["libraries"][name] = shas, versions
+        record_builds(parser, recorded, name, builds[name], versions, bool(args.resume and not kept), libraries, log)
         seed_dirs[name] = out / "seeds" / name if (out / "seeds" / name).is_dir() else write_seeds(target, out)
     (out / "run.json").write_text(json.dumps(recorded, indent=1))
     build_s = time.monotonic() - started
