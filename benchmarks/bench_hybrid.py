@@ -550,7 +550,7 @@ def run_system(system: str, ctx: Context) -> tuple[Sampler | None, dict, str | N
 class Measurer:
     """One measurement of every corpus of a target; each distinct input is run once per build (with
     ``args``) and cached. Without a ``plain`` build (a harness directory has none) behaviours are
-    not measured: each input's is None."""
+    not measured (0)."""
 
     def __init__(self, binaries: dict[str, Path], scratch: Path, jobs: int, args: tuple[str, ...] = ()):
         self.binaries, self.scratch, self.jobs, self.args = binaries, scratch, jobs, args
@@ -566,8 +566,6 @@ class Measurer:
         if "plain" in self.binaries:
             self.behaviour.update(c_bench.replay_all(c_bench.behaviour_of, self.binaries["plain"], new, self.jobs,
                                                      self.args))
-        else:
-            self.behaviour.update(dict.fromkeys(new))
         self.crash.update(c_bench.replay_all(c_bench.crash_of, self.binaries["asan"], new, self.jobs, self.args))
 
     def score(self, o: Outcome, sampler: Sampler | None, seeds: dict[str, bytes]) -> None:
@@ -583,7 +581,7 @@ class Measurer:
         o.corpus = len(inputs)
         edges = set().union(*(self.edges[d] for d in inputs))
         o.edges = len(edges)
-        o.behaviours = len({self.behaviour[d] for d in inputs})
+        o.behaviours = len({self.behaviour[d] for d in inputs}) if "plain" in self.binaries else 0
         crashes = {self.crash[d] for d in inputs} - {None, "timeout"}
         o.crashes = len(crashes)
         o.notes["crash_signatures"] = sorted(crashes)
