@@ -29,8 +29,8 @@ what they cost is the runtime's cost).
 Figures per window (``bench_hybrid``'s :class:`~benchmarks.bench_hybrid.Measurer` over the final
 corpus, seeds included): inputs, AFL edges (``afl-showmap`` on the AFL++ build), crashes (distinct
 sanitizer ``SUMMARY`` lines of the sanitizer build: the crash's type and top frame), execs/s
-(``execs_done`` of every afl-fuzz instance's ``fuzzer_stats`` summed, over the window; for ours,
-its afl workers' afl-fuzz in the state's ``scratch/``) and, for ours, whether the oracle passed.
+(``execs_done`` of every afl-fuzz instance's ``fuzzer_stats`` within the window, summed, over the
+window: :func:`afl_execs`; for ours, its afl workers' afl-fuzz in the state's ``scratch/``) and, for ours, whether the oracle passed.
 Everything stays in ``--out`` (default ``runs/harness-<time>/``) as ``bench_hybrid`` keeps it:
 ``harness/<target>/`` (the harness directory), ``results.json``, ``table.txt``, ``edges*.png``,
 each window's directories; ``--resume`` takes a run up again.
@@ -154,23 +154,31 @@ def seed_files(seeds: list[Path], out: Path, name: str) -> Path:
 
 # -- the systems ----------------------------------------------------------------------------------
 
-def afl_execs(base: Path, seconds: float) -> dict:
-    """``execs_done`` of every afl-fuzz ``fuzzer_stats`` below ``base`` (read without following a
-    symlink), summed, and per second of the window."""
-    total, instances = 0, 0
+def afl_execs(base: Path, seconds: float, end: float) -> dict:
+    """The executions of every afl-fuzz below ``base`` (its ``fuzzer_stats``, read without following a
+    symlink): ``execs_done`` summed, and those within the window that ends at ``end`` (Unix time),
+    in all and per second of the window. An instance that ran past the end (a campaign's afl-fuzz:
+    its deadline starts once its executor is ready) counts its executions pro rata to its time
+    within the window, at its average rate (``fuzzer_stats`` times are whole seconds)."""
+    total, within, instances = 0, 0.0, 0
     for path in sorted(base.rglob("fuzzer_stats")) if base.is_dir() else []:
         if path.is_symlink() or not path.is_file():
             continue
         fields = {key.strip(): value.strip() for key, _, value in
                   (line.partition(":") for line in path.read_text(errors="replace").splitlines())}
-        done = fields.get("execs_done", "")
-        if done.isdigit():
-            total, instances = total + int(done), instances + 1
-    return {"execs_done": total, "afl_instances": instances, "execs_per_s": round(total / seconds, 1)}
+        done, start, last = (fields.get(key, "") for key in ("execs_done", "start_time", "last_update"))
+        if not (done.isdigit() and start.isdigit() and last.isdigit()):
+            continue
+        ran = max(1, int(last) - int(start))
+        total, instances = total + int(done), instances + 1
+        within += int(done) * min(1.0, max(0.0, end - int(start)) / ran)
+    return {"execs_done": total, "execs_in_window": round(within), "afl_instances": instances,
+            "execs_per_s": round(within / seconds, 1)}
 
 
 def run_system(system: str, ctx: Context, roots: dict[str, Path]) -> tuple[Sampler | None, dict, str | None]:
     """(sampler, notes, why skipped) of one window of ``system``; the notes hold its afl-fuzz executions."""
+    end = time.time() + ctx.seconds  # the sampler's window starts now
     if system == "afl2":
         sampler, notes = hybrid.system_afl(ctx, WORKERS)
         stats = ctx.run_dir / "afl"
@@ -187,7 +195,7 @@ def run_system(system: str, ctx: Context, roots: dict[str, Path]) -> tuple[Sampl
         stats = ctx.run_dir / "state" / "scratch"
     else:
         raise ValueError(f"unknown system {system}; known: {', '.join(SYSTEMS)}")
-    notes.update(afl_execs(stats, ctx.seconds))
+    notes.update(afl_execs(stats, ctx.seconds, end))
     return sampler, notes, None
 
 
@@ -210,7 +218,7 @@ def table(results: list[Outcome], header: str, reference: str = "afl2") -> str:
                ("execs/" + reference, 10, hybrid.against(execs_per_s)), ("oracle", 6, oracle)]
     lines, problems = hybrid.grid(results, header, reference, columns)
     lines += ["", "corpus, edges, execs/s, crashes: each round (round 0/round 1 ...); execs/s: afl-fuzz's execs_done "
-              "of every instance summed, over the window; crashes: distinct sanitizer reports (type and top frame); "
+              "of every instance within the window summed, over the window; crashes: distinct sanitizer reports (type and top frame); "
               "busy: CPU seconds the cores spent busy per window second (whoever ran; mean); ratios: means over "
               f"the rounds against {reference}; oracle: the campaign's verdict"]
     if problems:
