@@ -67,3 +67,17 @@ def test_the_measurer_counts_the_sanitizer_builds_crash(run, tmp_path):
     assert outcome.corpus == 2 and outcome.edges > 0
     assert outcome.crashes == 1, outcome.notes
     assert "AddressSanitizer" in outcome.notes["crash_signatures"][0]
+
+
+def test_execs_count_an_instance_that_ran_past_the_window_pro_rata(tmp_path):
+    def stats(name: str, start: int, last: int, done: int) -> None:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "fuzzer_stats").write_text(
+            f"start_time        : {start}\nlast_update       : {last}\nexecs_done        : {done}\n")
+
+    stats("inside", 1000, 1010, 500)  # stopped at the window's end
+    stats("past", 1002, 1022, 2000)  # 8 of its 20 s inside the window
+    (tmp_path / "link").mkdir()
+    (tmp_path / "link" / "fuzzer_stats").symlink_to(tmp_path / "past" / "fuzzer_stats")  # not followed
+    got = bench_harness.afl_execs(tmp_path, 10.0, 1010.0)
+    assert got == {"execs_done": 2500, "execs_in_window": 500 + 800, "afl_instances": 2, "execs_per_s": 130.0}
