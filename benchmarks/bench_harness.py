@@ -28,7 +28,8 @@ what they cost is the runtime's cost).
 
 Figures per window (``bench_hybrid``'s :class:`~benchmarks.bench_hybrid.Measurer` over the final
 corpus, seeds included): inputs, AFL edges (``afl-showmap`` on the AFL++ build), crashes (distinct
-sanitizer ``SUMMARY`` lines of the sanitizer build: the crash's type and top frame), execs/s
+crash states of the sanitizer build's reports, the campaign's own signatures:
+``executors.outcome.sanitizer_state``, the sanitizer, the bug's type and the top frames), execs/s
 (``execs_done`` of every afl-fuzz instance's ``fuzzer_stats`` within the window, summed, over the
 window: :func:`afl_execs`; for ours, its afl workers' afl-fuzz in the state's ``scratch/``) and, for ours, whether the oracle passed.
 Everything stays in ``--out`` (default ``runs/harness-<time>/``) as ``bench_hybrid`` keeps it:
@@ -55,6 +56,7 @@ from benchmarks import bench_hybrid as hybrid  # noqa: E402
 from benchmarks.bench_hybrid import Context, Measurer, Outcome, Sampler, Target  # noqa: E402
 from benchmarks.c_libraries import LIBRARIES, LibraryUnavailable, prepared_source  # noqa: E402
 from benchmarks.harness import window_args  # noqa: E402
+from symcc_ulfm.executors.outcome import sanitizer_state  # noqa: E402
 from symcc_ulfm.harness import directory  # noqa: E402
 
 SYSTEMS = ["afl2", "afl2-cmplog", "campaign-afl"]
@@ -218,7 +220,7 @@ def table(results: list[Outcome], header: str, reference: str = "afl2") -> str:
                ("execs/" + reference, 10, hybrid.against(execs_per_s)), ("oracle", 6, oracle)]
     lines, problems = hybrid.grid(results, header, reference, columns)
     lines += ["", "corpus, edges, execs/s, crashes: each round (round 0/round 1 ...); execs/s: afl-fuzz's execs_done "
-              "of every instance within the window summed, over the window; crashes: distinct sanitizer reports (type and top frame); "
+              "of every instance within the window summed, over the window; crashes: distinct crash states of the sanitizer build (type and top frames); "
               "busy: CPU seconds the cores spent busy per window second (whoever ran; mean); ratios: means over "
               f"the rounds against {reference}; oracle: the campaign's verdict"]
     if problems:
@@ -283,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{harness.dictionary or '-'}")
     (out / "run.json").write_text(json.dumps(recorded, indent=1))
     build_s = time.monotonic() - started
-    measurers = {name: Measurer(builds[name], out, len(cpus), known[name].args) for name in builds}
+    measurers = {name: Measurer(builds[name], out, len(cpus), known[name].args, sanitizer_state) for name in builds}
     results += hybrid.run_windows(out, args, systems, known, builds, seed_dirs, measurers, log,
                                   lambda system, ctx: run_system(system, ctx, roots))
     header = (f"bench_harness: {args.seconds:g} s windows, {args.rounds} round(s), cores={len(cpus)}, {stamp}, "

@@ -550,10 +550,11 @@ def run_system(system: str, ctx: Context) -> tuple[Sampler | None, dict, str | N
 class Measurer:
     """One measurement of every corpus of a target; each distinct input is run once per build (with
     ``args``) and cached. Without a ``plain`` build (a harness directory has none) behaviours are
-    not measured (0)."""
+    not measured (0). A crash is told apart by ``state`` of the ``asan`` build's report."""
 
-    def __init__(self, binaries: dict[str, Path], scratch: Path, jobs: int, args: tuple[str, ...] = ()):
-        self.binaries, self.scratch, self.jobs, self.args = binaries, scratch, jobs, args
+    def __init__(self, binaries: dict[str, Path], scratch: Path, jobs: int, args: tuple[str, ...] = (),
+                 state=c_bench.summaries):
+        self.binaries, self.scratch, self.jobs, self.args, self.state = binaries, scratch, jobs, args, state
         self.edges: dict[str, frozenset[int]] = {}
         self.behaviour: dict[str, tuple] = {}
         self.crash: dict[str, str | None] = {}
@@ -566,7 +567,8 @@ class Measurer:
         if "plain" in self.binaries:
             self.behaviour.update(c_bench.replay_all(c_bench.behaviour_of, self.binaries["plain"], new, self.jobs,
                                                      self.args))
-        self.crash.update(c_bench.replay_all(c_bench.crash_of, self.binaries["asan"], new, self.jobs, self.args))
+        self.crash.update(c_bench.replay_all(lambda asan, data, args: c_bench.crash_of(asan, data, args, self.state),
+                                             self.binaries["asan"], new, self.jobs, self.args))
 
     def score(self, o: Outcome, sampler: Sampler | None, seeds: dict[str, bytes]) -> None:
         paths = dict(sampler.first_seen) if sampler else {}

@@ -238,19 +238,23 @@ def behaviour_of(plain: Path, data: bytes, args: Sequence[str] = ()) -> tuple[st
     return (sha256(proc.stdout)[:12], proc.returncode)
 
 
-def crash_of(asan: Path, data: bytes, args: Sequence[str] = ()) -> str | None:
-    """What the sanitizer build run with ``args`` reports for ``data``: its distinct ``SUMMARY:`` lines
-    (the crash's type and top frame), else the signal that ended it, "timeout" past the bound; None
-    when it ran cleanly."""
+def summaries(stderr: str) -> str | None:
+    """A sanitizer report's distinct ``SUMMARY:`` lines (the crash's type and top frame), "|" between them."""
+    found = sorted({line.strip() for line in stderr.splitlines() if line.startswith("SUMMARY: ")})
+    return " | ".join(found) if found else None
+
+
+def crash_of(asan: Path, data: bytes, args: Sequence[str] = (), state=summaries) -> str | None:
+    """What the sanitizer build run with ``args`` reports for ``data``: ``state`` of its standard
+    error, else the signal that ended it, "timeout" past the bound; None when it ran cleanly."""
     try:
         proc = subprocess.run([str(asan), *args], input=data, capture_output=True, timeout=REPLAY_TIMEOUT_S,
                               env={**os.environ, **SANITIZER_ENV})
     except subprocess.TimeoutExpired:
         return "timeout"
-    summaries = sorted({line.strip() for line in proc.stderr.decode(errors="replace").splitlines()
-                        if line.startswith("SUMMARY: ")})
-    if summaries:
-        return " | ".join(summaries)
+    found = state(proc.stderr.decode(errors="replace"))
+    if found:
+        return found
     if proc.returncode < 0:
         return f"signal {signal.Signals(-proc.returncode).name}"
     return None
