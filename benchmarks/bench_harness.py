@@ -144,6 +144,12 @@ def binaries_of(harness: directory.Harness) -> dict[str, Path]:
     return found
 
 
+def measurer(harness: directory.Harness, scratch: Path, jobs: int) -> Measurer:
+    """``bench_hybrid``'s measurer on a harness directory's builds, run with its ``args``, its
+    crashes told apart by their crash state."""
+    return Measurer(binaries_of(harness), scratch, jobs, tuple(harness.args), sanitizer_state)
+
+
 def seed_files(seeds: list[Path], out: Path, name: str) -> Path:
     """``out/seeds/NAME/`` with the seeds (made once: a resumed run keeps its own)."""
     seed_dir = out / "seeds" / name
@@ -256,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     log_lines, log = hybrid.logger("bench_harness")
 
     log(f"cores {cpus}; out {out}")
-    known, builds, roots, seed_dirs, packages, results = {}, {}, {}, {}, {}, []
+    known, builds, roots, seed_dirs, packages, measurers, results = {}, {}, {}, {}, {}, {}, []
     started = time.monotonic()
     for name in names:
         root = out / "harness" / name
@@ -271,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
                 seeds, versions = make_harness(name, scripts, root, args.cache.resolve(), log)
                 seed_files(seeds, out, name)
             harness = directory.read(root)
-            builds[name] = binaries_of(harness)
+            builds[name], measurers[name] = binaries_of(harness), measurer(harness, out, len(cpus))
         except (LibraryUnavailable, RuntimeError, subprocess.TimeoutExpired) as exc:
             results += hybrid.not_built(name, systems, args.seconds, exc, log)
             continue
@@ -285,7 +291,6 @@ def main(argv: list[str] | None = None) -> int:
             f"{harness.dictionary or '-'}")
     (out / "run.json").write_text(json.dumps(recorded, indent=1))
     build_s = time.monotonic() - started
-    measurers = {name: Measurer(builds[name], out, len(cpus), known[name].args, sanitizer_state) for name in builds}
     results += hybrid.run_windows(out, args, systems, known, builds, seed_dirs, measurers, log,
                                   lambda system, ctx: run_system(system, ctx, roots))
     header = (f"bench_harness: {args.seconds:g} s windows, {args.rounds} round(s), cores={len(cpus)}, {stamp}, "

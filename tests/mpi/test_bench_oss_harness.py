@@ -17,7 +17,7 @@ from helpers.harness_builds import PLANTED, missing
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks import bench_harness, c_bench  # noqa: E402
-from benchmarks.bench_hybrid import Measurer, Outcome  # noqa: E402
+from benchmarks.bench_hybrid import Outcome  # noqa: E402
 
 pytestmark = pytest.mark.mpi
 SCRIPT = Path(__file__).resolve().parents[1] / "fixtures" / "harness" / "build.sh"
@@ -60,7 +60,7 @@ def test_the_measurer_counts_the_sanitizer_builds_crash(run, tmp_path):
     from symcc_ulfm.harness import directory
 
     harness = directory.read(run / "harness" / "planted")
-    measurer = Measurer(bench_harness.binaries_of(harness), tmp_path, 1, tuple(harness.args))
+    measurer = bench_harness.measurer(harness, tmp_path, 1)
     outcome = Outcome("planted", "none", 0, 0.0)
     seeds = {c_bench.sha256(d): d for d in (b"ok", PLANTED)}
     measurer.score(outcome, None, seeds)
