@@ -107,6 +107,16 @@ def from_harness(harness: Harness, workers_per_master: int) -> tuple[str, str, d
     return executor, target, options, kinds
 
 
+def _harness_line(harness: Harness, executor: str, target: str, kinds: str | None) -> str:
+    """What ``launch --harness`` runs, and why there is no SymCC worker when the harness has no SymCC build."""
+    line = f"harness: {executor} on {target}; worker kinds {kinds or 'all ' + executor}"
+    not_built = harness.source.get("not_built")
+    why = not_built.get("symcc") if isinstance(not_built, dict) else None
+    if executor != "symcc":
+        line += f" (no SymCC build{': ' + str(why) if why else ''}: an AFL++-only campaign)"
+    return line
+
+
 def cmd_launch(args: argparse.Namespace) -> int:
     from ..launch.launcher import Mpiexec, plan  # the job's modules, loaded by this command alone
     from ..launch.prepare import resume_command
@@ -125,6 +135,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
     else:
         policy = build_policy(**dict(options.values()))
         dictionary_used(args.dictionary, policy.kinds)
+        if harness is not None:
+            echo(_harness_line(harness, policy.executor, policy.target, options["worker_kinds"][1]))
         seeds = args.seeds or (str(harness.file(harness.seeds)) if harness is not None and harness.seeds else None)
         launch = plan(runner, modes, policy, seeds=read_seeds(seeds), lease_given="lease_s" in options["timeout"][1])
     if launch.lease_note:

@@ -158,7 +158,7 @@ def build(out: Path, harness: Script | Sources, *, name: str | None = None, cfla
         except ConfigError as error:
             made.notes.append(f"no seeds: {error}")
     not_built = {**{b: f"skipped: {why}" for b, why in made.skipped.items()},
-                 **{b: why.splitlines()[0] for b, why in made.failed.items()}}
+                 **{b: _summary(why) for b, why in made.failed.items()}}
     made.harness = directory.Harness(out, name, builds, list(ARGS), dictionary, seeds,
                                      {**_source(harness), "cflags": list(cflags), "not_built": not_built})
     directory.write(made.harness)
@@ -254,6 +254,12 @@ def _run(command: list[str], recipe: _Recipe, log: Path, env: dict[str, str], cw
         lines = log.read_bytes().decode("utf-8", "replace").splitlines()[-LOG_LINES:]
         raise BuildFailed(f"{recipe.build} build", f"{Path(command[0]).name} exited {done.returncode}; the last "
                           f"lines of {log}:\n" + "\n".join(f"    {line}" for line in lines))
+
+
+def _summary(why: str) -> str:
+    """A failed build's reason in one line for the manifest: the first line and the log's last."""
+    lines = [line.strip() for line in why.splitlines() if line.strip()]
+    return lines[0] if len(lines) < 2 else f"{lines[0]} ... {lines[-1]}"
 
 
 def _pick(target: Path, name: str | None, build: str) -> str:

@@ -97,11 +97,21 @@ def _symcc(given: str | None) -> Compilers | str:
         if isinstance(pair, str):
             return f"no SymCC: {pair} and no --symcc was given (SymCC is not packaged: benchmarks/README.md, " \
                    f"\"How SymCC was built\")"
-        return Compilers(*pair, version_line(pair[0]))
+        return Compilers(*pair, version_line(pair[0]), env=_libcxx())
     cc = Path(given).absolute()
     if not (cc.is_file() and os.access(cc, os.X_OK)):
         raise ConfigError("--symcc", f"{given}: not an executable file (SymCC's compiler wrapper symcc)")
     cxx = cc.with_name("sym++")
     if not (cxx.is_file() and os.access(cxx, os.X_OK)):
         raise ConfigError("--symcc", f"{cxx}: missing; SymCC's build makes sym++ beside symcc")
-    return Compilers(str(cc), str(cxx), version_line(str(cc)))
+    return Compilers(str(cc), str(cxx), version_line(str(cc)), env=_libcxx())
+
+
+def _libcxx() -> dict[str, str]:
+    """What SymCC's ``sym++`` needs to link: the C++ library built with SymCC
+    (``SYMCC_LIBCXX_PATH``) when the user has one, else the system's, which ``sym++`` takes only
+    when told (``SYMCC_REGULAR_LIBCXX``; without either it refuses to link). The system's library
+    is not instrumented: what a harness does inside it is concrete to SymCC."""
+    if os.environ.get("SYMCC_LIBCXX_PATH") or os.environ.get("SYMCC_REGULAR_LIBCXX"):
+        return {}
+    return {"SYMCC_REGULAR_LIBCXX": "1"}

@@ -263,8 +263,12 @@ def test_a_script_leaving_several_harnesses_needs_name(tmp_path):
 
 
 STAND_IN = """#!/bin/sh
-# NOT SymCC: a stand-in for its compiler wrapper, {compiler} underneath (what build does with --symcc)
+# NOT SymCC: a stand-in for its compiler wrapper, {compiler} underneath (what build does with --symcc);
+# its sym++, as SymCC's, refuses to link unless told which C++ library to take
 if [ "$1" = --version ]; then echo "stand-in for SymCC's wrapper, not SymCC"; exit 0; fi
+if [ {compiler} = clang++ ] && [ -z "$SYMCC_REGULAR_LIBCXX" ] && [ -z "$SYMCC_LIBCXX_PATH" ]; then
+    echo "Please set SYMCC_LIBCXX_PATH or SYMCC_REGULAR_LIBCXX" >&2; exit 255
+fi
 exec {compiler} "$@"
 """
 
@@ -283,6 +287,7 @@ def test_symcc_is_built_with_the_wrapper_given_and_our_driver(tmp_path):
     symcc = harness.builds["symcc"]
     assert "symcc" not in made["skipped"] and symcc.compiler == "stand-in for SymCC's wrapper, not SymCC"
     assert symcc.flags[-1] == "LIB_FUZZING_ENGINE=driver.c (symcc-ulfm's)"
+    assert symcc.flags[0] == "SYMCC_REGULAR_LIBCXX=1"  # sym++ links the system's C++ library, recorded
     log = (tmp_path / "out" / "logs" / "symcc.log").read_text()
     assert f"$ {wrapper / 'symcc'} " in log and f"$ {wrapper / 'sym++'} " in log  # compiled, then linked
     assert run(harness, "symcc", BUG, tmp_path).returncode == -signal.SIGSEGV

@@ -61,6 +61,8 @@ def test_an_afl_only_campaign_survives_its_killed_worker_and_finds_the_planted_c
     assert verdict["passed"] and verdict["receipts"] == [{"generation": 1, "missing": [1]}]
     assert verdict["double_counted"] == 0 and verdict["lost_objects"] == 0
     assert set(verdict["attribution"]) == {"afl"}, verdict["attribution"]
+    assert f"harness: native on {harness.path('sanitizer')}; worker kinds afl:2 (no SymCC build" in run.stderr
+    assert "an AFL++-only campaign)" in run.stderr  # said before the job: no SymCC worker runs
     policy = json.loads((run.state / "policy.json").read_text())
     assert policy["executor"] == "native" and policy["target"] == str(harness.path("sanitizer"))
     options = policy["executor_options"]
