@@ -119,19 +119,19 @@ def test_afl_slices_return_afl_fuzzs_own_executions_and_map_size(twin, tmp_path)
 def test_afl_reads_the_count_of_plot_data_only_from_the_running_afl_fuzz(tmp_path):
     """``plot_data``'s last whole line (``total_execs``), when written since afl-fuzz started; never
     through a link."""
-    from symcc_ulfm.executors.fuzzers.afl import _plotted_execs
+    from symcc_ulfm.executors.fuzzers.afl_files import plotted_execs
 
     plot = tmp_path / "plot_data"
     header = "# relative_time, cycles_done, cur_item, corpus_count, pending_total, pending_favs, map_size, " \
              "saved_crashes, saved_hangs, max_depth, execs_per_sec, total_execs, edges_found\n"
     plot.write_text(header)
-    assert _plotted_execs(plot, 0.0) is None  # the header only
+    assert plotted_execs(plot, 0.0) is None  # the header only
     plot.write_text(header + "61, 0, 3, 12, 9, 1, 0.41%, 0, 0, 2, 450.10, 27500, 40\n"
                     "66, 0, 4, 13, 9, 1, 0.43%, 0, 0, 2, 452.00, 29760, 42\n66, 0, 4")  # the last line not whole
-    assert _plotted_execs(plot, 0.0) == 29760
-    assert _plotted_execs(plot, time.time() + 60) is None  # older than the running afl-fuzz
+    assert plotted_execs(plot, 0.0) == 29760
+    assert plotted_execs(plot, time.time() + 60) is None  # older than the running afl-fuzz
     (tmp_path / "link").symlink_to(plot)
-    assert _plotted_execs(tmp_path / "link", 0.0) is None
+    assert plotted_execs(tmp_path / "link", 0.0) is None
 
 
 def test_contained_afl_goes_on_fuzzing_while_the_worker_measures_beside_it(twin, tmp_path):

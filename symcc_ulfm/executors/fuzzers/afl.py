@@ -58,7 +58,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ...core.limits import MAX_OBJECT_BYTES
 from ...core.slices import is_descriptor
 from ...errors import CapabilityError, PolicyError, TargetError
 from ..base import Fuzzer, Measurement, RunResult
@@ -70,6 +69,7 @@ from ..dictionary import afl_text, tokens_of
 from ..sandbox import landlock
 from ..sandbox.frames import MAX_EXECUTIONS
 from ..sandbox.reaper import is_subreaper
+from .afl_files import count, execs_done, plotted_execs, read_entry, stats_of
 
 VERSION = 1
 OWN = {"afl_fuzz": None, "dictionary": None, "extra_args": []}
@@ -81,7 +81,6 @@ TARGET_DIR = "afl-target"  # beside afl-fuzz's directory: the only one its targe
 _MODES = {b"##SIG_AFL_PERSISTENT##": "__AFL_PERSISTENT", b"##SIG_AFL_DEFER_FORKSRV##": "__AFL_DEFER_FORKSRV"}
 FORKSRV_INIT_MS = 10_000  # the confined start of the fork server: a Python start-up before the binary
 START_S = 15.0  # afl-fuzz's start: calibration of the initial inputs (AFL_FAST_CAL)
-PLOT_TAIL = 4096  # bytes of afl-fuzz's plot_data read for its last line
 PR_SET_PDEATHSIG = 1
 _ENV = {
     "AFL_NO_UI": "1", "AFL_SKIP_CPUFREQ": "1", "AFL_NO_AFFINITY": "1", "AFL_SYNC_TIME": "1", "AFL_IMPORT_FIRST": "1",
@@ -246,7 +245,7 @@ class AflFuzzer(Fuzzer):
         self._execs = 0
         if resume:  # what the directory holds was returned, or imported, by the process before this one
             self._adopt_directory(sync)
-            self._execs = _execs_done(_stats(sync / INSTANCE / "fuzzer_stats")) or 0
+            self._execs = execs_done(stats_of(sync / INSTANCE / "fuzzer_stats")) or 0
         else:
             shutil.rmtree(inputs, ignore_errors=True)
             inputs.mkdir()
@@ -330,9 +329,9 @@ class AflFuzzer(Fuzzer):
         report more executions than afl-fuzz ran, and fall behind by at most what it ran since its
         last write; a count beyond what one result may hold is returned by the next slices."""
         base = self.root / "sync" / INSTANCE
-        stats = _stats(base / "fuzzer_stats")
-        done = [_execs_done(stats)] if _count(stats.get("fuzzer_pid")) == self._process.pid else []
-        done.append(_plotted_execs(base / "plot_data", self._started_at))
+        stats = stats_of(base / "fuzzer_stats")
+        done = [execs_done(stats)] if count(stats.get("fuzzer_pid")) == self._process.pid else []
+        done.append(plotted_execs(base / "plot_data", self._started_at))
         now = max((n for n in done if n is not None), default=None)
         if now is None:
             return 0
@@ -348,7 +347,7 @@ class AflFuzzer(Fuzzer):
         until = time.monotonic() + START_S
         stats = sync / INSTANCE / "fuzzer_stats"
         while time.monotonic() < until:
-            if _count(_stats(stats).get("fuzzer_pid")) == self._process.pid:
+            if count(stats_of(stats).get("fuzzer_pid")) == self._process.pid:
                 return
             if self._process.poll() is not None:
                 tail = (root / "afl-fuzz.log").read_bytes()[-1500:].decode(errors="replace")
@@ -384,7 +383,7 @@ class AflFuzzer(Fuzzer):
                     counts["imported"] += 1
                     continue
                 with contextlib.suppress(OSError):
-                    data = _read_entry(directory / name)
+                    data = read_entry(directory / name)
                     if data is not None:
                         kept.append(data)
                         self._returned.add(hashlib.sha256(data).digest())
@@ -411,58 +410,6 @@ def _read_file(field: str, path: str) -> bytes:
         raise TargetError(field, f"{path}: no such file")
     with open(path, "rb") as handle:
         return handle.read()
-
-
-def _read_entry(path: Path) -> bytes | None:
-    """An entry afl-fuzz wrote: a regular file, never through a link, at most MAX_OBJECT_BYTES."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        info = os.fstat(fd)
-        if not (0 < info.st_size <= MAX_OBJECT_BYTES) or (info.st_mode & 0o170000) != 0o100000:
-            return None
-        return os.read(fd, info.st_size)
-    finally:
-        os.close(fd)
-
-
-def _stats(path: Path) -> dict[str, str]:
-    """The ``key : value`` lines of afl-fuzz's ``fuzzer_stats``; empty while there is none."""
-    fields = {}
-    with contextlib.suppress(OSError):
-        for line in (_read_entry(path) or b"").decode("ascii", "replace").splitlines():
-            key, sep, value = line.partition(":")
-            if sep:
-                fields[key.strip()] = value.strip()
-    return fields
-
-
-def _count(value: str | None) -> int | None:
-    return int(value) if value is not None and value.isdigit() and len(value) <= 18 else None
-
-
-def _execs_done(stats: dict[str, str]) -> int | None:
-    """``execs_done`` of a ``fuzzer_stats`` read whole up to the line after it (afl-fuzz rewrites the
-    file in place: a torn read could end inside the number)."""
-    return _count(stats.get("execs_done")) if "execs_per_sec" in stats else None
-
-
-def _plotted_execs(path: Path, since: float) -> int | None:
-    """``total_execs`` of the last whole line of afl-fuzz's ``plot_data`` (its 12th column), when
-    the file changed at or after ``since``; None otherwise. Read without following a link."""
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            info = os.fstat(fd)
-            if (info.st_mode & 0o170000) != 0o100000 or info.st_mtime < since:
-                return None
-            tail = os.pread(fd, PLOT_TAIL, max(0, info.st_size - PLOT_TAIL))
-        finally:
-            os.close(fd)
-        lines = tail.decode("ascii", "replace").split("\n")[:-1]  # the part after the last newline is not whole
-        columns = lines[-1].split(",") if lines else []
-        if len(columns) == 13:
-            return _count(columns[11].strip())
-    return None
 
 
 def _die_with_parent() -> None:
