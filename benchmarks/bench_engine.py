@@ -129,7 +129,7 @@ def _run_campaign(parser: str, corpus: Path, seconds: float, kinds: str | None) 
     """A campaign of two workers (``kinds``, else two concolic ones) on the parser; its corpus
     objects are copied into ``corpus``."""
     from benchmarks import engine_parsers
-    from benchmarks.harness import window_args
+    from symcc_ulfm.compare.systems.campaign_system import window_args
     from symcc_ulfm.launch import json_child
 
     state = corpus.parent / f".state-{corpus.name}"

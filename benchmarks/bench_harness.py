@@ -55,7 +55,7 @@ if str(ROOT) not in sys.path:
 from benchmarks import bench_hybrid as hybrid  # noqa: E402
 from benchmarks.bench_hybrid import Context, Measurer, Outcome, Sampler, Target  # noqa: E402
 from benchmarks.c_libraries import LIBRARIES, LibraryUnavailable, prepared_source  # noqa: E402
-from benchmarks.harness import window_args  # noqa: E402
+from symcc_ulfm.compare.systems.campaign_system import window_args  # noqa: E402
 from symcc_ulfm.executors.outcome import sanitizer_state  # noqa: E402
 from symcc_ulfm.harness import directory  # noqa: E402
 

@@ -44,7 +44,6 @@ import contextlib
 import json
 import os
 import shutil
-import statistics
 import struct
 import subprocess
 import sys
@@ -61,21 +60,14 @@ if str(ROOT) not in sys.path:
 from benchmarks import c_bench  # noqa: E402
 from benchmarks.c_bench import HARNESSES, SOURCES, children_cpu, self_cpu, sha256, stop_group  # noqa: E402
 from benchmarks.c_libraries import LibraryUnavailable, build_library  # noqa: E402
+from symcc_ulfm.compare.systems.campaign_system import campaign_failure, handoff_medians  # noqa: E402
+from symcc_ulfm.executors.fuzzers.afl import AFL_ENV, AFL_SYNC_ENV  # noqa: E402
 
 SAMPLES = 10  # corpus listings per window
 AFL_TIMEOUT_MS = 1000  # afl-fuzz -t: the campaign's afl kind uses measure_timeout_s (1 s)
 START_WAIT_S = 30.0  # for an AFL instance's fuzzer_stats before a helper starts
 LAUNCH_EXTRA_S = 180.0  # beyond the window: a campaign's start, endpoint measurement and oracle
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-# afl-fuzz's environment, for every system that runs it: the campaign's afl worker kind uses the
-# same variables (symcc_ulfm/executors/fuzzers/afl.py). AFL_SYNC_TIME=1 (minutes) lets a main
-# instance import from the others every 30 s (by default AFL++ syncs every tens of minutes;
-# upstream's helper docs assumed AFL 2.56b, which synced every few queue entries).
-AFL_ENV = {
-    "AFL_NO_UI": "1", "AFL_SKIP_CPUFREQ": "1", "AFL_NO_AFFINITY": "1", "AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES": "1",
-    "AFL_NO_WARN_INSTABILITY": "1", "AFL_FAST_CAL": "1", "AFL_QUIET": "1",
-}
-AFL_SYNC_ENV = {"AFL_SYNC_TIME": "1", "AFL_IMPORT_FIRST": "1"}
 FULL_SYSTEMS = ["afl1", "afl2", "symcc-loop", "campaign-symcc", "helper", "mpi-helper", "hybrid", "hybrid-2a1s"]
 ALL_SYSTEMS = [*FULL_SYSTEMS, "hybrid-wait"]
 NEEDS_SYMCC = set(ALL_SYSTEMS) - {"afl1", "afl2"}
@@ -456,7 +448,7 @@ def system_loop(ctx: Context) -> tuple[Sampler, dict]:
 
 
 def campaign_args(ctx: Context, kinds: str | None, workers: int, idle: str = "fuzz") -> list[str]:
-    from benchmarks.harness import window_args
+    from symcc_ulfm.compare.systems.campaign_system import window_args
 
     args = ["--executor", "symcc", "--target", str(ctx.binaries["symcc"]),
             "--executor-option", f"afl_binary={ctx.binaries['afl']}", "--seeds", str(ctx.seed_dir),
@@ -496,27 +488,6 @@ def system_campaign(ctx: Context, args: list[str], handoffs: bool) -> tuple[Samp
     elif handoffs:
         notes["handoffs"] = handoff_medians(state)
     return sampler, notes
-
-
-def handoff_medians(state: Path) -> dict[str, dict]:
-    """Seconds from an input's publication to its first use by a worker of another kind
-    (``evidence.timeline.handoffs``): count and median in each direction."""
-    from symcc_ulfm.evidence.timeline import handoffs
-
-    return {direction: {"n": len(times), "median_s": round(statistics.median(times), 2) if times else None}
-            for direction, times in handoffs(state).items()}
-
-
-def campaign_failure(state: Path, done) -> str:
-    """What a campaign that failed said: launch's stderr tail and the last lines of each rank log."""
-    parts = [f"launch exit {done.returncode}, passed={done.verdict.get('passed')}, "
-             f"problems={done.verdict.get('problems')}", "launch stderr: " + done.stderr.strip()[-800:]]
-    logs = state / "logs"
-    for path in sorted(logs.glob("*")) if logs.is_dir() else []:
-        if path.is_file() and not path.name.startswith("heartbeat"):
-            lines = path.read_text(errors="replace").splitlines()
-            parts.append(f"{path.relative_to(state)}: " + " | ".join(line[:300] for line in lines[-3:]))
-    return "\n".join(parts)
 
 
 def run_system(system: str, ctx: Context) -> tuple[Sampler | None, dict, str | None]:

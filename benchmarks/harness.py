@@ -57,18 +57,6 @@ def checkout() -> str:
     return head + ("+" if changed else "")
 
 
-def window_args(seconds: float, workers: int, stop_after: int = 0) -> list[str]:
-    """``launch`` options that a benchmark's search campaign shares with the tools it is set
-    against: one master and ``workers`` workers, no spare and no injected failure, a corpus of
-    what adds coverage (``--keep novel``), and the whole window run (``--run-to-deadline``) even
-    when the search is exhausted earlier, as a fuzzer would run it. ``stop_after``: the campaign
-    ends once each worker committed that many results, the window only bounding it (a smoke test's
-    count, never a figure's)."""
-    budget = ["--stop-after", str(stop_after)] if stop_after else []
-    return ["--keep", "novel", "--failure-schedule", "", "--deadline", f"{seconds:g}", "--run-to-deadline",
-            "--ranks", str(workers + 1), "--warm-spares", "0", "--workers-per-master", str(workers), *budget]
-
-
 def cores() -> int:
     """The cores this process may run on (what every run of the benchmark shares)."""
     return len(os.sched_getaffinity(0))

@@ -82,11 +82,16 @@ _MODES = {b"##SIG_AFL_PERSISTENT##": "__AFL_PERSISTENT", b"##SIG_AFL_DEFER_FORKS
 FORKSRV_INIT_MS = 10_000  # the confined start of the fork server: a Python start-up before the binary
 START_S = 15.0  # afl-fuzz's start: calibration of the initial inputs (AFL_FAST_CAL)
 PR_SET_PDEATHSIG = 1
-_ENV = {
-    "AFL_NO_UI": "1", "AFL_SKIP_CPUFREQ": "1", "AFL_NO_AFFINITY": "1", "AFL_SYNC_TIME": "1", "AFL_IMPORT_FIRST": "1",
-    "AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES": "1", "AFL_AUTORESUME": "1", "AFL_NO_WARN_INSTABILITY": "1",
-    "AFL_FAST_CAL": "1", "AFL_QUIET": "1", "AFL_SKIP_BIN_CHECK": "1",
+# afl-fuzz's environment wherever it runs (this kind, a study's afl system, the benchmarks): no UI,
+# no CPU binding of its own (the caller pins it), a fast calibration
+AFL_ENV = {
+    "AFL_NO_UI": "1", "AFL_SKIP_CPUFREQ": "1", "AFL_NO_AFFINITY": "1", "AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES": "1",
+    "AFL_NO_WARN_INSTABILITY": "1", "AFL_FAST_CAL": "1", "AFL_QUIET": "1",
 }
+# instances that sync: import at start, then every 30 s as a main instance (AFL++'s sync time is in
+# whole minutes; by default it syncs every tens of minutes)
+AFL_SYNC_ENV = {"AFL_SYNC_TIME": "1", "AFL_IMPORT_FIRST": "1"}
+_ENV = {**AFL_ENV, **AFL_SYNC_ENV, "AFL_AUTORESUME": "1", "AFL_SKIP_BIN_CHECK": "1"}
 
 
 class AflFuzzer(Fuzzer):
