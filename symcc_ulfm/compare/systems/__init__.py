@@ -51,7 +51,8 @@ def start(system: dict, target: StudyTarget, work: Path, seeds_dir: Path, window
           seed: int) -> Started:
     """Start a (validated) ``system`` on ``target`` for a window of ``window_s`` seconds: its files
     in the empty directory ``work``, its seeds the files of ``seeds_dir``, its processes pinned to
-    ``cores``, its random number generators seeded from ``seed``."""
-    validate("system", system, target.family)
+    ``cores``, its random number generators seeded from ``seed``. The protocol's reader checked
+    the system (:func:`validate`) against its targets' families; what only a cell knows (the
+    harness's builds, the number of cores) is checked here: ConfigError."""
     return KINDS[system["kind"]].start(system, target, Path(work), Path(seeds_dir), float(window_s), list(cores),
                                        int(seed))

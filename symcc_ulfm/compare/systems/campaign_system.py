@@ -14,7 +14,8 @@ so the study's measurer, which runs every input, finds them there.
 After the window, :func:`start`'s ``finish`` lets the campaign end by its own deadline, with its
 endpoint measurement and the oracle's verdict, waiting up to :data:`FINISH_EXTRA_S`; then it
 kills the launch's session. Its notes: the exit status, the oracle's ``passed`` and problems, the
-WAL's counts, and, when the launch names ``--worker-kinds``, the hand-off medians between kinds.
+WAL's counts, the number of unique findings and, when the launch names ``--worker-kinds``, the
+hand-off medians between kinds.
 """
 
 from __future__ import annotations
@@ -88,11 +89,12 @@ def start(system: dict, target: StudyTarget, work: Path, seeds_dir: Path, window
 
 
 def summary(done: json_child.Launched, state: Path, handoffs: bool) -> dict:
-    """The notes of a finished launch: exit status, verdict, WAL counts, problems (none when it
+    """The notes of a finished launch: exit status, verdict, WAL counts, unique findings, problems (none when it
     exited 0 and the oracle passed it), hand-off medians (``handoffs``)."""
     verdict = done.verdict
     notes = {"returncode": done.returncode, "passed": verdict.get("passed"),
-             "wal": {key: verdict.get(f"wal_{key}") for key in WAL_COUNTS}, "problems": []}
+             "wal": {key: verdict.get(f"wal_{key}") for key in WAL_COUNTS},
+             "findings_unique": verdict.get("findings_unique"), "problems": []}
     if done.returncode != 0 or verdict.get("passed") is not True:
         notes["problems"] = [campaign_failure(state, done)]
     elif handoffs:

@@ -72,12 +72,14 @@ def spawn_all(commands: Sequence[Sequence[str]], logs: Sequence[Path], cores: Se
     return processes
 
 
-def stop_all(processes: Sequence[subprocess.Popen], names: Sequence[str], logs: Sequence[Path]) -> dict:
-    """Stop a system's processes after its window: the notes ``problems`` (a process that ended
-    before the window did, with its log's tail; one that could not be reaped) and ``exit_codes``."""
+def stop_all(processes: Sequence[subprocess.Popen], names: Sequence[str], logs: Sequence[Path],
+             grace_s: float = STOP_GRACE_S) -> dict:
+    """Stop a system's processes after its window (:func:`stop`): the notes ``problems`` (a process
+    that ended before the window did, with its log's tail; one that could not be reaped) and
+    ``exit_codes``."""
     problems = [f"{name} exited with status {process.returncode} before the window ended; log: {log_tail(log)}"
                 for process, name, log in zip(processes, names, logs, strict=True) if process.poll() is not None]
-    problems += stop(processes)
+    problems += stop(processes, grace_s)
     return {"problems": problems, "exit_codes": {name: p.returncode for name, p in zip(names, processes, strict=True)}}
 
 
