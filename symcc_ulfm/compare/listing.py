@@ -200,8 +200,10 @@ def keep_inputs(first_seen: dict[Path, tuple[float, str]], seeds: list[bytes], c
 
 
 def _relative(path: Path, cell_dir: Path) -> str:
-    """``path`` relative to the cell's directory when it lies below it (else as it is)."""
+    """``path`` relative to the cell's directory when it lies below it (else as it is), as text
+    (a name that is not UTF-8, which a target may have written, with its bytes escaped)."""
     try:
-        return str(path.relative_to(cell_dir))
+        path = path.relative_to(cell_dir)
     except ValueError:
-        return str(path)
+        pass
+    return os.fsencode(path).decode("utf-8", "backslashreplace")

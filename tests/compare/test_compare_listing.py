@@ -127,3 +127,16 @@ def test_glob_components_match_below_real_directories_only(tmp_path):
     assert sorted(list_files([(tmp_path, "*/queue")])) == [str(tmp_path / "a" / "queue" / "x"),
                                                           str(tmp_path / "b" / "queue")]
     assert list_files([(tmp_path / "missing", "*")]) == []
+
+
+def test_a_name_that_is_not_utf8_is_kept_and_written_escaped(tmp_path):
+    corpus = tmp_path / "cell" / "corpus"
+    corpus.mkdir(parents=True)
+    with open(os.path.join(os.fsencode(corpus), b"bad-\xff"), "wb") as out:
+        out.write(b"data")
+    sampler = Sampler([(corpus, "*")], [], time.monotonic(), 60)
+    sampler.stop()
+    inputs = keep_inputs(sampler.first_seen, [], tmp_path / "cell")
+    assert [i.sha256 for i in inputs] == [_sha(b"data")]
+    listing = json.loads((tmp_path / "cell" / "listing.json").read_text(encoding="utf-8"))
+    assert [f["path"] for f in listing["files"]] == ["corpus/bad-\\xff"]

@@ -98,7 +98,7 @@ def test_stop_kills_a_session_that_ignores_sigterm(tmp_path):
     began = time.monotonic()
     notes = spawned.stop_all([process], ["stubborn"], [log], grace_s=0.5)
     assert time.monotonic() - began < 5
-    assert notes == {"problems": [], "exit_codes": {"stubborn": -signal.SIGKILL}}
+    assert notes == {"problems": [], "exit_codes": {"stubborn": -signal.SIGKILL}, "stopped_at_finding": []}
     _wait(lambda: not _group_alive(process.pid), 5, "its child (sleep) to go with its session")
 
 
@@ -121,18 +121,19 @@ def test_atheris_fuzzes_the_tokenizer_on_one_corpus_pinned_to_its_core(tmp_path)
     sampler.start()
     try:
         assert len(started.processes) == 2
-        for process in started.processes:
-            assert os.getsid(process.pid) == process.pid
-            assert os.sched_getaffinity(process.pid) == set(CORES[:1])
         _wait(lambda: all("INITED" in (work / f"atheris-{k}.log").read_text() for k in range(2)), 60,
               "both atheris processes to load the corpus")
-        assert all(process.poll() is None for process in started.processes)
+        for process in started.processes:  # taskset has pinned itself and executed the driver by now
+            assert process.poll() is None
+            assert os.getsid(process.pid) == process.pid
+            assert os.sched_getaffinity(process.pid) == set(CORES[:1])
     finally:
         sampler.stop()
         notes = started.finish()
     assert notes["problems"] == []
     assert all(process.returncode is not None for process in started.processes)
-    assert [c[-2:] for c in notes["command"]] == [["-timeout=5", "-rss_limit_mb=4096"]] * 2
+    assert [c[-4:] for c in notes["command"]] == [["-timeout=5", "-rss_limit_mb=4096", "-error_exitcode=77",
+                                                    "-timeout_exitcode=70"]] * 2
     assert {c[c.index("--") + 2] for c in notes["command"]} == {"-seed=7", "-seed=8"}
     listed = {path.name: role for path, (_, role) in sampler.first_seen.items()}
     assert listed.get("seed-0") == "corpus"  # the seeds were copied into the shared corpus
@@ -144,6 +145,32 @@ def test_atheris_fuzzes_the_tokenizer_on_one_corpus_pinned_to_its_core(tmp_path)
     raised = subprocess.run([sys.executable, "-c", check, *crashes], capture_output=True, text=True, timeout=60,
                             check=True).stdout.split()
     assert len(raised) == len(crashes) and "ValueError" not in raised and "returned" not in raised
+
+
+ABORTING = """import os
+
+
+def parse(data: bytes) -> None:
+    os.abort()  # a native crash on every input: libFuzzer reports it and ends
+"""
+
+
+def test_an_atheris_process_libfuzzer_ends_at_a_native_crash_is_a_finding_not_a_problem(tmp_path):
+    (tmp_path / "aborting.py").write_text(ABORTING)
+    target = targets.resolve("abort", {"python": f"{tmp_path / 'aborting.py'}:parse", "seeds": ["00"]}, None)
+    seeds = _seeds_dir(target, tmp_path / "seeds")
+    work = tmp_path / "work"
+    work.mkdir()
+    started = systems.start({"kind": "atheris", "processes": 1}, target, work, seeds, 60.0, CORES[:1], 0)
+    try:
+        started.processes[0].wait(timeout=60)
+    finally:
+        notes = started.finish()
+    assert notes["problems"] == [] and notes["stopped_at_finding"] == ["atheris-0"]
+    sampler = Sampler(started.corpus, started.findings, time.monotonic(), 60)
+    sampler.stop()
+    assert [path.name.startswith("crash-") for path, (_, role) in sampler.first_seen.items() if role == "finding"] \
+        == [True]
 
 
 @pytest.fixture(scope="module")

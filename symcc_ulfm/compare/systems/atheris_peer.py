@@ -7,7 +7,10 @@ into it first; libFuzzer writes what it finds there and reloads what the others 
 ``-artifact_prefix=WORK/crashes/``, ``-timeout=`` :data:`TIMEOUT_S` and ``-rss_limit_mb=4096``, then
 the system's ``options`` (libFuzzer flags: ``-use_value_profile=1``). Its inputs are
 ``WORK/corpus/*``, its findings ``WORK/crashes/*`` (the driver's and libFuzzer's).
-``finish`` stops the processes; a process that ended before the window did is a problem.
+``finish`` stops the processes. A process that ended before the window did is a problem, unless
+libFuzzer ended it at a finding (exit status :data:`ERROR_EXIT` or :data:`TIMEOUT_EXIT`: a native
+crash, an out-of-memory, a timeout), as libFuzzer stops at its first: noted as
+``stopped_at_finding``. The exceptions a Python target raises do not stop it (:mod:`.atheris_driver`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,11 @@ FAMILIES = (PYTHON,)
 MAX_PROCESSES = 64
 TIMEOUT_S = 5  # libFuzzer -timeout: one input's bound
 EXTRA_S = 60  # -max_total_time beyond the window
-CELL_FLAGS = ("-seed", "-max_total_time", "-artifact_prefix", "-runs", "-timeout", "-rss_limit_mb")
+# libFuzzer's exit statuses at a finding that ends it (a native crash, an uncaught exception, an
+# out-of-memory; a timeout): the process stopped as libFuzzer does, not a system that failed
+ERROR_EXIT, TIMEOUT_EXIT = 77, 70
+CELL_FLAGS = ("-seed", "-max_total_time", "-artifact_prefix", "-runs", "-timeout", "-rss_limit_mb", "-error_exitcode",
+              "-timeout_exitcode")
 _FLAG = re.compile(r"-[a-z_]+=[^\s]*")
 
 
@@ -55,10 +62,11 @@ def start(system: dict, target: StudyTarget, work: Path, seeds_dir: Path, window
     commands = [[sys.executable, "-m", __package__ + ".atheris_driver", target.spec, json.dumps(list(target.modules)),
                  str(crashes), "--", str(corpus), f"-seed={seed + k}", f"-max_total_time={int(window_s) + EXTRA_S}",
                  f"-artifact_prefix={crashes}/", f"-timeout={TIMEOUT_S}", "-rss_limit_mb=4096",
-                 *system.get("options", [])] for k in range(count)]
+                 f"-error_exitcode={ERROR_EXIT}", f"-timeout_exitcode={TIMEOUT_EXIT}", *system.get("options", [])]
+                for k in range(count)]
     processes = spawn_all(commands, logs, cores, cwd=work)
 
     def finish() -> dict:
-        return {**stop_all(processes, names, logs), "command": commands}
+        return {**stop_all(processes, names, logs, finding_exits=(ERROR_EXIT, TIMEOUT_EXIT)), "command": commands}
 
     return Started(processes, [(corpus, "*")], [(crashes, "*")], finish)

@@ -73,14 +73,18 @@ def spawn_all(commands: Sequence[Sequence[str]], logs: Sequence[Path], cores: Se
 
 
 def stop_all(processes: Sequence[subprocess.Popen], names: Sequence[str], logs: Sequence[Path],
-             grace_s: float = STOP_GRACE_S) -> dict:
+             grace_s: float = STOP_GRACE_S, finding_exits: Sequence[int] = ()) -> dict:
     """Stop a system's processes after its window (:func:`stop`): the notes ``problems`` (a process
-    that ended before the window did, with its log's tail; one that could not be reaped) and
+    that ended before the window did, with its log's tail, unless its exit status is one of
+    ``finding_exits``: those are ``stopped_at_finding``; one that could not be reaped) and
     ``exit_codes``."""
-    problems = [f"{name} exited with status {process.returncode} before the window ended; log: {log_tail(log)}"
-                for process, name, log in zip(processes, names, logs, strict=True) if process.poll() is not None]
+    ended = {name: process.poll() for process, name in zip(processes, names, strict=True)}
+    problems = [f"{name} exited with status {ended[name]} before the window ended; log: {log_tail(log)}"
+                for name, log in zip(names, logs, strict=True)
+                if ended[name] is not None and ended[name] not in finding_exits]
     problems += stop(processes, grace_s)
-    return {"problems": problems, "exit_codes": {name: p.returncode for name, p in zip(names, processes, strict=True)}}
+    return {"problems": problems, "exit_codes": {name: p.returncode for name, p in zip(names, processes, strict=True)},
+            "stopped_at_finding": sorted(name for name, code in ended.items() if code in finding_exits)}
 
 
 def stop(processes: Sequence[subprocess.Popen], grace_s: float = STOP_GRACE_S) -> list[str]:
