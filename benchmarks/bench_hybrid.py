@@ -60,13 +60,13 @@ if str(ROOT) not in sys.path:
 from benchmarks import c_bench  # noqa: E402
 from benchmarks.c_bench import HARNESSES, SOURCES, children_cpu, self_cpu, sha256, stop_group  # noqa: E402
 from benchmarks.c_libraries import LibraryUnavailable, build_library  # noqa: E402
+from symcc_ulfm.compare.systems.afl_peer import TIMEOUT_MS as AFL_TIMEOUT_MS  # noqa: E402
+from symcc_ulfm.compare.systems.campaign_system import FINISH_EXTRA_S as LAUNCH_EXTRA_S  # noqa: E402
 from symcc_ulfm.compare.systems.campaign_system import campaign_failure, handoff_medians  # noqa: E402
 from symcc_ulfm.executors.fuzzers.afl import AFL_ENV, AFL_SYNC_ENV  # noqa: E402
 
 SAMPLES = 10  # corpus listings per window
-AFL_TIMEOUT_MS = 1000  # afl-fuzz -t: the campaign's afl kind uses measure_timeout_s (1 s)
 START_WAIT_S = 30.0  # for an AFL instance's fuzzer_stats before a helper starts
-LAUNCH_EXTRA_S = 180.0  # beyond the window: a campaign's start, endpoint measurement and oracle
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 FULL_SYSTEMS = ["afl1", "afl2", "symcc-loop", "campaign-symcc", "helper", "mpi-helper", "hybrid", "hybrid-2a1s"]
 ALL_SYSTEMS = [*FULL_SYSTEMS, "hybrid-wait"]

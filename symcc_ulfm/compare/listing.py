@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import math
 import os
 import stat
 import threading
@@ -140,7 +141,7 @@ class Sampler(threading.Thread):
         with self._lock:
             seen = [(path, CORPUS) for path in list_files(self.corpus)]
             seen += [(path, FINDING) for path in list_files(self.findings)]
-            at = round(time.monotonic() - self.started, 3)
+            at = math.ceil((time.monotonic() - self.started) * 1000) / 1000  # in ms, never before the listing
             for path, role in seen:
                 key = Path(path)
                 if key in self.first_seen:

@@ -4,8 +4,8 @@ Each process is :mod:`.atheris_driver` on the target, pinned to the cell's cores
 ``WORK/atheris-<k>.log``; libFuzzer's arguments: the corpus ``WORK/corpus`` (the seeds copied
 into it first; libFuzzer writes what it finds there and reloads what the others wrote), ``-seed=``
 ``SEED+k``, ``-max_total_time`` a minute beyond the window (the cell stops it first),
-``-artifact_prefix=WORK/crashes/``, ``-timeout=`` :data:`TIMEOUT_S` and ``-rss_limit_mb=4096``, then
-the system's ``options`` (libFuzzer flags: ``-use_value_profile=1``). Its inputs are
+``-artifact_prefix=WORK/crashes/``, ``-timeout=`` :data:`TIMEOUT_S`, ``-rss_limit_mb=4096`` and
+the exit statuses below, then the system's ``options`` (libFuzzer flags: ``-use_value_profile=1``). Its inputs are
 ``WORK/corpus/*``, its findings ``WORK/crashes/*`` (the driver's and libFuzzer's).
 ``finish`` stops the processes. A process that ended before the window did is a problem, unless
 libFuzzer ended it at a finding (exit status :data:`ERROR_EXIT` or :data:`TIMEOUT_EXIT`: a native

@@ -34,6 +34,7 @@ from .spawned import Started, log_tail, spawn
 FIELDS = ("launch",)
 FAMILIES = (PYTHON, BINARY)
 FINISH_EXTRA_S = 180.0  # after the window: the campaign's start-up, endpoint measurement and oracle
+VERDICT_TAIL = 1 << 20  # bytes of launch's standard output read for its verdict (its last line)
 # options the cell sets itself; a system's "launch" list may not name them
 CELL_OPTIONS = ("--state-dir", "--deadline", "--target", "--harness", "--seeds", "--ranks", "--workers-per-master",
                 "--warm-spares", "--json", "--seed", "--failure-schedule", "--run-to-deadline", "--keep",
@@ -80,9 +81,13 @@ def start(system: dict, target: StudyTarget, work: Path, seeds_dir: Path, window
             json_child.kill(process)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=30)
-        done = json_child.Launched(process.returncode, json_child.verdict_of(log_tail(stdout, 1 << 20)),
-                                   "", log_tail(stderr))
-        notes = summary(done, state, "--worker-kinds" in system.get("launch", []))
+        try:
+            verdict = json_child.verdict_of(log_tail(stdout, VERDICT_TAIL))
+        except ValueError:  # no whole verdict line (a launch killed while it printed)
+            verdict = {}
+        done = json_child.Launched(process.returncode, verdict, "", log_tail(stderr))
+        kinds = any(item.split("=", 1)[0] == "--worker-kinds" for item in system.get("launch", []))
+        notes = summary(done, state, kinds)
         return {**notes, "command": command}
 
     return Started([process], [(state / "corpus", "objects")], [], finish)
