@@ -264,3 +264,20 @@ def test_a_campaign_by_count_on_the_tokenizer_passes(tmp_path):
     objects = work / "state" / "corpus" / "objects"
     assert {path for path in sampler.first_seen} == set(objects.iterdir())
     assert all(role == "corpus" for _, role in sampler.first_seen.values())
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_a_campaign_of_afl_workers_on_a_harness_passes_and_notes_its_handoffs(harness_target, tmp_path):
+    seeds = _seeds_dir(harness_target, tmp_path / "seeds")
+    work = tmp_path / "work"
+    work.mkdir()
+    launch = ["--worker-kinds", "afl:2", *BY_COUNT[:1], "2"]
+    started = systems.start({"kind": "campaign", "launch": launch}, harness_target, work, seeds, 240.0, CORES[:2], 0)
+    try:
+        started.processes[0].wait(timeout=240)
+    finally:
+        notes = started.finish()
+    assert notes["problems"] == [], notes["problems"]
+    assert notes["passed"] is True and set(notes["handoffs"]) == {"to_analysis", "to_fuzzers"}
+    assert notes["command"][notes["command"].index("--harness") + 1] == str(harness_target.harness.root)
