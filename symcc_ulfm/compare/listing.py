@@ -108,7 +108,8 @@ class Sampler(threading.Thread):
     """Lists ``corpus`` and ``findings`` (``(root, glob)`` pairs) every ``interval_s`` seconds
     from ``started`` (a ``time.monotonic()``), and once more on :meth:`stop`.
 
-    ``first_seen[path]`` is ``(seconds since started, role)`` of the first listing that showed it.
+    ``first_seen[path]`` is ``(seconds since started, role)`` of the first listing that showed it;
+    this thread adds to it until :meth:`stop` returns (copy it, ``list()``, to look at it before).
     """
 
     def __init__(self, corpus: list[tuple[Path, str]], findings: list[tuple[Path, str]], started: float,

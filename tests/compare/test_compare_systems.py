@@ -199,7 +199,7 @@ def test_afl_main_and_secondary_start_are_listed_and_stopped(harness_target, tmp
         _wait(lambda: all((work / "afl" / name / "fuzzer_stats").exists() for name in ("main", "s1")), 60,
               "both instances' fuzzer_stats")
         assert all(process.poll() is None for process in started.processes)
-        _wait(lambda: {p.parent.parent.name for p in sampler.first_seen} >= {"main", "s1"}, 10,
+        _wait(lambda: {p.parent.parent.name for p in list(sampler.first_seen)} >= {"main", "s1"}, 10,
               "both queues to be listed")
     finally:
         sampler.stop()
