@@ -208,8 +208,8 @@ def cmd_seal(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ..compare.study import is_compare_study
-    from ..compare.verify import verify_compare
+    from ..compare.runner import is_compare_study
+    from ..compare.audit import verify_compare
     from ..evidence.verify import verify
     from ..experiment.study import is_study, verify_study
 
@@ -328,7 +328,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..compare.study import run_study
+    from ..compare.runner import run_study
 
     report = run_study(Path(args.protocol), Path(args.out), args.harnesses, resume=args.resume,
                        parallel=args.parallel)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from symcc_ulfm.compare import protocol as protocols
+from symcc_ulfm.compare import design as protocols
 from symcc_ulfm.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -32,10 +32,10 @@ from ..evidence.recompute import recompute
 from ..evidence.verify import check_seal
 from ..experiment.jsonfile import dumps, read_json
 from ..store.reads import read_bytes
-from . import protocol as protocols
-from .cell import CELLS_DIR, COMPLETE_MARKER, PLAN_FILE, PROTOCOL_FILE, RESULT_FILE, SYSTEM_DIR
+from . import design as protocols
+from .cell_run import CELLS_DIR, COMPLETE_MARKER, PLAN_FILE, PROTOCOL_FILE, RESULT_FILE, SYSTEM_DIR
 from .listing import INPUTS_DIR, LISTING_FILE, Input
-from .study import (
+from .runner import (
     ANALYSIS_DIR,
     ANALYSIS_FILE,
     ATTEMPTS_FILE,
@@ -45,7 +45,7 @@ from .study import (
     compute_analysis,
     is_ok,
 )
-from .targets import resolve
+from .study_targets import resolve
 
 
 def _json(root: Path, rel: str, problems: list[str]) -> Any:

@@ -12,7 +12,7 @@ The study directory::
     selection.json, analysis/compare.json   which cells count, and the statistics (:mod:`.analysis`)
     report.json        where the study stands and what this invocation did
 
-Each cell runs as its own process (``python -m symcc_ulfm.compare.cell``) pinned to its own
+Each cell runs as its own process (``python -m symcc_ulfm.compare.cell_run``) pinned to its own
 cores: ``taskset`` on this machine; ``--parallel N`` runs N cells at once on disjoint core sets
 (N x the protocol's ``cores`` must fit the cores this process may use). Before each cell the
 provenance is re-verified live (a change raises ``ProvenanceChanged``, exit 6, after writing the
@@ -49,10 +49,10 @@ from ..launch.job import die_with_parent
 from ..store.atomic import write_new
 from ..store.dirs import ensure_dir
 from ..store.reads import read_bytes
-from . import protocol as protocols
-from .analysis import analyze
-from .cell import CELLS_DIR, COMPLETE_MARKER, PLAN_FILE, PROTOCOL_FILE, RESULT_FILE
-from .targets import BINARY, resolve
+from . import design as protocols
+from .analyze import analyze
+from .cell_run import CELLS_DIR, COMPLETE_MARKER, PLAN_FILE, PROTOCOL_FILE, RESULT_FILE
+from .study_targets import BINARY, resolve
 
 PROVENANCE_FILE = "provenance.json"
 ATTEMPTS_FILE = "attempts.json"
@@ -118,13 +118,13 @@ def target_identities(protocol: dict, harnesses: Path | None) -> dict[str, dict]
     found = {}
     for name, spec in sorted(protocol["targets"].items()):
         target = resolve(name, spec, harnesses)
-        if target.family == BINARY:
-            found[name] = {"family": BINARY, "harness": str(target.harness.root),
+        if target.form == BINARY:
+            found[name] = {"form": BINARY, "harness": str(target.harness.root),
                            "manifest_sha256": target.manifest_sha256()}
         else:
             info = resolve_target(target.spec)
             seeds = hashlib.sha256(canonical_json([s.hex() for s in target.seed_inputs()])).hexdigest()
-            found[name] = {"family": target.family, "spec": target.spec, "source_sha256": info.source_sha256,
+            found[name] = {"form": target.form, "spec": target.spec, "source_sha256": info.source_sha256,
                            "seeds_sha256": seeds}
     return found
 
@@ -255,7 +255,7 @@ class Runner:
             raise ProvenanceChanged(f"refusing to start cell {name}: the targets changed since the study started")
         write_json(self.out / PROVENANCE_FILE, self.record)
         attempt = self.attempts_of(name) + 1
-        command = [sys.executable, "-m", "symcc_ulfm.compare.cell", str(self.out), name, "--attempt", str(attempt)]
+        command = [sys.executable, "-m", "symcc_ulfm.compare.cell_run", str(self.out), name, "--attempt", str(attempt)]
         if self.harnesses is not None:
             command += ["--harnesses", str(self.harnesses)]
         cores = ",".join(map(str, self.slots[slot]))

@@ -42,7 +42,7 @@ from typing import Any
 from ..core.canonical import digest
 from ..errors import ConfigError
 from . import systems
-from .targets import BINARY, PYTHON
+from .study_targets import BINARY, PYTHON
 
 PROTOCOL_FORMAT = "symcc-ulfm-compare-protocol/1"
 PLAN_FORMAT = "symcc-ulfm-compare-plan/1"

@@ -1,6 +1,6 @@
 """One cell of a comparison study: one system on one target for one window, then the one measurer.
 
-``python -m symcc_ulfm.compare.cell STUDY CELL [--harnesses DIR]`` runs the planned cell ``CELL``
+``python -m symcc_ulfm.compare.cell_run STUDY CELL [--harnesses DIR]`` runs the planned cell ``CELL``
 of the study directory ``STUDY`` on the cores this process may run on (the study runner pins it:
 ``taskset``, or a Slurm job step), into ``STUDY/cells/CELL/`` (which must not exist yet)::
 
@@ -40,11 +40,11 @@ from ..errors import SymccUlfmError
 from ..experiment.jsonfile import DIR_MODE, FILE_MODE, read_json, write_json
 from ..store.atomic import write_new
 from ..store.dirs import ensure_dir
-from . import protocol as protocols
+from . import design as protocols
 from . import systems
 from .listing import Sampler, keep_inputs
 from .measure import measure
-from .targets import resolve
+from .study_targets import resolve
 
 CELL_FORMAT = "symcc-ulfm-compare-cell/1"
 CELLS_DIR = "cells"
@@ -140,7 +140,7 @@ def run_cell(study: Path, name: str, harnesses: Path | None, attempt: int) -> di
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m symcc_ulfm.compare.cell")
+    parser = argparse.ArgumentParser(prog="python -m symcc_ulfm.compare.cell_run")
     parser.add_argument("study")
     parser.add_argument("cell")
     parser.add_argument("--harnesses")
