@@ -19,7 +19,7 @@ window_s, wall_s, started_at, cores, load_before, load_after, cpu_s`` (CPU secon
 system's processes), ``system`` (what the system reports: commands, exit statuses, a campaign's
 verdict), ``measure`` (:func:`symcc_ulfm.compare.measure.measure`). A cell is ``failed`` when the
 system reports a problem (an instance exited early, a campaign whose oracle did not pass) or the
-measurement failed; the study's re-run rule then decides (:mod:`.study`).
+measurement failed; the study's re-run rule then decides (:mod:`.runner`).
 
 Exit status: 0 when ``result.json`` and ``COMPLETE`` were written (whatever the status), else the
 error's exit code (the cell directory is then incomplete, and the runner moves it aside).

@@ -5,7 +5,7 @@ protocol must not pass silently)::
 
     {"format": "symcc-ulfm-compare-protocol/1",        optional; this value
      "description": "...",                              optional free text: what is compared and why
-     "targets": {NAME: {"python": SPEC, "modules": [...], "seeds": [hex, ...]}   (:mod:`.targets`)
+     "targets": {NAME: {"python": SPEC, "modules": [...], "seeds": [hex, ...]}   (:mod:`.study_targets`)
                      | {"harness": DIRNAME}},
      "systems": {NAME: SYSTEM},                         (:mod:`.systems`: campaign, afl, atheris, seeds)
      "reference": NAME,                                 the system every other one is compared with

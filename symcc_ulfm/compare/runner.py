@@ -3,13 +3,13 @@
 The study directory::
 
     protocol.json      the normalised protocol (canonical JSON: its SHA-256 is the protocol digest)
-    plan.json          the randomised run order (:func:`.protocol.plan`)
+    plan.json          the randomised run order (:func:`.design.plan`)
     provenance.json    captured when the study starts: source tree, tools, every target's identity
                        (a harness manifest's SHA-256, a Python target's source); one live check per cell
-    cells/<cell>/      one cell each (:mod:`.cell`); cells/.attempts/<cell>-<k>/ an earlier attempt
+    cells/<cell>/      one cell each (:mod:`.cell_run`); cells/.attempts/<cell>-<k>/ an earlier attempt
     attempts.json      every attempt moved aside and why (interrupted, failed)
     logs/<cell>-<k>.log  what each attempt's process printed
-    selection.json, analysis/compare.json   which cells count, and the statistics (:mod:`.analysis`)
+    selection.json, analysis/compare.json   which cells count, and the statistics (:mod:`.analyze`)
     report.json        where the study stands and what this invocation did
 
 Each cell runs as its own process (``python -m symcc_ulfm.compare.cell_run``) pinned to its own
