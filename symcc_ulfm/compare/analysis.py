@@ -250,3 +250,10 @@ def analyze(protocol: dict, results: dict[str, dict | None], attempts: list[dict
         "refusals": refusals,
     }
     return selection, analysis
+
+
+def recorded_attempts(selection: dict) -> list[dict]:
+    """The attempts a selection record keeps (rule ``attempts``): what :func:`analyze` took, so a
+    reader recomputes both records from the cells."""
+    (rule,) = [r for r in selection["rules"] if r["rule"] == "attempts"]
+    return rule["attempts"]

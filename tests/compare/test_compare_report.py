@@ -1,0 +1,101 @@
+"""notebooks/compare_report.ipynb: paired with its .py and executed for real with papermill on a
+synthetic study directory written here as the study runner writes one: tables with the refusals,
+the figures, and the oracle check, which fails the notebook once the recorded analysis is altered."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import pytest
+
+from symcc_ulfm.compare import analysis, tables
+from symcc_ulfm.experiment.jsonfile import write_json
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOK = REPO / "notebooks" / "compare_report.ipynb"
+PROTOCOL = {"format": "symcc-ulfm-compare-protocol/1", "description": "synthetic report study",
+            "targets": {"json": {"python": "json_parser"}, "toml": {"python": "toml_parser"}},
+            "systems": {"atheris": {"kind": "atheris", "processes": 2},
+                        "hybrid": {"kind": "campaign", "launch": ["--worker-kinds", "havoc:1,concolic:1"]},
+                        "seeds": {"kind": "seeds"}},
+            "reference": "atheris", "trials": 5, "min_trials": 5, "window_s": 60, "cores": 2, "snapshots": 3,
+            "seed": 0, "rerun": {"max_attempts": 2}, "stop_rule": {}}
+FINALS = {"atheris": 50, "hybrid": 80, "seeds": 10}  # hybrid above atheris above the seeds, by construction
+
+
+def result(trial: int, target: str, system: str) -> dict:
+    final = FINALS[system] + trial
+    first = None if system == "seeds" else 10.0 + trial
+    return {"format": "symcc-ulfm-compare-cell/1", "cell": f"{trial}.{target}.{system}", "trial": trial,
+            "target": target, "system": system, "attempt": 1, "status": "ok", "problems": [], "window_s": 60,
+            "wall_s": 60.5, "cores": [0, 1], "load_before": 0.0, "load_after": 0.0,
+            "measure": {"measurer": "coverage.py branch arcs", "unit": "arcs", "final": final,
+                        "curve": [[0, 5], [30, final - 3], [60, final]], "inputs": 4, "hangs": 0,
+                        "findings": [] if first is None else [{"signature": "KeyError@json:1", "first_s": first,
+                                                               "sha256": "0" * 64}],
+                        "first_finding_s": first}}
+
+
+def write_study(root: Path) -> None:
+    cells = [(trial, target, system) for trial in range(5) for target in PROTOCOL["targets"]
+             for system in PROTOCOL["systems"] if not (target == "toml" and system == "seeds" and trial >= 3)]
+    write_json(root / "protocol.json", PROTOCOL)
+    write_json(root / "plan.json", {"cells": [analysis.cell_name(*cell) for cell in cells]})
+    results = {}
+    for cell in cells:
+        name = analysis.cell_name(*cell)
+        (root / "cells" / name).mkdir(parents=True)
+        results[name] = result(*cell)
+        write_json(root / "cells" / name / "result.json", results[name])
+    (root / "cells" / "0.json.hybrid" / "result.json").unlink()  # still running: not complete
+    del results["0.json.hybrid"]
+    attempts = [{"cell": "1.json.hybrid", "attempt": 1, "reason": "interrupted", "moved_to": "cells/.attempts/1"}]
+    selection, record = analysis.analyze(PROTOCOL, results, attempts)
+    write_json(root / "selection.json", selection)
+    (root / "analysis").mkdir()
+    write_json(root / "analysis" / "compare.json", {**record, "protocol_sha256": "f" * 64})
+
+
+def papermill(output: Path, study: Path) -> subprocess.CompletedProcess:
+    command = [str(Path(sys.executable).parent / "papermill"), "--log-level", "WARNING", str(NOTEBOOK), str(output),
+               "-p", "study_dir", str(study)]
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def outputs_text(notebook: Path) -> str:
+    parts = []
+    for cell in json.loads(notebook.read_text())["cells"]:
+        for out in cell.get("outputs", []):
+            parts.append("".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/markdown", "")))
+    return "\n".join(parts)
+
+
+@pytest.mark.notebook
+def test_the_report_shows_the_study_draws_its_figures_and_fails_on_an_altered_analysis(tmp_path):
+    from_py, from_ipynb = jupytext.read(NOTEBOOK.with_suffix(".py")), jupytext.read(NOTEBOOK)
+    assert [(c.cell_type, c.source) for c in from_py.cells] == [(c.cell_type, c.source) for c in from_ipynb.cells]
+    assert all(not c.get("outputs") for c in from_ipynb.cells)  # stored stripped
+    root = tmp_path / "study"
+    root.mkdir()
+    write_study(root)
+    done = papermill(root / "report.ipynb", root)
+    assert done.returncode == 0, done.stderr[-4000:]
+    text = outputs_text(root / "report.ipynb")
+    assert "oracle check: selection and analysis recomputed from 27 cell results: equal" in text
+    assert "| hybrid | 4 * | 82.5 |" in text and "1.000 large" in text  # 0.json.hybrid never completed
+    assert "| seeds | 3 * | 11 |" in text and "refused: needs >= 5 counted cells each: seeds has 3, atheris has 5" in text
+    assert "| complete |" in text and "0.json.hybrid" in text and "1.json.hybrid" in text
+    assert "critical difference refused: needs >= 3 systems and >= 5 targets" in text
+    for name in ("compare-coverage", "compare-final", "compare-survival", "compare-ranks"):
+        figure = root / tables.FIGURES_DIR / f"{name}.svg"
+        assert figure.stat().st_size > 1000 and figure.with_suffix(".png").is_file(), name
+
+    recorded = json.loads((root / "analysis" / "compare.json").read_text())
+    recorded["targets"]["json"]["against_reference"]["seeds"]["a12"] = 0.9
+    write_json(root / "analysis" / "compare.json", recorded)
+    altered = papermill(tmp_path / "altered.ipynb", root)
+    assert altered.returncode != 0 and "analysis/compare.json differs from the recomputed analysis" in altered.stderr
