@@ -5,18 +5,16 @@ the figures, and the oracle check, which fails the notebook once the recorded an
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jupytext
 import pytest
+from helpers.notebooks import NOTEBOOKS, outputs_text, papermill
 
 from symcc_ulfm.compare import analysis, tables
 from symcc_ulfm.experiment.jsonfile import write_json
 
-REPO = Path(__file__).resolve().parents[2]
-NOTEBOOK = REPO / "notebooks" / "compare_report.ipynb"
+NOTEBOOK = NOTEBOOKS / "compare_report.ipynb"
 PROTOCOL = {"format": "symcc-ulfm-compare-protocol/1", "description": "synthetic report study",
             "targets": {"json": {"python": "json_parser"}, "toml": {"python": "toml_parser"}},
             "systems": {"atheris": {"kind": "atheris", "processes": 2},
@@ -60,20 +58,6 @@ def write_study(root: Path) -> None:
     write_json(root / "analysis" / "compare.json", {**record, "protocol_sha256": "f" * 64})
 
 
-def papermill(output: Path, study: Path) -> subprocess.CompletedProcess:
-    command = [str(Path(sys.executable).parent / "papermill"), "--log-level", "WARNING", str(NOTEBOOK), str(output),
-               "-p", "study_dir", str(study)]
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
-
-
-def outputs_text(notebook: Path) -> str:
-    parts = []
-    for cell in json.loads(notebook.read_text())["cells"]:
-        for out in cell.get("outputs", []):
-            parts.append("".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/markdown", "")))
-    return "\n".join(parts)
-
-
 @pytest.mark.notebook
 def test_the_report_shows_the_study_draws_its_figures_and_fails_on_an_altered_analysis(tmp_path):
     from_py, from_ipynb = jupytext.read(NOTEBOOK.with_suffix(".py")), jupytext.read(NOTEBOOK)
@@ -82,7 +66,7 @@ def test_the_report_shows_the_study_draws_its_figures_and_fails_on_an_altered_an
     root = tmp_path / "study"
     root.mkdir()
     write_study(root)
-    done = papermill(root / "report.ipynb", root)
+    done = papermill("compare_report.ipynb", root / "report.ipynb", study_dir=str(root))
     assert done.returncode == 0, done.stderr[-4000:]
     text = outputs_text(root / "report.ipynb")
     assert "oracle check: selection and analysis recomputed from 27 cell results: equal" in text
@@ -97,5 +81,5 @@ def test_the_report_shows_the_study_draws_its_figures_and_fails_on_an_altered_an
     recorded = json.loads((root / "analysis" / "compare.json").read_text())
     recorded["targets"]["json"]["against_reference"]["seeds"]["a12"] = 0.9
     write_json(root / "analysis" / "compare.json", recorded)
-    altered = papermill(tmp_path / "altered.ipynb", root)
+    altered = papermill("compare_report.ipynb", tmp_path / "altered.ipynb", study_dir=str(root))
     assert altered.returncode != 0 and "analysis/compare.json differs from the recomputed analysis" in altered.stderr
