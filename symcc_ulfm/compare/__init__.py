@@ -8,6 +8,7 @@
 - :mod:`.measure`: one measurer per target family (afl-showmap edges, coverage.py branch arcs),
   curves over time and findings deduplicated the same way for every system;
 - :mod:`.cell`, :mod:`.study`: one cell, and the study runner (resume, re-run rule);
-- :mod:`.analysis`: which cells count and the FuzzBench statistics (:mod:`symcc_ulfm.stats.compare`);
+- :mod:`.analysis`: which cells count and the FuzzBench statistics (:mod:`symcc_ulfm.stats.fuzzbench`);
+- :mod:`.tables`: a study directory loaded for the report notebook, its tables and figure rows;
 - :mod:`.verify`: the sealed study's verifier.
 """

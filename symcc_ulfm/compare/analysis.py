@@ -32,8 +32,8 @@ from __future__ import annotations
 import math
 import re
 
-from ..stats import compare as stats
 from ..stats import effect
+from ..stats import fuzzbench as stats
 
 FORMAT = "symcc-ulfm-compare-analysis/1"
 SELECTION_FORMAT = "symcc-ulfm-compare-selection/1"

@@ -6,7 +6,7 @@ clocks, no randomness.
 - :mod:`.saturation`: coverage saturation fit and its doubling threshold.
 - :mod:`.ceiling`: the recommended worker ceiling from those thresholds and the core count.
 - :mod:`.effect`: Mann-Whitney U and Vargha-Delaney A12 of times to first finding between tiers.
-- :mod:`.compare`: a comparison study's FuzzBench statistics (medians and IQR, U and A12 against a
+- :mod:`.fuzzbench`: a comparison study's FuzzBench statistics (medians and IQR, U and A12 against a
   reference, bands over time, ranks, Friedman and the Nemenyi critical difference, Kaplan-Meier).
 
 Bad arguments raise :class:`.common.StatsInputError` (a ``ConfigError``, exit 2). Data that a
