@@ -2,8 +2,9 @@
 
 :func:`load_study` reads only ``protocol.json``, ``plan.json``, ``cells/<cell>/result.json``,
 ``selection.json`` and ``analysis/compare.json`` (bounded reads that never follow a symbolic link;
-an entry of ``cells/`` that is a link, a file or a hidden name is not a cell, and a cell without
-``result.json`` has not completed). :func:`markdown_tables` and :func:`chart_rows` compute nothing
+an entry of ``cells/`` that is a link, a file or a hidden name is not a cell, a cell without
+``result.json`` has not completed, and one whose ``result.json`` is a link, not JSON or too large
+is read as None: the analysis excludes it as unreadable). :func:`markdown_tables` and :func:`chart_rows` compute nothing
 new: they lay out the analysis record (:mod:`.analysis`) for the notebook and for
 :func:`symcc_ulfm.plots.compare_charts`.
 """
@@ -15,6 +16,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from ..errors import StoreError
 from ..experiment.jsonfile import read_json
 
 PROTOCOL_FILE = "protocol.json"
@@ -39,7 +41,7 @@ def _results(root: Path) -> dict[str, Any]:
             results[entry] = read_json(cells / entry / RESULT_FILE)
         except FileNotFoundError:
             continue
-        except (ValueError, OSError):
+        except (ValueError, OSError, StoreError):  # not JSON, a link, not a regular file, too large
             results[entry] = None
     return results
 
