@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python (symcc-ulfm .venv)
 #     language: python
@@ -16,7 +16,7 @@
 # %% [markdown]
 # # A comparison study: systems x targets x trials, FuzzBench's statistics
 #
-# Reads a study directory that the study runner wrote (`protocol.json`, `plan.json`,
+# Reads what the study runner wrote into a study directory (`protocol.json`,
 # `cells/*/result.json`, `selection.json`, `analysis/compare.json`) and shows which cells count,
 # per target each system's final coverage (median, IQR) against the reference (two-sided
 # Mann-Whitney U, Vargha-Delaney A12: above 0.5 the system reaches more), coverage over time with

@@ -180,7 +180,8 @@ def _target(protocol: dict, target: str, systems: list[str], counted: dict, refu
         if s == reference:
             continue
         if reference not in cells or ref_n == 0:
-            why = f"the reference {reference} has no counted cell on {target}"
+            why = (f"the reference {reference} has no counted cell on {target}" if reference in cells
+                   else f"the reference {reference} does not run on {target}")
             against[s] = survival_against[s] = {"refused": why}
         else:
             names = (s, reference)

@@ -1,6 +1,6 @@
 """What the comparison report shows: a study directory loaded, its tables and the rows its figures draw.
 
-:func:`load_study` reads only ``protocol.json``, ``plan.json``, ``cells/<cell>/result.json``,
+:func:`load_study` reads only ``protocol.json``, ``cells/<cell>/result.json``,
 ``selection.json`` and ``analysis/compare.json`` (bounded reads that never follow a symbolic link;
 an entry of ``cells/`` that is a link, a file or a hidden name is not a cell, a cell without
 ``result.json`` has not completed, and one whose ``result.json`` is a link, not JSON or too large
@@ -20,7 +20,6 @@ from ..errors import StoreError
 from ..experiment.jsonfile import read_json
 
 PROTOCOL_FILE = "protocol.json"
-PLAN_FILE = "plan.json"
 CELLS_DIR = "cells"
 RESULT_FILE = "result.json"
 SELECTION_FILE = "selection.json"
@@ -47,11 +46,10 @@ def _results(root: Path) -> dict[str, Any]:
 
 
 def load_study(path: str | Path) -> dict[str, Any]:
-    """``{protocol, plan, results, selection, analysis}`` of a study directory."""
+    """``{protocol, results, selection, analysis}`` of a study directory (the plan is the protocol's)."""
     root = Path(path)
-    return {"protocol": read_json(root / PROTOCOL_FILE), "plan": read_json(root / PLAN_FILE),
-            "results": _results(root), "selection": read_json(root / SELECTION_FILE),
-            "analysis": read_json(root / ANALYSIS_FILE)}
+    return {"protocol": read_json(root / PROTOCOL_FILE), "results": _results(root),
+            "selection": read_json(root / SELECTION_FILE), "analysis": read_json(root / ANALYSIS_FILE)}
 
 
 def _num(value: float | None, digits: int = 4) -> str:

@@ -189,6 +189,11 @@ def test_planned_cells_follow_each_kind_s_target_family():
     pairs = {(t, s) for _, t, s in analysis.planned_cells({**proto, "trials": 1})}
     assert pairs == {("json", "ath"), ("json", "hyb"), ("json", "none"), ("png", "afl2"), ("png", "hyb"),
                      ("png", "none")}
+    results = {f"{trial}.{t}.{s}": cell(trial, t, s, 10 + trial) for trial in range(5) for t, s in pairs}
+    _, result = analysis.analyze({**proto, "reference": "afl2"}, results, [])
+    assert result["targets"]["json"]["against_reference"]["hyb"] == {"refused": "the reference afl2 does not run on json"}
+    assert set(result["targets"]["json"]["systems"]) == {"ath", "hyb", "none"}
+    assert result["targets"]["png"]["against_reference"]["hyb"]["p_value"] == 1.0  # the same finals: a tie
 
 
 def test_the_records_are_strict_json_and_do_not_depend_on_the_order_results_come_in():

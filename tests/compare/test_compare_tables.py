@@ -11,8 +11,7 @@ from symcc_ulfm.experiment.jsonfile import write_json
 
 def test_load_study_reads_cells_without_following_links(tmp_path):
     root = tmp_path / "study"
-    for name, value in (("protocol.json", {"p": 1}), ("plan.json", {"cells": []}), ("selection.json", {"s": 1}),
-                        ("analysis/compare.json", {"a": 1})):
+    for name, value in (("protocol.json", {"p": 1}), ("selection.json", {"s": 1}), ("analysis/compare.json", {"a": 1})):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         write_json(root / name, value)
     cells = root / "cells"
@@ -29,8 +28,7 @@ def test_load_study_reads_cells_without_following_links(tmp_path):
     (cells / "5.t.a").write_text("")  # a file: not a cell
     study = tables.load_study(root)
     assert study["results"] == {"0.t.a": {"cell": "0.t.a"}, "1.t.a": None, "2.t.a": None}  # 3.t.a: not complete
-    assert (study["protocol"], study["plan"], study["selection"], study["analysis"]) == (
-        {"p": 1}, {"cells": []}, {"s": 1}, {"a": 1})
+    assert (study["protocol"], study["selection"], study["analysis"]) == ({"p": 1}, {"s": 1}, {"a": 1})
     proto = {"targets": {"t": {"python": "x"}}, "systems": {"a": {"kind": "seeds"}}, "reference": "a", "trials": 4,
              "min_trials": 1, "window_s": 10}
     selection, _ = analysis.analyze(proto, study["results"], [])
