@@ -51,11 +51,15 @@ def _time(value) -> bool:
     return _number(value) and value >= 0
 
 
+def _runs_on(system: dict, target_spec: dict) -> bool:
+    needs = _FAMILY_KINDS.get(system["kind"])
+    return needs is None or needs in target_spec
+
+
 def planned_cells(protocol: dict) -> list[tuple[int, str, str]]:
     """``(trial, target, system)`` of every cell the protocol plans, sorted."""
     pairs = [(target, name) for target, spec in protocol["targets"].items()
-             for name, system in protocol["systems"].items()
-             if _FAMILY_KINDS.get(system["kind"], "any") in (*spec, "any")]
+             for name, system in protocol["systems"].items() if _runs_on(system, spec)]
     return sorted((trial, target, name) for trial in range(protocol["trials"]) for target, name in pairs)
 
 
@@ -105,13 +109,15 @@ def _result_problem(name: str, result, planned: set[str]) -> str | None:
 
 def select(protocol: dict, results: dict, attempts: list[dict]) -> tuple[dict, dict[tuple[str, str], list[dict]]]:
     """The selection record and the counted results by ``(target, system)``, in trial order."""
-    planned = [cell_name(*cell) for cell in planned_cells(protocol)]
+    cells = planned_cells(protocol)
+    planned = [cell_name(*cell) for cell in cells]
+    known = set(planned)
     not_run = [name for name in planned if name not in results]
     invalid, failed, counted_names = [], [], []
-    counted: dict[tuple[str, str], list[dict]] = {(t, s): [] for _, t, s in planned_cells(protocol)}
+    counted: dict[tuple[str, str], list[dict]] = {(t, s): [] for _, t, s in cells}
     for name in sorted(results, key=lambda n: (_sort_key(n), n)):
         result = results[name]
-        problem = _result_problem(name, result, set(planned))
+        problem = _result_problem(name, result, known)
         if problem:
             invalid.append({"cell": name, "reason": problem})
         elif result["status"] == "failed":
@@ -120,8 +126,8 @@ def select(protocol: dict, results: dict, attempts: list[dict]) -> tuple[dict, d
             counted_names.append(name)
             counted[(result["target"], result["system"])].append(result)
     counts: dict[str, dict[str, int]] = {}
-    for (target, system), cells in sorted(counted.items()):
-        counts.setdefault(target, {})[system] = len(cells)
+    for (target, system), found in sorted(counted.items()):
+        counts.setdefault(target, {})[system] = len(found)
     record = {
         "format": SELECTION_FORMAT,
         "planned_cells": len(planned),
