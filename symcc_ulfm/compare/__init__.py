@@ -9,5 +9,6 @@
   curves over time and findings deduplicated the same way for every system;
 - :mod:`.cell_run`, :mod:`.runner`: one cell, and the study runner (resume, re-run rule);
 - :mod:`.analyze`: which cells count and the FuzzBench statistics (:mod:`symcc_ulfm.stats.fuzzbench`);
+- :mod:`.tables`: a study directory loaded for the report notebook, its tables and figure rows;
 - :mod:`.audit`: the sealed study's verifier.
 """

@@ -42,11 +42,11 @@ from ..store.atomic import write_new
 from ..store.dirs import ensure_dir
 from . import design as protocols
 from . import systems
+from .analyze import CELL_FORMAT
 from .listing import Sampler, keep_inputs
 from .measure import measure
 from .study_targets import resolve
 
-CELL_FORMAT = "symcc-ulfm-compare-cell/1"
 CELLS_DIR = "cells"
 RESULT_FILE = "result.json"
 COMPLETE_MARKER = "COMPLETE"

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.canonical import canonical_json, digest
-from ..errors import ConfigError, Interrupted, MatrixCellsFailed, ProvenanceChanged
+from ..errors import ConfigError, Interrupted, MatrixCellsFailed, ProvenanceChanged, StoreError
 from ..evidence import provenance
 from ..experiment.jsonfile import DIR_MODE, FILE_MODE, read_json, write_json
 from ..launch.job import die_with_parent
@@ -176,14 +176,15 @@ def read_attempts(out: Path) -> list[dict]:
 
 
 def complete_results(out: Path, plan: dict) -> dict[str, Any]:
-    """The ``result.json`` (or ``None`` when unreadable) of every planned cell marked COMPLETE."""
+    """The ``result.json`` (or ``None`` when unreadable) of every planned cell marked COMPLETE; a cell
+    directory that is a link is not one."""
     done = {}
     for cell in plan["cells"]:
         directory = out / CELLS_DIR / cell["cell"]
         if (directory / COMPLETE_MARKER).is_file() and not directory.is_symlink():
             try:
                 done[cell["cell"]] = read_json(directory / RESULT_FILE)
-            except (FileNotFoundError, ValueError):
+            except (FileNotFoundError, ValueError, StoreError):  # missing, not JSON, a link, too large
                 done[cell["cell"]] = None
     return done
 
