@@ -34,7 +34,7 @@ import re
 
 from ..stats import effect
 from ..stats import fuzzbench as stats
-from .design import cell_name, plan
+from .design import cell_name, plan, reference_of
 
 FORMAT = "symcc-ulfm-compare-analysis/1"
 SELECTION_FORMAT = "symcc-ulfm-compare-selection/1"
@@ -163,7 +163,7 @@ def _findings(cells: list[dict]) -> dict:
 
 
 def _target(protocol: dict, target: str, systems: list[str], counted: dict, refusals: list[dict]) -> dict:
-    reference, min_trials, window_s = protocol["reference"], protocol["min_trials"], float(protocol["window_s"])
+    reference, min_trials, window_s = reference_of(protocol, target), protocol["min_trials"], float(protocol["window_s"])
     cells = {s: counted[(target, s)] for s in systems}
     finals = {s: [r["measure"]["final"] for r in cells[s]] for s in systems}
     firsts = {s: [r["measure"]["first_finding_s"] for r in cells[s]] for s in systems}
@@ -192,6 +192,7 @@ def _target(protocol: dict, target: str, systems: list[str], counted: dict, refu
                 refusals.append({"target": target, "system": s, "claim": claim, "reason": record["refused"]})
     return {
         "unit": ", ".join(units) if units else None,
+        "reference": reference,
         "systems": summary,
         "against_reference": against,
         "curves": {s: stats.bands([r["measure"]["curve"] for r in cells[s]]) for s in systems},
@@ -247,9 +248,3 @@ def analyze(protocol: dict, results: dict[str, dict | None], attempts: list[dict
     }
     return selection, analysis
 
-
-def recorded_attempts(selection: dict) -> list[dict]:
-    """The attempts a selection record keeps (rule ``attempts``): what :func:`analyze` took, so a
-    reader recomputes both records from the cells."""
-    (rule,) = [r for r in selection["rules"] if r["rule"] == "attempts"]
-    return rule["attempts"]

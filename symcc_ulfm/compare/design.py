@@ -8,7 +8,8 @@ protocol must not pass silently)::
      "targets": {NAME: {"python": SPEC, "modules": [...], "seeds": [hex, ...]}   (:mod:`.study_targets`)
                      | {"harness": DIRNAME}},
      "systems": {NAME: SYSTEM},                         (:mod:`.systems`: campaign, afl, atheris, seeds)
-     "reference": NAME,                                 the system every other one is compared with
+     "reference": NAME | {"python": NAME, "binary": NAME},   the system the others are compared with
+                                                        (one for each form of target when they differ)
      "trials": 5,                                       randomised blocks, one trial of every cell each
      "min_trials": 5,                                   fewer counted trials: no p-value or A12 is claimed
      "window_s": 300,                                   each cell's window (wall-clock, from its start)
@@ -18,8 +19,10 @@ protocol must not pass silently)::
      "rerun": {"max_attempts": 2},                      attempts of a cell that fails or is interrupted
      "stop_rule": {"max_seconds": 36000} | {}}          no cell starts once the complete cells took this long
 
-Names of targets and systems match ``[a-z0-9][a-z0-9_+-]*``. A cell is one system on one target
-for one window in one trial, named ``<trial>.<target>.<system>``. The plan: the trials in an order
+Names of targets and systems match ``[a-z0-9][a-z0-9_+-]*``. A system runs on the targets of
+the forms it can run (AFL++ on harness builds, atheris on Python functions, a campaign and the
+seeds alone on both); one that runs on none of the targets is refused. A cell is one system on
+one target for one window in one trial, named ``<trial>.<target>.<system>``. The plan: the trials in an order
 shuffled by ``random.Random(seed)``, then, trial by trial, its cells (every target x system) in an
 order shuffled by the same generator: a pure function of the protocol, so that a resumed study can
 prove that it continues the same plan. Each cell's own seed (afl-fuzz ``-s``, atheris ``-seed``,
@@ -78,7 +81,7 @@ def _names(protocol: dict, field: str) -> dict:
 
 
 def _check_target(name: str, spec: Any) -> str:
-    """The family of a target spec (``python`` or ``binary``)."""
+    """The form of a target spec (``python`` or ``binary``) once checked."""
     where = f"targets.{name}"
     if not isinstance(spec, dict):
         raise CompareProtocolError(where, "expected {\"python\": SPEC, ...} or {\"harness\": DIRNAME}")
@@ -103,6 +106,41 @@ def _check_target(name: str, spec: Any) -> str:
     return PYTHON
 
 
+def runs_on(system: dict, forms: list[str]) -> list[str]:
+    """The target forms (:data:`.study_targets.PYTHON`, ``BINARY``) of ``forms`` that ``system`` runs on."""
+    found = []
+    for form in forms:
+        try:
+            systems.validate("system", system, form)
+        except ConfigError:
+            continue
+        found.append(form)
+    return found
+
+
+def target_form(spec: dict) -> str:
+    return BINARY if "harness" in spec else PYTHON
+
+
+def reference_of(protocol: dict, target: str) -> str:
+    """The system the others are compared with on ``target`` (the protocol's, or its form's)."""
+    reference = protocol["reference"]
+    return reference if isinstance(reference, str) else reference[target_form(protocol["targets"][target])]
+
+
+def _check_reference(protocol: dict, forms: list[str]) -> None:
+    reference = protocol["reference"]
+    wanted = {form: reference for form in forms} if isinstance(reference, str) else reference
+    if not isinstance(wanted, dict) or set(wanted) != set(forms):
+        raise CompareProtocolError("reference", f"{reference!r}: expected a system name, or {{FORM: NAME}} for each "
+                                                f"form of the targets ({', '.join(forms)})")
+    for form, name in wanted.items():
+        if name not in protocol["systems"]:
+            raise CompareProtocolError("reference", f"{name!r} is not one of the systems")
+        if not runs_on(protocol["systems"][name], [form]):
+            raise CompareProtocolError("reference", f"{name!r} does not run on the {form} targets")
+
+
 def validate(value: Any) -> dict:
     """The normalised protocol; raises :class:`CompareProtocolError` naming the first bad field."""
     if not isinstance(value, dict):
@@ -119,12 +157,11 @@ def validate(value: Any) -> dict:
         raise CompareProtocolError("format", f"{protocol['format']!r}: expected {PROTOCOL_FORMAT!r}")
     if not isinstance(protocol["description"], str):
         raise CompareProtocolError("description", "expected a string")
-    families = {name: _check_target(name, spec) for name, spec in _names(protocol, "targets").items()}
+    forms = sorted({_check_target(name, spec) for name, spec in _names(protocol, "targets").items()})
     for name, system in _names(protocol, "systems").items():
-        for family in sorted(set(families.values())):
-            systems.validate(name, system, family)
-    if protocol["reference"] not in protocol["systems"]:
-        raise CompareProtocolError("reference", f"{protocol['reference']!r} is not one of the systems")
+        if not runs_on(system, forms):
+            systems.validate(name, system, forms[0])  # raises the reason it runs on none of the targets
+    _check_reference(protocol, forms)
     _int(protocol, "trials", 1, 1000)
     _int(protocol, "min_trials", 2, 1000)
     _int(protocol, "cores", 1, 4096)
@@ -192,7 +229,8 @@ def plan(protocol: dict) -> dict:
     rng.shuffle(trials)
     cells = []
     for trial in trials:
-        pairs = [(target, system) for target in sorted(protocol["targets"]) for system in sorted(protocol["systems"])]
+        pairs = [(target, system) for target, spec in sorted(protocol["targets"].items())
+                 for system in sorted(protocol["systems"]) if runs_on(protocol["systems"][system], [target_form(spec)])]
         rng.shuffle(pairs)
         for target, system in pairs:
             name = cell_name(trial, target, system)
