@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers.harness_builds import PLANTED, build_harness, missing
+from helpers.harness_builds import PLANTED, harness_or_skip
 from helpers.symcc import AFL_MISSING, afl_available, afl_twin
 
 from symcc_ulfm.compare.listing import Input
@@ -117,10 +117,7 @@ def test_a_target_that_cannot_load_is_a_target_error(tmp_path):
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    reason = missing()
-    if reason:
-        pytest.skip(reason)
-    return build_harness(tmp_path_factory.mktemp("harness") / "planted")
+    return harness_or_skip(tmp_path_factory.mktemp("harness") / "planted")
 
 
 OK, NEAR = b"FZ\x02ok", b"FZ\x04BUG."

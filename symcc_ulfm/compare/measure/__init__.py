@@ -9,8 +9,8 @@ the inputs first seen at or before ``t``) and findings deduplicated by one signa
 (a sanitizer's crash state or ``signal:NAME``; an exception's type and place in the target's own
 code, or ``signal:NAME`` / ``exit:N`` for a death of the Python process), each with its earliest input.
 
-An input that runs past the per-input time limit (:data:`TIMEOUT_S`) counts in ``hangs``, never as
-a finding.
+An input that runs past the per-input time limit (:data:`.measured.TIMEOUT_S`) counts in ``hangs``,
+never as a finding.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from ..listing import Input
 from ..targets import BINARY, StudyTarget
-
-TIMEOUT_S = 5.0  # per input and run, for every family
+from .binary_edges import measure_binary
+from .python_arcs import measure_python
 
 
 def measure(target: StudyTarget, inputs: list[Input], inputs_dir: Path, times: list[float], scratch: Path,
@@ -33,24 +33,5 @@ def measure(target: StudyTarget, inputs: list[Input], inputs_dir: Path, times: l
     "first_s", "sha256"}], "first_finding_s", "hangs"}``."""
     ordered = sorted(inputs, key=lambda found: found.first_s)
     if target.family == BINARY:
-        from .binary_edges import measure_binary
-
         return measure_binary(target, ordered, inputs_dir, times, scratch, jobs)
-    from .python_arcs import measure_python
-
     return measure_python(target, ordered, inputs_dir, times, scratch)
-
-
-def summary(measurer: str, unit: str, curve: list[list[float]], final: int, inputs: list[Input],
-            findings: dict[str, Input], hangs: int) -> dict:
-    """The result both families return: ``findings`` maps a signature to its earliest input."""
-    found = [{"signature": signature, "first_s": item.first_s, "sha256": item.sha256}
-             for signature, item in sorted(findings.items(), key=lambda pair: (pair[1].first_s, pair[0]))]
-    return {"measurer": measurer, "unit": unit, "final": final, "curve": curve, "inputs": len(inputs),
-            "findings": found, "first_finding_s": found[0]["first_s"] if found else None, "hangs": hangs}
-
-
-def first_of(findings: dict[str, Input], signature: str, item: Input) -> None:
-    """Keep ``item`` as the input of ``signature`` unless an earlier one holds it."""
-    if signature not in findings or item.first_s < findings[signature].first_s:
-        findings[signature] = item

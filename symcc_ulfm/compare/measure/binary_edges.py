@@ -11,7 +11,7 @@ The curve's value at ``t`` is the size of the union over the inputs first seen a
 Findings (:func:`replay`): every input, whatever its role (a crashing input may sit in a queue),
 runs once on the sanitizer build (else the AFL build) as the ``native`` executor runs it
 (:func:`~symcc_ulfm.executors.binary.runs.run_input`: its own session, its group killed after
-:data:`~symcc_ulfm.compare.measure.TIMEOUT_S`, stdout discarded, every file it writes, stderr
+:data:`~symcc_ulfm.compare.measure.measured.TIMEOUT_S`, stdout discarded, every file it writes, stderr
 included, capped at :data:`FILE_LIMIT_BYTES`). A sanitizer report's signature is the project's
 crash state (:func:`~symcc_ulfm.executors.outcome.sanitizer_state`, what every binary kind reports),
 a death by a signal without a report ``signal:NAME``; a time-out counts in ``hangs``.
@@ -30,7 +30,7 @@ from ...executors.binary.runs import clean_env, remove_tree, run_binary, run_inp
 from ...executors.outcome import sanitizer_summary
 from ..listing import Input
 from ..targets import StudyTarget
-from . import TIMEOUT_S, first_of, summary
+from .measured import TIMEOUT_S, first_of, summary
 
 MEASURER = "afl-showmap edges"
 CHUNK = 512  # inputs per afl-showmap run (their files and maps in the scratch directory at once)

@@ -4,7 +4,7 @@ child process (:mod:`.python_child`) that survives nothing of the target but its
 The parent starts the child in a session of its own with stdin, stdout and stderr on
 ``/dev/null``, reads its JSON lines from a pipe (no other channel), and bounds every wait: the
 child's start-up and each curve value by :data:`WAIT_S`, each input by
-:data:`~symcc_ulfm.compare.measure.TIMEOUT_S` plus :data:`GRACE_S`. An input the child does not
+:data:`~symcc_ulfm.compare.measure.measured.TIMEOUT_S` plus :data:`GRACE_S`. An input the child does not
 finish in time (a target that ignores ``SIGALRM`` or spins in C) counts in ``hangs``; an input
 the child dies on (``os._exit``, a fatal signal) is a finding ``exit:N`` or ``signal:NAME``. Either
 way the child's group is killed and a new child goes on with the next input, given the arcs
@@ -27,7 +27,7 @@ from ...errors import TargetError
 from ...executors.outcome import signal_name
 from ..listing import Input
 from ..targets import StudyTarget
-from . import TIMEOUT_S, first_of, summary
+from .measured import TIMEOUT_S, first_of, summary
 
 MEASURER = "coverage.py branch arcs"
 WAIT_S = 60.0  # the child's start-up (imports, the target's modules) and one curve value

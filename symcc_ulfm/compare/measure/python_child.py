@@ -13,7 +13,7 @@ the file descriptor ``FD`` only (the target's stdout and stderr are not its chan
 
 Each input runs as the concolic executor runs it concretely
 (:func:`~symcc_ulfm.executors.concolic.tracing.tracer.execute`, the target's recursion bound),
-under coverage.py instead of the engine's tracer, with :data:`~symcc_ulfm.compare.measure.TIMEOUT_S`
+under coverage.py instead of the engine's tracer, with :data:`~symcc_ulfm.compare.measure.measured.TIMEOUT_S`
 of ``SIGALRM`` (then it is a hang) and the target's address-space limit (``memory_mb``); its
 outcome is :func:`~symcc_ulfm.executors.concolic.tracing.run_outcome.classify`'s, so a finding's
 signature is the one a campaign reports. A value is coverage.py's ``covered_branches`` total (what
@@ -36,7 +36,7 @@ from ...executors.concolic.expressions.path import ExecTimeout
 from ...executors.concolic.tracing.run_outcome import classify
 from ...executors.concolic.tracing.tracer import Outcome as Ended
 from ...executors.concolic.tracing.tracer import execute
-from . import TIMEOUT_S
+from .measured import TIMEOUT_S
 
 
 def _alarm(_signum, _frame):
