@@ -18,6 +18,7 @@ from symcc_ulfm.compare.measure import measure
 from symcc_ulfm.compare.measure.binary_edges import edge_sets
 from symcc_ulfm.compare.targets import BINARY, StudyTarget, resolve
 from symcc_ulfm.errors import TargetError
+from symcc_ulfm.executors.concolic.executor import ConcolicExecutor
 from symcc_ulfm.executors.native.concrete import NativeExecutor
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "measure_target.py"
@@ -70,14 +71,16 @@ def test_deeper_inputs_add_arcs_and_the_curve_follows_first_seen_times(tmp_path)
 
 def test_an_unexpected_exception_is_one_finding_per_signature_from_its_earliest_input(tmp_path):
     """``%`` by zero is the tokenizer's documented bug (its ValueError rejections are expected):
-    two inputs raise it at the same place, one signature, the earlier input's first_s."""
+    two inputs raise it at the same place, one signature (the concolic executor's), the earlier
+    input's first_s."""
     found = [(TOKENIZER_SEED, 0.0, "seed"), (b"1+", 1.0, "corpus"), (b"7%0", 3.5, "corpus"),
              (b"8%0", 6.0, "finding"), (b"(" * 3000, 7.0, "finding")]
     result = measured(python_target("tokenizer"), tmp_path, found, [0.0, 10.0])
     by_signature = {f["signature"]: f for f in result["findings"]}
-    zero = [s for s in by_signature if s.startswith("ZeroDivisionError at tokenizer.py:")]
-    assert len(zero) == 1 and by_signature[zero[0]]["first_s"] == 3.5
-    assert by_signature[zero[0]]["sha256"] == hashlib.sha256(b"7%0").hexdigest()
+    campaign = ConcolicExecutor("tokenizer").measure(b"8%0").outcome  # what a concolic worker reports
+    assert campaign.kind == "exception" and campaign.signature.startswith("ZeroDivisionError at tokenizer.py:")
+    assert by_signature[campaign.signature]["first_s"] == 3.5
+    assert by_signature[campaign.signature]["sha256"] == hashlib.sha256(b"7%0").hexdigest()
     assert any(s.startswith("RecursionError") for s in by_signature) and len(by_signature) == 2
     assert result["first_finding_s"] == 3.5 and result["hangs"] == 0
 

@@ -85,6 +85,7 @@ def measure_python(target: StudyTarget, inputs: list[Input], inputs_dir: Path, t
     arcs: dict[str, set[tuple[int, int]]] = {}
     findings: dict[str, Input] = {}
     hangs, position, final = 0, 0, None
+    scratch, inputs_dir = scratch.absolute(), inputs_dir.absolute()  # the child runs in scratch
     job = scratch / "job.json"
     while final is None:
         job.write_text(json.dumps({

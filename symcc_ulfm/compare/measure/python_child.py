@@ -43,14 +43,20 @@ def _alarm(_signum, _frame):
     raise ExecTimeout("measure: time limit of one input")
 
 
-def covered_branches(cov: coverage.Coverage, report: str) -> int:
-    """``coverage json``'s ``totals["covered_branches"]`` of what ``cov`` measured so far."""
-    cov.stop()
+def branch_totals(cov: coverage.Coverage, report: str) -> dict:
+    """``coverage json``'s ``totals`` of what ``cov`` (stopped) measured so far, its JSON report
+    written to ``report``; {} when it measured nothing."""
     try:
         cov.json_report(outfile=report)
-        return int(json.loads(Path(report).read_text())["totals"]["covered_branches"])
     except coverage.exceptions.NoDataError:
-        return 0
+        return {}
+    return json.loads(Path(report).read_text())["totals"]
+
+
+def _covered(cov: coverage.Coverage, report: str) -> int:
+    cov.stop()
+    try:
+        return int(branch_totals(cov, report).get("covered_branches", 0))
     finally:
         cov.start()
 
@@ -91,7 +97,7 @@ def main(argv: list[str]) -> int:
     send({"ready": True})
     for index, (path, first_s) in enumerate(job["inputs"]):
         while times and times[0][1] < first_s:
-            send({"point": times.pop(0)[0], "value": covered_branches(cov, job["report"])})
+            send({"point": times.pop(0)[0], "value": _covered(cov, job["report"])})
         data = Path(path).read_bytes()
         send({"start": index})
         try:
@@ -107,8 +113,8 @@ def main(argv: list[str]) -> int:
         send({"done": index, "outcome": kind, "signature": outcome.signature if kind == "finding" else "",
               "arcs": _new_arcs(cov, known)})
     for point, _t in times:
-        send({"point": point, "value": covered_branches(cov, job["report"])})
-    send({"final": covered_branches(cov, job["report"])})
+        send({"point": point, "value": _covered(cov, job["report"])})
+    send({"final": _covered(cov, job["report"])})
     cov.stop()
     return 0
 
