@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from helpers.symcc import AFL_MISSING, afl_available, afl_twin
 
 from symcc_ulfm.compare.listing import Input
 from symcc_ulfm.compare.measure import measure
-from symcc_ulfm.compare.measure.binary_edges import edge_sets
+from symcc_ulfm.compare.measure.binary_edges import edge_sets, replay
 from symcc_ulfm.compare.targets import BINARY, StudyTarget, resolve
 from symcc_ulfm.errors import TargetError
 from symcc_ulfm.executors.concolic.executor import ConcolicExecutor
@@ -124,6 +126,24 @@ def harness(tmp_path_factory):
 
 
 OK, NEAR = b"FZ\x02ok", b"FZ\x04BUG."
+OUTCOMES = r"""
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+int main(void) {
+    static char line[1 << 16];
+    int first = getchar();
+    if (first == 'E') return 3;           /* an exit status alone: no finding */
+    if (first == 'C') raise(SIGABRT);     /* a crash without a sanitizer */
+    if (first == 'H') for (;;) pause();   /* a hang */
+    if (first == 'S') {                   /* stderr without end */
+        memset(line, 'x', sizeof line);
+        for (;;) fwrite(line, 1, sizeof line, stderr);
+    }
+    return 0;
+}
+"""
 
 
 def test_edges_of_two_paths_exceed_one_and_the_curve_follows_first_seen_times(harness, tmp_path):
@@ -145,6 +165,18 @@ def test_an_empty_input_is_mapped_alone(tmp_path):
     twin = afl_twin(tmp_path)
     sets = edge_sets(twin, {"empty": b"", "some": b"abc"}, tmp_path)
     assert sets["empty"] and sets["some"] and sorted(p.name for p in tmp_path.iterdir()) == [twin.name]
+
+
+def test_replays_a_signal_is_its_name_a_hang_is_counted_and_stderr_is_capped(tmp_path):
+    if shutil.which("gcc") is None:
+        pytest.skip("needs gcc")
+    program = tmp_path / "outcomes"
+    subprocess.run(["gcc", "-o", str(program), "-x", "c", "-"], input=OUTCOMES.encode(), check=True)
+    inputs, folder = kept(tmp_path, [(word, float(i), "corpus") for i, word in enumerate([b"ok", b"E", b"C", b"H", b"S"])])
+    (tmp_path / "scratch").mkdir()
+    outcomes = replay(program, [], inputs, folder, tmp_path / "scratch", jobs=2)
+    assert outcomes == [("ok", ""), ("ok", ""), ("crash", "signal:SIGABRT"), ("hang", ""), ("crash", "signal:SIGXFSZ")]
+    assert list((tmp_path / "scratch").iterdir()) == []
 
 
 def test_a_crash_anywhere_is_the_native_executors_sanitizer_signature(harness, tmp_path):

@@ -12,7 +12,8 @@ Findings (:func:`replay`): every input, whatever its role (a crashing input may 
 runs once on the sanitizer build (else the AFL build) as the ``native`` executor runs it
 (:func:`~symcc_ulfm.executors.binary.runs.run_input`: its own session, its group killed after
 :data:`~symcc_ulfm.compare.measure.measured.TIMEOUT_S`, stdout discarded, every file it writes, stderr
-included, capped at :data:`FILE_LIMIT_BYTES`). A sanitizer report's signature is the project's
+included, capped at :data:`FILE_LIMIT_BYTES`: a run that writes more ends with SIGXFSZ, a finding
+``signal:SIGXFSZ``). A sanitizer report's signature is the project's
 crash state (:func:`~symcc_ulfm.executors.outcome.sanitizer_state`, what every binary kind reports),
 a death by a signal without a report ``signal:NAME``; a time-out counts in ``hangs``.
 """
