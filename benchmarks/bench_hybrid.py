@@ -61,6 +61,7 @@ if str(ROOT) not in sys.path:
 from benchmarks import c_bench  # noqa: E402
 from benchmarks.c_bench import HARNESSES, SOURCES, children_cpu, self_cpu, sha256, stop_group  # noqa: E402
 from benchmarks.c_libraries import LibraryUnavailable, build_library  # noqa: E402
+from symcc_ulfm.compare.measure.binary_edges import edge_sets  # noqa: E402
 
 SAMPLES = 10  # corpus listings per window
 AFL_TIMEOUT_MS = 1000  # afl-fuzz -t: the campaign's afl kind uses measure_timeout_s (1 s)
@@ -563,7 +564,7 @@ class Measurer:
         new = {d: data for d, data in inputs.items() if d not in self.edges}
         if not new:
             return
-        self.edges.update(c_bench.edge_sets(self.binaries["afl"], new, self.scratch, self.args))
+        self.edges.update(edge_sets(self.binaries["afl"], new, self.scratch, self.args))
         if "plain" in self.binaries:
             self.behaviour.update(c_bench.replay_all(c_bench.behaviour_of, self.binaries["plain"], new, self.jobs,
                                                      self.args))
