@@ -18,7 +18,7 @@ from helpers.symcc import AFL_MISSING, afl_available, afl_twin
 from symcc_ulfm.compare.listing import Input
 from symcc_ulfm.compare.measure import measure
 from symcc_ulfm.compare.measure.binary_edges import edge_sets, replay
-from symcc_ulfm.compare.targets import BINARY, StudyTarget, resolve
+from symcc_ulfm.compare.study_targets import BINARY, StudyTarget, resolve
 from symcc_ulfm.errors import TargetError
 from symcc_ulfm.executors.concolic.executor import ConcolicExecutor
 from symcc_ulfm.executors.native.concrete import NativeExecutor

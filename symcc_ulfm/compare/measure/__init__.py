@@ -1,11 +1,11 @@
-"""The study's one measurer per target family, run after a cell's window on the inputs it kept.
+"""The study's one measurer per target form, run after a cell's window on the inputs it kept.
 
 :func:`measure` is the same for every system: a binary target's inputs are measured as edges of
 its AFL++ build under ``afl-showmap`` and replayed once on its sanitizer build for findings
 (:mod:`.binary_edges`); a Python target's as coverage.py branch arcs in a child process that
 also classifies each input's outcome (:mod:`.python_arcs`, :mod:`.python_child`). Both give
 coverage over time from the inputs' first-seen times (the curve's value at ``t`` is the coverage of
-the inputs first seen at or before ``t``) and findings deduplicated by one signature per family
+the inputs first seen at or before ``t``) and findings deduplicated by one signature per form
 (a sanitizer's crash state or ``signal:NAME``; an exception's type and place in the target's own
 code, or ``signal:NAME`` / ``exit:N`` for a death of the Python process), each with its earliest input.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..listing import Input
-from ..targets import BINARY, StudyTarget
+from ..study_targets import BINARY, StudyTarget
 from .binary_edges import measure_binary
 from .python_arcs import measure_python
 
@@ -32,6 +32,6 @@ def measure(target: StudyTarget, inputs: list[Input], inputs_dir: Path, times: l
     ``{"measurer", "unit", "final", "curve": [[t, value], ...], "inputs", "findings": [{"signature",
     "first_s", "sha256"}], "first_finding_s", "hangs"}``."""
     ordered = sorted(inputs, key=lambda found: found.first_s)
-    if target.family == BINARY:
+    if target.form == BINARY:
         return measure_binary(target, ordered, inputs_dir, times, scratch, jobs)
     return measure_python(target, ordered, inputs_dir, times, scratch)

@@ -30,7 +30,7 @@ from ...executors.binary.afl_coverage import PER_RUN_SLACK_S, STARTUP_S, TERM_GR
 from ...executors.binary.runs import clean_env, remove_tree, run_binary, run_input
 from ...executors.outcome import sanitizer_summary
 from ..listing import Input
-from ..targets import StudyTarget
+from ..study_targets import StudyTarget
 from .measured import TIMEOUT_S, first_of, summary
 
 MEASURER = "afl-showmap edges"

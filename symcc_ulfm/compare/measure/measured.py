@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..listing import Input
 
-TIMEOUT_S = 5.0  # per input and run, for every family
+TIMEOUT_S = 5.0  # per input and run, for every form
 
 
 def summary(measurer: str, unit: str, curve: list[list[float]], final: int, inputs: list[Input],

@@ -26,7 +26,7 @@ from pathlib import Path
 from ...errors import TargetError
 from ...executors.outcome import signal_name
 from ..listing import Input
-from ..targets import StudyTarget
+from ..study_targets import StudyTarget
 from .measured import TIMEOUT_S, first_of, summary
 
 MEASURER = "coverage.py branch arcs"
