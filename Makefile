@@ -159,3 +159,27 @@ HARNESS_ARGS ?=
 bench-harness: setup $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.bench_harness $(if $(filter 1,$(BENCH_QUICK)),--quick) \
 		--seconds $(HARNESS_SECONDS) --rounds $(HARNESS_ROUNDS) $(HARNESS_ARGS)
+
+# -- compare: a preregistered comparison study (symcc-ulfm compare) into $(COMPARE_OUT), its report notebook
+# (notebooks/compare_report.ipynb), sealed and verified. COMPARE_PROTOCOL=protocols/compare/NAME.json for another
+# protocol (the benchmark ones need HARNESSES=DIR, made by python -m benchmarks.compare_targets); resume an
+# interrupted study with COMPARE_OUT=<its directory> COMPARE_ARGS=--resume; COMPARE_ARGS='--parallel N' runs N
+# cells at once on disjoint cores. A study whose cells stand failed is kept, sealed, and the recipe exits 3.
+COMPARE_PROTOCOL ?= protocols/compare/quick.json
+COMPARE_OUT ?= runs/compare-$(shell date -u +%Y%m%dT%H%M%SZ)
+COMPARE_ARGS ?=
+HARNESSES ?=
+.PHONY: compare
+compare: setup $(KERNEL_SPEC)
+	@set -u; study="$(abspath $(COMPARE_OUT))"; echo "study directory: $$study"; \
+	$(BIN)/symcc-ulfm compare "$(COMPARE_PROTOCOL)" --out "$$study" $(if $(HARNESSES),--harnesses "$(HARNESSES)") \
+		$(COMPARE_ARGS); status=$$?; \
+	if [ $$status -ne 0 ] && [ $$status -ne 3 ]; then echo "make compare: the study stopped (exit $$status); \
+		take it up again with COMPARE_OUT=$$study COMPARE_ARGS=--resume"; exit $$status; fi; \
+	$(BIN)/papermill -k $(KERNEL) --log-level WARNING notebooks/compare_report.ipynb "$$study/compare_report.ipynb" \
+		-p study_dir "$$study" || exit 1; \
+	$(BIN)/symcc-ulfm seal "$$study" || exit 1; \
+	(cd "$$study" && sha256sum -c --quiet --strict SHA256SUMS.txt) || exit 1; \
+	$(BIN)/symcc-ulfm verify "$$study" || exit 1; \
+	if [ $$status -eq 3 ]; then echo "make compare: sealed, but cells stand failed (exit 3): $$study"; exit 3; fi; \
+	echo "compare: $$study"

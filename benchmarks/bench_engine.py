@@ -197,6 +197,7 @@ def _measure_main(parser: str, corpus: str, out: str) -> None:
     import coverage
 
     from benchmarks import engine_parsers
+    from symcc_ulfm.compare.measure.python_child import branch_totals
 
     function = getattr(engine_parsers, f"t_{parser}")
     files = _module_files(parser)
@@ -215,8 +216,7 @@ def _measure_main(parser: str, corpus: str, out: str) -> None:
             signal.alarm(0)
     cov.stop()
     with tempfile.NamedTemporaryFile(suffix=".json") as report:
-        cov.json_report(outfile=report.name)
-        totals = json.loads(Path(report.name).read_text())["totals"]
+        totals = branch_totals(cov, report.name)  # the comparison measurer's count (symcc_ulfm.compare.measure)
     Path(out).write_text(json.dumps({"inputs": len(inputs), "covered_branches": totals["covered_branches"],
                                      "num_branches": totals["num_branches"]}))
 

@@ -60,6 +60,7 @@ if str(ROOT) not in sys.path:
 from benchmarks import c_bench  # noqa: E402
 from benchmarks.c_bench import HARNESSES, SOURCES, children_cpu, self_cpu, sha256, stop_group  # noqa: E402
 from benchmarks.c_libraries import LibraryUnavailable, build_library  # noqa: E402
+from symcc_ulfm.compare.measure.binary_edges import edge_sets  # noqa: E402
 from symcc_ulfm.compare.systems.afl_peer import TIMEOUT_MS as AFL_TIMEOUT_MS  # noqa: E402
 from symcc_ulfm.compare.systems.campaign_system import FINISH_EXTRA_S as LAUNCH_EXTRA_S  # noqa: E402
 from symcc_ulfm.compare.systems.campaign_system import campaign_failure, handoff_medians  # noqa: E402
@@ -534,7 +535,7 @@ class Measurer:
         new = {d: data for d, data in inputs.items() if d not in self.edges}
         if not new:
             return
-        self.edges.update(c_bench.edge_sets(self.binaries["afl"], new, self.scratch, self.args))
+        self.edges.update(edge_sets(self.binaries["afl"], new, self.scratch, self.args))
         if "plain" in self.binaries:
             self.behaviour.update(c_bench.replay_all(c_bench.behaviour_of, self.binaries["plain"], new, self.jobs,
                                                      self.args))

@@ -202,32 +202,6 @@ def afl_edges(afl: Path, inputs: dict[str, bytes], scratch: Path) -> int:
         shutil.rmtree(work)
 
 
-def edge_sets(afl: Path, inputs: dict[str, bytes], scratch: Path, args: Sequence[str] = ()) -> dict[str, frozenset[int]]:
-    """The edge ids each input covers on the AFL twin: one ``afl-showmap -i DIR -o DIR`` (one map per input),
-    the twin run with ``args`` and the input on standard input.
-
-    The union of these sets over a corpus is what ``afl-showmap -C`` counts for it."""
-    if not inputs:
-        return {}
-    work = Path(tempfile.mkdtemp(dir=scratch))
-    try:
-        (work / "in").mkdir()
-        for digest, data in inputs.items():
-            (work / "in" / digest).write_bytes(data)
-        subprocess.run(["afl-showmap", "-q", "-i", str(work / "in"), "-o", str(work / "maps"), "-t",
-                        str(int(REPLAY_TIMEOUT_S * 1000)), "-m", "none", "--", str(afl), *args],
-                       check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       env={**os.environ, "AFL_QUIET": "1"})
-        found = {}
-        for digest in inputs:
-            path = work / "maps" / digest
-            lines = path.read_text().split() if path.is_file() else []
-            found[digest] = frozenset(int(line.split(":", 1)[0]) for line in lines)
-        return found
-    finally:
-        shutil.rmtree(work)
-
-
 def behaviour_of(plain: Path, data: bytes, args: Sequence[str] = ()) -> tuple[str, int | str]:
     """(SHA-256 of stdout, first 12 hex digits; exit status) of the plain build run with ``args``, "timeout"
     past the bound."""

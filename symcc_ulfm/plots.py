@@ -149,3 +149,53 @@ def scale_paired_chart(rows: dict[str, Any]) -> alt.FacetChart:
 def scale_charts(rows: dict[str, Any]) -> dict[str, alt.TopLevelMixin]:
     return {"scale_throughput": scale_throughput_chart(rows), "scale_paired": scale_paired_chart(rows),
             "scale_retention": scale_retention_chart(rows), "scale_coverage": scale_coverage_chart(rows)}
+
+
+# -- comparison study: rows from symcc_ulfm.compare.tables.chart_rows -------------------------------------
+
+COMPARE_WIDTH = 420
+
+
+def compare_coverage_chart(rows: dict[str, Any]) -> alt.FacetChart:
+    """Coverage over time per target: each system's median across trials, its q1-q3 band shaded."""
+    base = alt.Chart(alt.Data(values=rows["curves"])).encode(
+        x=alt.X("t:Q", title="seconds into the window"), color=alt.Color("system:N"))
+    band = base.mark_area(opacity=0.2, interpolate="step-after").encode(y=alt.Y("q1:Q", title="coverage"), y2="q3:Q")
+    line = base.mark_line(interpolate="step-after").encode(y="median:Q", tooltip=["system:N", "t:Q", "median:Q",
+                                                                                   "q1:Q", "q3:Q"])
+    return alt.layer(band, line).properties(width=COMPARE_WIDTH, height=160).facet(
+        row=alt.Row("target:N")).resolve_scale(y="independent").properties(
+        title="coverage over time: median and q1-q3 across trials")
+
+
+def compare_final_chart(rows: dict[str, Any]) -> alt.FacetChart:
+    """Final coverage of every counted trial (points) over each system's box plot, per target."""
+    base = alt.Chart(alt.Data(values=rows["finals"])).encode(
+        y=alt.Y("system:N", title=None), x=alt.X("final:Q", title="final coverage", scale=alt.Scale(zero=False)))
+    box = base.mark_boxplot(extent="min-max", opacity=0.4).encode(color=alt.Color("system:N", legend=None))
+    points = base.mark_circle(size=40, color="#2c3e50").encode(tooltip=["system:N", "trial:O", "final:Q"])
+    return alt.layer(box, points).properties(width=COMPARE_WIDTH, height=100).facet(
+        row=alt.Row("target:N")).resolve_scale(x="independent").properties(title="final coverage per trial")
+
+
+def compare_survival_chart(rows: dict[str, Any]) -> alt.FacetChart:
+    """Kaplan-Meier curves of "no finding yet", censored at the window, per target."""
+    return alt.Chart(alt.Data(values=rows["survival"])).mark_line(interpolate="step-after").encode(
+        x=alt.X("t:Q", title="seconds into the window"), y=alt.Y("survival:Q", title="P(no finding yet)",
+                                                                 scale=alt.Scale(domain=[0, 1])),
+        color="system:N", tooltip=["system:N", "t:Q", "survival:Q"]).properties(
+        width=COMPARE_WIDTH, height=120).facet(row=alt.Row("target:N")).properties(
+        title="time to first finding (Kaplan-Meier)")
+
+
+def compare_ranks_chart(rows: dict[str, Any]) -> alt.Chart:
+    """Mean rank of each system across targets (1 = best)."""
+    return alt.Chart(alt.Data(values=rows["ranks"])).mark_bar().encode(
+        x=alt.X("mean_rank:Q", title="mean rank across targets (1 = best)"),
+        y=alt.Y("system:N", sort="x", title=None), tooltip=["system:N", "mean_rank:Q"]).properties(
+        width=COMPARE_WIDTH, title="mean rank")
+
+
+def compare_charts(rows: dict[str, Any]) -> dict[str, alt.TopLevelMixin]:
+    return {"compare-coverage": compare_coverage_chart(rows), "compare-final": compare_final_chart(rows),
+            "compare-survival": compare_survival_chart(rows), "compare-ranks": compare_ranks_chart(rows)}

@@ -85,7 +85,7 @@ def build_parser() -> CommandParser:
     parser = CommandParser(
         prog="symcc-ulfm",
         description="Fault-tolerant multi-master concolic execution campaigns on MPI with ULFM, sealed as evidence.",
-        epilog="Exit codes: 0 pass, 1 check failed, 2 bad input, 3 matrix cells failed, 4 integrity, "
+        epilog="Exit codes: 0 pass, 1 check failed, 2 bad input, 3 matrix or study cells failed, 4 integrity, "
         "5 capability missing (ULFM, isolation), 6 provenance changed, 7 store failure, 8 campaign running, "
         "70 internal error (also: an executor, not its target, failed), 128+N launch stopped by signal N "
         "(its job with it), 141 stdout's reader went away.",
@@ -223,7 +223,9 @@ def build_parser() -> CommandParser:
 
     p = command("verify", help="check a sealed run: file list, digests, oracle agreement; a run that still "
                                "holds INCOMPLETE is incomplete")
-    p.add_argument("run_dir", help="a sealed run directory")
+    p.add_argument("run_dir", help="a sealed run directory, scaling study or comparison study")
+    p.add_argument("--remeasure", action="store_true",
+                   help="a comparison study: also run the measurer again on every ok cell's kept inputs")
     p.add_argument("--json", action="store_true")
 
     p = command("explore", help="one process, no MPI: search a target and keep what it finds")
@@ -278,6 +280,16 @@ def build_parser() -> CommandParser:
     p.add_argument("protocol", help="a protocol file, e.g. protocols/default.json")
     p.add_argument("--out", required=True, help="the study's directory")
     p.add_argument("--resume", action="store_true", help="keep the finished cells of --out and run the rest")
+    p.add_argument("--json", action="store_true")
+
+    p = command("compare", help="run (or resume) a preregistered comparison study of systems on targets")
+    p.add_argument("protocol", help="a comparison protocol, e.g. protocols/compare/quick.json")
+    p.add_argument("--out", required=True, help="the study's directory")
+    p.add_argument("--resume", action="store_true", help="keep the complete cells of --out and run the rest")
+    p.add_argument("--harnesses", metavar="DIR", help="the directory holding the protocol's harness directories "
+                                                      "(symcc-ulfm build --out DIR/NAME)")
+    p.add_argument("--parallel", type=int, default=1, metavar="N",
+                   help="cells at once, each on its own cores (N x the protocol's cores must fit)")
     p.add_argument("--json", action="store_true")
 
     p = command("analyze", help="selection, intervals, models and ceiling of a matrix directory")

@@ -208,13 +208,20 @@ def cmd_seal(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from ..compare.runner import is_compare_study
+    from ..compare.audit import verify_compare
     from ..evidence.verify import verify
     from ..experiment.study import is_study, verify_study
 
     path = Path(args.run_dir)
     if (path / "state").is_dir():
         _refuse_running(path / "state")
-    result = verify_study(path) if is_study(path) else verify(path)
+    if is_compare_study(path):
+        result = verify_compare(path, remeasure=args.remeasure)
+    elif args.remeasure:
+        raise ConfigError("--remeasure", f"{path} is not a comparison study (only a study's cells are measured)")
+    else:
+        result = verify_study(path) if is_study(path) else verify(path)
     text = [f"verify: {'PASS' if result['passed'] else 'FAIL'}  files_checked={result['files_checked']}  "
             f"result_sha256={result['result_sha256']}"]
     text += [f"problem: {p}" for p in result["problems"]]
@@ -320,6 +327,15 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ..compare.runner import run_study
+
+    report = run_study(Path(args.protocol), Path(args.out), args.harnesses, resume=args.resume,
+                       parallel=args.parallel)
+    print(json.dumps(report, sort_keys=True) if args.json else f"compare: {report['summary']}")
+    return 0
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     from ..experiment.analysis import analyze
 
@@ -366,6 +382,7 @@ COMMANDS = {
     "build": cmd_build,
     "targets": cmd_targets,
     "matrix": cmd_matrix,
+    "compare": cmd_compare,
     "analyze": cmd_analyze,
     "model": cmd_model,
 }

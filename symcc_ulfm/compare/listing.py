@@ -15,8 +15,10 @@ listing ended (so never before the file existed). At most :data:`MAX_FILES` file
 
 :func:`keep_inputs` copies what was listed into ``CELL/inputs/<sha256>`` (regular files of at
 most :data:`MAX_INPUT_BYTES`, opened without following a link and without blocking on a FIFO)
-and writes ``CELL/listing.json``; the inputs it returns are the distinct contents, each with its
-earliest time (the seeds at 0.0).
+and writes ``CELL/listing.json`` (format :data:`FORMAT`): ``files`` (each listed file kept: its
+path, relative to the cell where it lies below it, ``first_s``, ``role``, ``sha256``), ``seeds``
+(their SHA-256s), ``inputs`` (what it returns: the distinct contents, each with its earliest
+time, the seeds at 0.0), ``skipped`` (files not kept, by reason), ``listed`` and ``capped``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import os
 import stat
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import StoreError, UnsafeFile
@@ -38,6 +40,7 @@ from ..store.durability import Barrier
 from ..store.reads import read_bytes
 
 FORMAT = "symcc-ulfm-compare-listing/1"
+INPUTS_DIR, LISTING_FILE = "inputs", "listing.json"  # in a cell's directory
 MAX_FILES = 200_000  # files listed per cell; beyond it new files are not listed (``capped``)
 MAX_INPUT_BYTES = 1 << 20  # a larger file is not kept (``skipped.oversized``)
 CORPUS, FINDING, SEED = "corpus", "finding", "seed"
@@ -158,7 +161,7 @@ def keep_inputs(first_seen: dict[Path, tuple[float, str]], seeds: list[bytes], c
     """Copy every listed file into ``cell_dir/inputs/<sha256>``, write ``cell_dir/listing.json``
     and return the distinct inputs (seeds at 0.0 first, then by first-seen time)."""
     cell_dir = Path(cell_dir)
-    folder = cell_dir / "inputs"
+    folder = cell_dir / INPUTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     barrier = Barrier(folder)
     earliest: dict[str, Input] = {}
@@ -195,10 +198,12 @@ def keep_inputs(first_seen: dict[Path, tuple[float, str]], seeds: list[bytes], c
         barrier.sync()
     finally:
         barrier.close()
-    write_json(cell_dir / "listing.json", {
-        "format": FORMAT, "files": files, "seeds": seed_shas, "skipped": skipped, "listed": len(first_seen),
-        "capped": len(first_seen) >= MAX_FILES, "max_input_bytes": MAX_INPUT_BYTES})
-    return sorted(earliest.values(), key=lambda i: (i.first_s, i.sha256))
+    inputs = sorted(earliest.values(), key=lambda i: (i.first_s, i.sha256))
+    write_json(cell_dir / LISTING_FILE, {
+        "format": FORMAT, "files": files, "seeds": seed_shas, "inputs": [asdict(i) for i in inputs],
+        "skipped": skipped, "listed": len(first_seen), "capped": len(first_seen) >= MAX_FILES,
+        "max_input_bytes": MAX_INPUT_BYTES})
+    return inputs
 
 
 def _relative(path: Path, cell_dir: Path) -> str:

@@ -105,7 +105,7 @@ def supervise(policy: Policy, state: StateDir, command: list[str], env: dict[str
             attempt_wall = time.time()
             output = _open_output(state.job_output, state.modes.snapshot)  # the tee closes it
             process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
+                                       stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent)
             tee = _Tee(process.stdout, output)
             try:
                 returncode, timed_out = _wait(process, policy, state, notes, progress)
@@ -226,7 +226,7 @@ class _Tee(threading.Thread):
         return found
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child before exec: SIGKILL it when ``launch`` dies (inherited across exec)."""
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 

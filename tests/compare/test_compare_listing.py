@@ -114,6 +114,7 @@ def test_keep_inputs_dedups_by_content_keeping_the_earliest_and_seeds_at_zero(tm
     assert [f["path"] for f in listing["files"]] == ["work/seedcopy", "work/a1", "work/a2", "work/c2", "work/c"]
     assert [f["first_s"] for f in listing["files"]] == [0.7, 1.5, 3.0, 4.0, 9.0]
     assert listing["seeds"] == [_sha(b"seed"), _sha(b"other seed")]
+    assert [Input(**entry) for entry in listing["inputs"]] == inputs
 
 
 def test_glob_components_match_below_real_directories_only(tmp_path):

@@ -14,7 +14,7 @@ import pytest
 from helpers import harness_builds
 from helpers.mpi import BY_COUNT
 
-from symcc_ulfm.compare import systems, targets
+from symcc_ulfm.compare import study_targets, systems
 from symcc_ulfm.compare.listing import Sampler
 from symcc_ulfm.compare.systems import spawned
 from symcc_ulfm.errors import ConfigError
@@ -22,7 +22,7 @@ from symcc_ulfm.errors import ConfigError
 CORES = sorted(os.sched_getaffinity(0))
 
 
-def _seeds_dir(target: targets.StudyTarget, folder: Path) -> Path:
+def _seeds_dir(target: study_targets.StudyTarget, folder: Path) -> Path:
     folder.mkdir(parents=True)
     for k, data in enumerate(target.seed_inputs()):
         (folder / f"seed-{k}").write_bytes(data)
@@ -36,7 +36,7 @@ def _wait(condition, timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize(("system", "family", "field"), [
+@pytest.mark.parametrize(("system", "form", "field"), [
     ([], "python", "systems.s"),
     ({"kind": "libafl"}, "python", "systems.s.kind"),
     ({"kind": "seeds", "launch": []}, "python", "systems.s"),
@@ -63,13 +63,13 @@ def _wait(condition, timeout: float, what: str) -> None:
     ({"kind": "atheris", "options": ["-seed=3"]}, "python", "systems.s.options"),
     ({"kind": "atheris", "options": "-use_value_profile=1"}, "python", "systems.s.options"),
 ])
-def test_validate_rejects_each_malformed_system(system, family, field):
+def test_validate_rejects_each_malformed_system(system, form, field):
     with pytest.raises(ConfigError) as caught:
-        systems.validate("s", system, family)
+        systems.validate("s", system, form)
     assert caught.value.field == field
 
 
-@pytest.mark.parametrize(("system", "family"), [
+@pytest.mark.parametrize(("system", "form"), [
     ({"kind": "seeds"}, "python"),
     ({"kind": "seeds"}, "binary"),
     ({"kind": "campaign", "launch": ["--worker-kinds", "havoc:1,concolic:1", "--stop-after", "3"]}, "python"),
@@ -80,12 +80,12 @@ def test_validate_rejects_each_malformed_system(system, family, field):
     ({"kind": "afl", "instances": [[]]}, "binary"),
     ({"kind": "atheris", "processes": 2, "options": ["-use_value_profile=1"]}, "python"),
 ])
-def test_validate_accepts_the_documented_forms(system, family):
-    systems.validate("s", system, family)
+def test_validate_accepts_the_documented_forms(system, form):
+    systems.validate("s", system, form)
 
 
 def test_the_seeds_system_runs_nothing(tmp_path):
-    target = targets.resolve("tok", {"python": "tokenizer"}, None)
+    target = study_targets.resolve("tok", {"python": "tokenizer"}, None)
     started = systems.start({"kind": "seeds"}, target, tmp_path / "work", tmp_path / "seeds", 1.0, CORES[:1], 0)
     assert (started.processes, started.corpus, started.findings) == ([], [], [])
     assert started.finish() == {"problems": []}
@@ -111,7 +111,7 @@ def _group_alive(group: int) -> bool:
 
 
 def test_atheris_fuzzes_the_tokenizer_on_one_corpus_pinned_to_its_core(tmp_path):
-    target = targets.resolve("tok", {"python": "tokenizer"}, None)
+    target = study_targets.resolve("tok", {"python": "tokenizer"}, None)
     seeds = _seeds_dir(target, tmp_path / "seeds")
     work = tmp_path / "work"
     work.mkdir()
@@ -157,7 +157,7 @@ def parse(data: bytes) -> None:
 
 def test_an_atheris_process_libfuzzer_ends_at_a_native_crash_is_a_finding_not_a_problem(tmp_path):
     (tmp_path / "aborting.py").write_text(ABORTING)
-    target = targets.resolve("abort", {"python": f"{tmp_path / 'aborting.py'}:parse", "seeds": ["00"]}, None)
+    target = study_targets.resolve("abort", {"python": f"{tmp_path / 'aborting.py'}:parse", "seeds": ["00"]}, None)
     seeds = _seeds_dir(target, tmp_path / "seeds")
     work = tmp_path / "work"
     work.mkdir()
@@ -180,7 +180,7 @@ def harness_target(tmp_path_factory):
         pytest.skip(why)
     root = tmp_path_factory.mktemp("harnesses")
     harness_builds.build_harness(root / "planted", sanitizer=False)
-    return targets.resolve("planted", {"harness": "planted"}, root)
+    return study_targets.resolve("planted", {"harness": "planted"}, root)
 
 
 AFL_PAIR = {"kind": "afl", "instances": [["-M", "main", "-x", "@dictionary"], ["-S", "s1"]]}
@@ -241,7 +241,7 @@ def test_afl_refuses_a_missing_build_and_a_core_count_before_starting(harness_ta
 
 @pytest.mark.mpi
 def test_a_campaign_by_count_on_the_tokenizer_passes(tmp_path):
-    target = targets.resolve("tok", {"python": "tokenizer"}, None)
+    target = study_targets.resolve("tok", {"python": "tokenizer"}, None)
     seeds = _seeds_dir(target, tmp_path / "seeds")
     work = tmp_path / "work"
     work.mkdir()

@@ -10,7 +10,7 @@ import json
 import subprocess
 
 import pytest
-from helpers.harness_builds import PLANTED, build_harness, missing
+from helpers.harness_builds import PLANTED, harness_or_skip
 
 from symcc_ulfm.errors import PolicyError, ProvenanceChanged, TargetError
 from symcc_ulfm.executors import check_kinds, create
@@ -41,10 +41,7 @@ def plain(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    reason = missing()
-    if reason:
-        pytest.skip(reason)
-    return build_harness(tmp_path_factory.mktemp("harness") / "planted")
+    return harness_or_skip(tmp_path_factory.mktemp("harness") / "planted")
 
 
 def options_of(harness) -> dict:

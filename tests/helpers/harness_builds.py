@@ -14,6 +14,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from symcc_ulfm.harness import directory
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "harness"
@@ -79,3 +81,11 @@ def build_harness(root: Path, sanitizer: bool = True) -> directory.Harness:
                                 {"sources": ["planted_fuzzer.c"]})
     directory.write(harness)
     return harness
+
+
+def harness_or_skip(root: Path) -> directory.Harness:
+    """:func:`build_harness` in ``root``, or the test skipped saying what is missing."""
+    reason = missing()
+    if reason:
+        pytest.skip(reason)
+    return build_harness(root)

@@ -14,6 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks import bench_hybrid  # noqa: E402
+from symcc_ulfm.compare.measure.binary_edges import edge_sets  # noqa: E402
 
 NEEDED = ("gcc", "afl-cc", "afl-fuzz", "afl-showmap")
 
@@ -64,7 +65,7 @@ def test_measurer_edges_are_the_union_of_afl_showmap_maps(tmp_path):
     target = bench_hybrid.targets()["hdr_opcode"]
     binaries = {kind: c_bench.link(kind, None, [target.harness], tmp_path / f"hdr.{kind}") for kind in ("afl", "plain")}
     inputs = {c_bench.sha256(d): d for d in target.seeds}
-    sets = c_bench.edge_sets(binaries["afl"], inputs, tmp_path)
+    sets = edge_sets(binaries["afl"], inputs, tmp_path)
     assert len(set().union(*sets.values())) == c_bench.afl_edges(binaries["afl"], inputs, tmp_path)
     words = {c_bench.behaviour_of(binaries["plain"], d) for d in target.seeds}
     assert len(words) == 3 and {status for _out, status in words} == {10, 12, 24}  # ping, echo, set

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import jupytext
 import pytest
+from helpers import notebooks
 from helpers.mpi import FINITE, simulate_closure
+from helpers.notebooks import outputs_text
 
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.experiment import study
@@ -44,19 +45,7 @@ def test_the_parameters_cell():
 
 
 def papermill(output: Path, **params: str) -> subprocess.CompletedProcess:
-    command = [str(Path(sys.executable).parent / "papermill"), "--log-level", "WARNING",
-               str(NOTEBOOKS / "f447_scale.ipynb"), str(output)]
-    for name, value in params.items():
-        command += ["-p", name, value]
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
-
-
-def outputs_text(notebook: Path) -> str:
-    parts = []
-    for cell in json.loads(notebook.read_text())["cells"]:
-        for out in cell.get("outputs", []):
-            parts.append("".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/markdown", "")))
-    return "\n".join(parts)
+    return notebooks.papermill("f447_scale.ipynb", output, **params)
 
 
 @pytest.mark.notebook

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ...errors import ConfigError
-from ..targets import StudyTarget
+from ..study_targets import StudyTarget
 from . import afl_peer, atheris_peer, campaign_system, seeds_only
 from .spawned import Started
 
@@ -28,8 +28,9 @@ KINDS = {"campaign": campaign_system, "afl": afl_peer, "atheris": atheris_peer, 
 __all__ = ["KINDS", "Started", "start", "validate"]
 
 
-def validate(name: str, system: dict, family: str) -> None:
-    """Raise :class:`ConfigError` when ``system`` is malformed or cannot run a ``family`` target."""
+def validate(name: str, system: dict, form: str) -> None:
+    """Raise :class:`ConfigError` when ``system`` is malformed or cannot run a target of ``form``
+    (:data:`..study_targets.PYTHON` or ``BINARY``)."""
     field = f"systems.{name}"
     if not isinstance(system, dict):
         raise ConfigError(field, f"expected a JSON object with a kind ({', '.join(KINDS)})")
@@ -41,9 +42,9 @@ def validate(name: str, system: dict, family: str) -> None:
     if unknown:
         raise ConfigError(field, f"unknown field(s) {', '.join(unknown)} for kind {kind} "
                                  f"(it takes: {', '.join(module.FIELDS) or 'none'})")
-    if family not in module.FAMILIES:
-        raise ConfigError(field, f"a {kind} system cannot run a {family} target (it runs: "
-                                 f"{', '.join(module.FAMILIES)})")
+    if form not in module.FORMS:
+        raise ConfigError(field, f"a {kind} system cannot run a {form} target (it runs: "
+                                 f"{', '.join(module.FORMS)})")
     module.validate(field, system)
 
 
@@ -52,7 +53,7 @@ def start(system: dict, target: StudyTarget, work: Path, seeds_dir: Path, window
     """Start a (validated) ``system`` on ``target`` for a window of ``window_s`` seconds: its files
     in the empty directory ``work``, its seeds the files of ``seeds_dir``, its processes pinned to
     ``cores``, its random number generators seeded from ``seed``. The protocol's reader checked
-    the system (:func:`validate`) against its targets' families; what only a cell knows (the
+    the system (:func:`validate`) against its targets' forms; what only a cell knows (the
     harness's builds, the number of cores) is checked here: ConfigError."""
     return KINDS[system["kind"]].start(system, target, Path(work), Path(seeds_dir), float(window_s), list(cores),
                                        int(seed))

@@ -29,11 +29,11 @@ from ...errors import ConfigError
 from ...executors.binary.runs import clean_env
 from ...executors.fuzzers.afl import AFL_ENV, AFL_SYNC_ENV
 from ...executors.fuzzers.afl_files import execs_done, stats_of
-from ..targets import BINARY, StudyTarget
+from ..study_targets import BINARY, StudyTarget
 from .spawned import Started, spawn_all, stop_all
 
 FIELDS = ("instances",)
-FAMILIES = (BINARY,)
+FORMS = (BINARY,)
 TIMEOUT_MS = 1000  # afl-fuzz -t, as the campaign's afl kind measures (measure_timeout_s, 1 s)
 CMPLOG, DICTIONARY = "@cmplog", "@dictionary"
 CELL_FLAGS = ("-i", "-o", "-s", "-t", "-m", "--")  # flags the cell sets for every instance

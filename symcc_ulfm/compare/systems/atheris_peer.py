@@ -23,11 +23,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ...errors import ConfigError
-from ..targets import PYTHON, StudyTarget
+from ..study_targets import PYTHON, StudyTarget
 from .spawned import Started, spawn_all, stop_all
 
 FIELDS = ("processes", "options")
-FAMILIES = (PYTHON,)
+FORMS = (PYTHON,)
 MAX_PROCESSES = 64
 TIMEOUT_S = 5  # libFuzzer -timeout: one input's bound
 EXTRA_S = 60  # -max_total_time beyond the window

@@ -1,7 +1,7 @@
 """``campaign``: our ``symcc-ulfm launch --json`` for one window, as a child of the cell.
 
 The command is :func:`~symcc_ulfm.launch.json_child.command` on ``WORK/state`` with the target's
-options (:meth:`..targets.StudyTarget.launch_args`), ``--seeds SEEDS``, the system's ``launch``
+options (:meth:`..study_targets.StudyTarget.launch_args`), ``--seeds SEEDS``, the system's ``launch``
 list (e.g. ``--worker-kinds havoc:1,concolic:1``), :func:`window_args` for the window on the
 cell's cores and ``--seed``. Its standard output (the verdict, the last JSON-object line) and
 standard error go to ``WORK/launch.stdout`` and ``WORK/launch.stderr``.
@@ -28,11 +28,11 @@ from pathlib import Path
 
 from ...errors import ConfigError
 from ...launch import json_child
-from ..targets import BINARY, PYTHON, StudyTarget
+from ..study_targets import BINARY, PYTHON, StudyTarget
 from .spawned import Started, log_tail, spawn
 
 FIELDS = ("launch",)
-FAMILIES = (PYTHON, BINARY)
+FORMS = (PYTHON, BINARY)
 FINISH_EXTRA_S = 180.0  # after the window: the campaign's start-up, endpoint measurement and oracle
 VERDICT_TAIL = 1 << 20  # bytes of launch's standard output read for its verdict (its last line)
 # options the cell sets itself; a system's "launch" list may not name them

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..targets import BINARY, PYTHON, StudyTarget
+from ..study_targets import BINARY, PYTHON, StudyTarget
 from .spawned import Started
 
 FIELDS: tuple[str, ...] = ()
-FAMILIES = (PYTHON, BINARY)
+FORMS = (PYTHON, BINARY)
 
 
 def validate(field: str, system: dict) -> None:

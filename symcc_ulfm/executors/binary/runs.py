@@ -78,7 +78,8 @@ class Exit:
 
 def run_binary(field: str, argv: list[str], *, stdin: Path, stderr: Path, env: dict[str, str], cwd: Path,
                timeout_s: float, adopt: bool, term_grace_s: float = 0.0, cpu_limit_s: float | None = None,
-               spare: frozenset[int] = frozenset(), writable: list[Path] | None = None) -> Exit:
+               spare: frozenset[int] = frozenset(), writable: list[Path] | None = None,
+               file_limit_bytes: int | None = None) -> Exit:
     """Run ``argv`` (stdin from a file, stdout discarded, stderr to a file), at most ``timeout_s``;
     with ``adopt``, then end every other child of this process but those in ``spare``; given
     ``writable``, confined to write only beneath those directories (:mod:`..sandbox.landlock`).
@@ -92,6 +93,8 @@ def run_binary(field: str, argv: list[str], *, stdin: Path, stderr: Path, env: d
     default ``CPU_LIMIT_FACTOR`` times ``timeout_s`` plus ``CPU_LIMIT_EXTRA_S``): a backstop for
     a run whose watcher died (the worker was killed mid-run, its sandbox child with it), so that a
     target spinning forever is killed by the kernel; the watcher's timeout comes long before it.
+    Given ``file_limit_bytes`` (``RLIMIT_FSIZE``), no file it writes, its stderr included, grows
+    past that: a write beyond it ends the binary with SIGXFSZ.
     """
     started = time.monotonic()
     cpu_s = math.ceil(CPU_LIMIT_FACTOR * timeout_s + CPU_LIMIT_EXTRA_S if cpu_limit_s is None else cpu_limit_s)
@@ -100,7 +103,7 @@ def run_binary(field: str, argv: list[str], *, stdin: Path, stderr: Path, env: d
         try:
             proc = subprocess.Popen(argv, stdin=stdin_file, stdout=subprocess.DEVNULL, stderr=stderr_file,
                                     cwd=cwd, env=env, start_new_session=True,
-                                    preexec_fn=functools.partial(_confine, cpu_s, ruleset))
+                                    preexec_fn=functools.partial(_confine, cpu_s, ruleset, file_limit_bytes))
         except OSError as exc:
             raise TargetError(field, f"{argv[0]}: cannot execute ({exc.strerror or exc})") from None
         finally:
@@ -124,10 +127,12 @@ def run_binary(field: str, argv: list[str], *, stdin: Path, stderr: Path, env: d
     return Exit(returncode, timed_out, time.monotonic() - started)
 
 
-def _confine(seconds: int, ruleset: int | None) -> None:
-    """In the binary's process before it executes: SIGKILL after ``seconds`` of CPU time, and
-    the Landlock ``ruleset`` when given."""
+def _confine(seconds: int, ruleset: int | None, file_bytes: int | None) -> None:
+    """In the binary's process before it executes: SIGKILL after ``seconds`` of CPU time, files
+    of at most ``file_bytes`` and the Landlock ``ruleset`` when given."""
     resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds))
+    if file_bytes is not None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
     if ruleset is not None:
         landlock.restrict(ruleset)
 
@@ -147,13 +152,14 @@ def _exited(pidfd: int, timeout_s: float) -> bool:
 
 def run_input(field: str, binary: str, args: list[str], input_path: Path, work: Path, stderr_name: str, *,
               env: dict[str, str], timeout_s: float, adopt: bool, spare: frozenset[int] = frozenset(),
-              writable: list[Path] | None = None) -> tuple[Outcome, str]:
+              writable: list[Path] | None = None, file_limit_bytes: int | None = None) -> tuple[Outcome, str]:
     """One direct run of ``binary`` on the input in ``input_path`` (in its file where ``args`` holds
     ``@@``, and on stdin), in ``work``, as :func:`run_binary` runs it: its outcome
     (:func:`classify_exit`) and the tail of its stderr, left in ``work/stderr_name``."""
     argv = [binary, *(arg.replace("@@", str(input_path)) for arg in args)]
     ended = run_binary(field, argv, stdin=input_path, stderr=work / stderr_name, env=env, cwd=work,
-                       timeout_s=timeout_s, adopt=adopt, spare=spare, writable=writable)
+                       timeout_s=timeout_s, adopt=adopt, spare=spare, writable=writable,
+                       file_limit_bytes=file_limit_bytes)
     stderr = tail(work / stderr_name, REPORT_BYTES)
     return classify_exit(ended.returncode, ended.timed_out, stderr), stderr
 

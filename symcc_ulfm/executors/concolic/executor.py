@@ -94,6 +94,16 @@ class PythonTarget(Target):
         self._reported: set[tuple[str, str]] = set()  # finding signatures the hybrid phase reported
         self._dictionary = tokens_of(self.options["dictionary"])  # the user's words, always among them
 
+    @property
+    def traced_files(self) -> frozenset[str]:
+        """The files whose code is the target's own: the target's and its modules' (coverage, signatures)."""
+        return self._files
+
+    @property
+    def expected(self) -> Expected:
+        """The exceptions the target raises by design (an ``ok`` outcome, no finding)."""
+        return self._expected
+
     def _default_expected(self) -> tuple[str, ...]:
         """A built-in target's documented rejections; for ``module:function`` of the standard library,
         the registry's (``targets.rejections``) unless ``stdlib_rejections`` is off."""

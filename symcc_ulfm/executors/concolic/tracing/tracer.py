@@ -96,15 +96,17 @@ def _depth() -> int:
     return depth
 
 
-def execute(function, argument, tracer: Tracer, max_frames: int) -> Outcome:
-    """Call ``function(argument)``; target exceptions become outcomes, never propagate.
+def execute(function, argument, tracer: Tracer | None, max_frames: int) -> Outcome:
+    """Call ``function(argument)`` under ``tracer`` (None: whatever trace function is set, such as
+    coverage.py's, stays); target exceptions become outcomes, never propagate.
 
     The recursion limit is lowered to ``max_frames`` above the current depth for the call, so
     runaway recursion raises RecursionError (an ordinary outcome) without hurting the caller.
     """
     old_trace, old_limit = sys.gettrace(), sys.getrecursionlimit()
     sys.setrecursionlimit(_depth() + max_frames)
-    sys.settrace(tracer)
+    if tracer is not None:
+        sys.settrace(tracer)
     try:
         value = function(argument)
         return Outcome("return", None, value)
@@ -118,5 +120,6 @@ def execute(function, argument, tracer: Tracer, max_frames: int) -> Outcome:
     except BaseException as exc:  # a target may raise anything, SystemExit included
         return Outcome("exception", type(exc).__name__, None, exc)
     finally:
-        sys.settrace(old_trace)
+        if tracer is not None:
+            sys.settrace(old_trace)
         sys.setrecursionlimit(old_limit)

@@ -26,10 +26,10 @@ MAX_SEED_BYTES = 1 << 20
 
 @dataclass(frozen=True)
 class StudyTarget:
-    """``family`` is :data:`PYTHON` (``spec``, ``modules``, ``seeds``) or :data:`BINARY` (``harness``)."""
+    """``form`` is :data:`PYTHON` (``spec``, ``modules``, ``seeds``) or :data:`BINARY` (``harness``)."""
 
     name: str
-    family: str
+    form: str
     spec: str | None = None
     modules: tuple[str, ...] = ()
     seeds: tuple[bytes, ...] = ()
@@ -37,7 +37,7 @@ class StudyTarget:
 
     def seed_inputs(self) -> list[bytes]:
         """The inputs every system starts from (a Python target without seeds: one empty input)."""
-        if self.family == PYTHON:
+        if self.form == PYTHON:
             return list(self.seeds) or [b""]
         folder = self.harness.file(self.harness.seeds)
         found = []
@@ -49,7 +49,7 @@ class StudyTarget:
 
     def launch_args(self) -> list[str]:
         """``launch`` options that put a campaign on this target (the cell adds ``--seeds``)."""
-        if self.family == BINARY:
+        if self.form == BINARY:
             return ["--harness", str(self.harness.root)]
         args = ["--executor", "concolic", "--target", self.spec]
         if self.modules:

@@ -1,0 +1,93 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.7
+#   kernelspec:
+#     display_name: Python (symcc-ulfm .venv)
+#     language: python
+#     name: symcc-ulfm
+# ---
+
+# %% [markdown]
+# # A comparison study: systems x targets x trials, FuzzBench's statistics
+#
+# Reads what the study runner wrote into a study directory (`protocol.json`,
+# `cells/*/result.json`, `selection.json`, `analysis/compare.json`) and shows which cells count,
+# per target each system's final coverage (median, IQR) against the reference (two-sided
+# Mann-Whitney U, Vargha-Delaney A12: above 0.5 the system reaches more), coverage over time with
+# bands, time to first finding (Kaplan-Meier, censored at the window), ranks, and every claim the
+# data cannot carry with its reason. The analysis is recomputed from the cells here and must equal
+# the recorded one, so a failed check fails the notebook (papermill exits non-zero).
+
+# %% tags=["parameters"]
+study_dir = None  # the study directory (required)
+
+# %%
+import json
+from pathlib import Path
+
+import altair as alt
+from IPython.display import Markdown, display
+
+from symcc_ulfm import plots
+from symcc_ulfm.compare import runner, tables
+
+alt.renderers.enable("svg")
+assert study_dir is not None, "pass -p study_dir DIR"
+root = Path(study_dir).absolute()
+study = tables.load_study(root)
+protocol, result = study["protocol"], study["analysis"]
+print(f"study {root}\n  {len(protocol['targets'])} targets x {len(protocol['systems'])} systems x "
+      f"{protocol['trials']} trials, {protocol['window_s']} s windows on {protocol['cores']} cores; reference "
+      f"{protocol['reference']}, min_trials {protocol['min_trials']}")
+display(Markdown("| protocol | |\n|---|---|\n" + "\n".join(f"| {k} | `{json.dumps(v)}` |" for k, v in protocol.items())))
+
+# %% [markdown]
+# ## The oracle check
+#
+# `selection.json` and `analysis/compare.json` must be exactly what the analysis computes from the
+# cells' results (and the attempts the selection recorded).
+
+# %%
+selection, recomputed = runner.compute_analysis(root, protocol, study["plan"])
+recorded = result
+assert json.loads(json.dumps(selection)) == study["selection"], "selection.json differs from the recomputed selection"
+assert json.loads(json.dumps(recomputed)) == recorded, "analysis/compare.json differs from the recomputed analysis"
+print(f"oracle check: selection and analysis recomputed from {len(study['results'])} cell results: equal")
+
+# %% [markdown]
+# ## Selection and refusals
+
+# %%
+shown = tables.markdown_tables(study)
+display(Markdown(f"### Selection\n\n{shown['selection']}"))
+display(Markdown(f"### Refused claims\n\n{shown['refusals']}"))
+
+# %% [markdown]
+# ## Per target: final coverage against the reference
+
+# %%
+for target in result["targets"]:
+    display(Markdown(f"### {target}\n\n{shown[f'target:{target}']}"))
+for title, name in (("Time to first finding", "survival"), ("Findings", "findings"), ("Ranks", "ranks")):
+    display(Markdown(f"### {title}\n\n{shown[name]}"))
+
+# %% [markdown]
+# ## Figures
+#
+# Saved as `figures/compare-*.svg` and `.png` in the study directory.
+
+# %%
+charts = plots.compare_charts(tables.chart_rows(study))
+for name, chart in charts.items():
+    plots.save_chart(chart, root / tables.FIGURES_DIR, name)
+    display(chart)
+missing = [f"{name}.{ext}" for name in charts for ext in ("svg", "png")
+           if not (root / tables.FIGURES_DIR / f"{name}.{ext}").is_file()]
+assert not missing, f"figures missing: {missing}"
+print(f"{len(charts)} figures in {root / tables.FIGURES_DIR}")

@@ -1,0 +1,141 @@
+"""Comparison studies end to end: real campaigns in real cells, the statistics' direction, a killed
+cell and a lost study taken up again, the sealed study verified.
+
+Campaigns here stop by count (``launch --stop-after``) and a cell ends when its system's processes
+have ended, so no verdict depends on how much work fits into a window: the window is only a bound.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from symcc_ulfm.compare.runner import ATTEMPTS_FILE, REPORT_FILE, run_study
+from symcc_ulfm.compare.audit import verify_compare
+from symcc_ulfm.evidence.seal import seal
+from symcc_ulfm.experiment.jsonfile import read_json
+
+ROOT = Path(__file__).resolve().parents[2]
+BOUND_S = 240  # a window no passing cell reaches: the campaigns stop by count
+FUZZ = {"kind": "campaign", "launch": ["--stop-after", "2"]}
+
+
+def write_protocol(path: Path, **changes) -> Path:
+    value = {"description": "test", "targets": {"tok": {"python": "tokenizer"}},
+             "systems": {"seeds": {"kind": "seeds"}, "fuzz": FUZZ}, "reference": "seeds",
+             "trials": 4, "min_trials": 4, "window_s": BOUND_S, "cores": 1, "seed": 11, "snapshots": 4}
+    value.update(changes)
+    path.write_text(json.dumps(value))
+    return path
+
+
+def test_known_direction_sealed_and_verified(tmp_path):
+    """The seeds alone against a campaign that starts from them and adds what it finds: the campaign's
+    coverage is at least the seeds' by construction, so A12 of the campaign against the seeds is 1.0."""
+    study = tmp_path / "study"
+    report = run_study(write_protocol(tmp_path / "p.json"), study, echo=lambda _: None)
+    assert report["complete"] and not report["cells_failed"] and report["cells_planned"] == 8
+    analysis = read_json(study / "analysis" / "compare.json")
+    pair = analysis["targets"]["tok"]["against_reference"]["fuzz"]
+    assert pair["a12"] == 1.0 and pair["p_value"] < 0.05
+    systems = analysis["targets"]["tok"]["systems"]
+    assert systems["fuzz"]["median"] > systems["seeds"]["median"]
+    for name in report["cells_complete"]:
+        result = read_json(study / "cells" / name / "result.json")
+        curve = result["measure"]["curve"]
+        assert [t for t, _ in curve] == [0.0, 60.0, 120.0, 180.0, 240.0]
+        assert all(a[1] <= b[1] for a, b in zip(curve, curve[1:], strict=False))
+        assert result["cores"] == [result["cores"][0]]  # pinned to one core, as the protocol says
+    seal(study)
+    verified = verify_compare(study, remeasure=True)
+    assert verified["passed"], verified["problems"]
+    assert verified["cells_checked"] == 8
+    # the verifier catches a changed figure: analysis no longer what the cells give
+    (study / "cells" / report["cells_complete"][0] / "result.json").write_text("{}")
+    assert not verify_compare(study)["passed"]
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(x) for x in text.split()]
+
+
+def _wait_for(predicate, what: str, bound_s: float = 120.0):
+    until = time.monotonic() + bound_s
+    while time.monotonic() < until:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"waited {bound_s:.0f} s for {what}")
+
+
+def _compare(protocol: Path, study: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "symcc_ulfm", "compare", str(protocol), "--out", str(study),
+                             *extra], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _campaign_started(study: Path):
+    return [p for p in (study / "cells").glob("*/system/state/corpus") if p.is_dir()]
+
+
+def test_killed_cell_is_run_again_and_lost_study_resumes(tmp_path):
+    protocol = write_protocol(tmp_path / "p.json", systems={"fuzz": FUZZ}, reference="fuzz", trials=2, min_trials=2)
+    study = tmp_path / "study"
+    runner = _compare(protocol, study)
+    try:
+        # 1. the first cell's process is killed while its campaign runs: the runner runs it again
+        _wait_for(lambda: _campaign_started(study), "a campaign to start")
+        cell_pid = _wait_for(lambda: _children(runner.pid), "the cell process")[0]
+        os.kill(cell_pid, signal.SIGKILL)
+        _wait_for(lambda: (study / ATTEMPTS_FILE).exists(), "the attempt to be moved aside")
+        # 2. the whole study is lost while a later attempt runs (the cells die with the runner)
+        _wait_for(lambda: _campaign_started(study), "the next campaign to start")
+        runner.kill()
+        runner.wait(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+    attempts = read_json(study / ATTEMPTS_FILE)
+    assert [a["reason"].split(":")[0] for a in attempts] == ["interrupted"]
+    # a resume takes up the lost study: the incomplete cell is moved aside and run again
+    resumed = _compare(protocol, study, "--resume")
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err
+    report = read_json(study / REPORT_FILE)
+    assert report["complete"] and not report["cells_failed"]
+    attempts = read_json(study / ATTEMPTS_FILE)
+    assert len(attempts) >= 2 and all(a["reason"].startswith("interrupted") for a in attempts)
+    for attempt in attempts:
+        assert (study / attempt["moved_to"]).is_dir()
+    selection = read_json(study / "selection.json")
+    assert json.dumps(attempts, sort_keys=True) in json.dumps(selection, sort_keys=True) or \
+        len(selection.get("attempts", [])) == len(attempts)
+    seal(study)
+    verified = verify_compare(study)
+    assert verified["passed"], verified["problems"]
+
+
+def test_refused_before_anything_is_written(tmp_path):
+    protocol = write_protocol(tmp_path / "p.json", targets={"h": {"harness": "missing"}})
+    proc = _compare(protocol, tmp_path / "study")
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err
+    assert "--harnesses" in err and not (tmp_path / "study").exists()
+
+
+@pytest.mark.parametrize("parallel", [3])
+def test_parallel_cells_need_disjoint_cores(tmp_path, parallel):
+    proc = _compare(write_protocol(tmp_path / "p.json", cores=len(os.sched_getaffinity(0))), tmp_path / "study",
+                    "--parallel", str(parallel))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and "--parallel" in err
