@@ -110,6 +110,25 @@ def _group_alive(group: int) -> bool:
     return True
 
 
+CELL = """import sys
+from pathlib import Path
+from symcc_ulfm.compare.systems import spawned
+process = spawned.spawn(["sleep", "300"], Path(sys.argv[1]), [int(sys.argv[2])])
+print(process.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_system_process_dies_with_the_cell_that_started_it(tmp_path):
+    cell = subprocess.Popen([sys.executable, "-c", CELL, str(tmp_path / "sleep.log"), str(CORES[0])],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    child = int(cell.stdout.readline())
+    assert _group_alive(child)
+    cell.kill()
+    cell.wait(timeout=10)
+    _wait(lambda: not _group_alive(child), 10, "the system's process to die with its cell")
+
+
 def test_atheris_fuzzes_the_tokenizer_on_one_corpus_pinned_to_its_core(tmp_path):
     target = study_targets.resolve("tok", {"python": "tokenizer"}, None)
     seeds = _seeds_dir(target, tmp_path / "seeds")

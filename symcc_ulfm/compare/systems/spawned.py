@@ -3,8 +3,11 @@
 Every process of a system starts through :func:`spawn`: pinned to the cell's cores (``taskset
 -c``, util-linux), leading a session of its own, standard input from ``/dev/null`` and both
 outputs appended to a log file in the system's work directory (never a pipe, which a chatty
-target could fill until it blocks). :func:`stop` ends each session: SIGTERM, then SIGKILL after
-a grace, each wait bounded, so a target that ignores signals cannot hang a cell.
+target could fill until it blocks), and dying with the thread that started it
+(``PR_SET_PDEATHSIG``, kept across ``taskset``'s exec: a cell that is killed leaves no system
+running in a directory its study moves aside or runs again; a campaign's job dies with its
+``launch``). :func:`stop` ends each session: SIGTERM, then SIGKILL after a grace, each wait
+bounded, so a target that ignores signals cannot hang a cell.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import ConfigError
+from ...launch.job import die_with_parent
 
 STOP_GRACE_S = 5.0  # from SIGTERM to SIGKILL
 REAP_S = 10.0  # for a killed process to be reaped; one that is not is a problem, never a hang
@@ -56,7 +60,7 @@ def spawn(command: Sequence[str], log: Path, cores: Sequence[int], env: dict[str
     with open(log, "ab") as out, open(errors or os.devnull, "ab") as err:
         return subprocess.Popen([*pinned(cores), *command], stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=err if errors else subprocess.STDOUT, env=env, cwd=cwd,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=die_with_parent)
 
 
 def spawn_all(commands: Sequence[Sequence[str]], logs: Sequence[Path], cores: Sequence[int],
