@@ -174,11 +174,12 @@ def parse(data: bytes) -> None:
 """
 
 
-def test_an_atheris_process_libfuzzer_ends_at_a_native_crash_is_a_finding_not_a_problem(tmp_path):
-    (tmp_path / "aborting.py").write_text(ABORTING)
-    target = study_targets.resolve("abort", {"python": f"{tmp_path / 'aborting.py'}:parse", "seeds": ["00"]}, None)
-    seeds = _seeds_dir(target, tmp_path / "seeds")
-    work = tmp_path / "work"
+def test_an_atheris_process_libfuzzer_ends_at_a_native_crash_is_a_finding_not_a_problem(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the target, the seeds and the work directory named relative to it
+    Path("aborting.py").write_text(ABORTING)
+    target = study_targets.resolve("abort", {"python": "aborting.py:parse", "seeds": ["00"]}, None)
+    seeds = _seeds_dir(target, Path("seeds"))
+    work = Path("work")
     work.mkdir()
     started = systems.start({"kind": "atheris", "processes": 1}, target, work, seeds, 60.0, CORES[:1], 0)
     try:

@@ -54,6 +54,7 @@ def start(system: dict, target: StudyTarget, work: Path, seeds_dir: Path, window
     in the empty directory ``work``, its seeds the files of ``seeds_dir``, its processes pinned to
     ``cores``, its random number generators seeded from ``seed``. The protocol's reader checked
     the system (:func:`validate`) against its targets' forms; what only a cell knows (the
-    harness's builds, the number of cores) is checked here: ConfigError."""
-    return KINDS[system["kind"]].start(system, target, Path(work), Path(seeds_dir), float(window_s), list(cores),
-                                       int(seed))
+    harness's builds, the number of cores) is checked here: ConfigError. The processes run in this
+    process's working directory (a target named by a relative path means what it meant here)."""
+    return KINDS[system["kind"]].start(system, target, Path(work).absolute(), Path(seeds_dir).absolute(),
+                                       float(window_s), list(cores), int(seed))

@@ -91,7 +91,7 @@ def start(system: dict, target: StudyTarget, work: Path, seeds_dir: Path, window
                          "-o", str(out), "-t", str(TIMEOUT_MS), "-m", "none", "-s", str(seed + k), "--",
                          str(harness.path("afl")), *harness.args])
     logs = [work / f"{name}.log" for name in names]
-    processes = spawn_all(commands, logs, cores, env=env, cwd=work)
+    processes = spawn_all(commands, logs, cores, env=env)
 
     def finish() -> dict:
         notes = stop_all(processes, names, logs)

@@ -64,7 +64,7 @@ def start(system: dict, target: StudyTarget, work: Path, seeds_dir: Path, window
                  f"-artifact_prefix={crashes}/", f"-timeout={TIMEOUT_S}", "-rss_limit_mb=4096",
                  f"-error_exitcode={ERROR_EXIT}", f"-timeout_exitcode={TIMEOUT_EXIT}", *system.get("options", [])]
                 for k in range(count)]
-    processes = spawn_all(commands, logs, cores, cwd=work)
+    processes = spawn_all(commands, logs, cores)
 
     def finish() -> dict:
         return {**stop_all(processes, names, logs, finding_exits=(ERROR_EXIT, TIMEOUT_EXIT)), "command": commands}

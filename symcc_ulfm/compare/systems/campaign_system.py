@@ -72,7 +72,7 @@ def start(system: dict, target: StudyTarget, work: Path, seeds_dir: Path, window
             *window_args(window_s, len(cores)), "--seed", str(seed)]
     command = json_child.command(state, args)
     stdout, stderr = work / "launch.stdout", work / "launch.stderr"
-    process = spawn(command, stdout, cores, errors=stderr, cwd=work)
+    process = spawn(command, stdout, cores, errors=stderr)
 
     def finish() -> dict:
         try:

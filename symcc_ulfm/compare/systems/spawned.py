@@ -54,22 +54,22 @@ def pinned(cores: Sequence[int]) -> list[str]:
 
 
 def spawn(command: Sequence[str], log: Path, cores: Sequence[int], env: dict[str, str] | None = None,
-          cwd: Path | None = None, errors: Path | None = None) -> subprocess.Popen:
+          errors: Path | None = None) -> subprocess.Popen:
     """Start ``command`` pinned to ``cores`` in a session of its own, its output appended to ``log``
     (its standard error to ``errors`` when given)."""
     with open(log, "ab") as out, open(errors or os.devnull, "ab") as err:
         return subprocess.Popen([*pinned(cores), *command], stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=err if errors else subprocess.STDOUT, env=env, cwd=cwd,
+                                stderr=err if errors else subprocess.STDOUT, env=env,
                                 start_new_session=True, preexec_fn=die_with_parent)
 
 
 def spawn_all(commands: Sequence[Sequence[str]], logs: Sequence[Path], cores: Sequence[int],
-              env: dict[str, str] | None = None, cwd: Path | None = None) -> list[subprocess.Popen]:
+              env: dict[str, str] | None = None) -> list[subprocess.Popen]:
     """:func:`spawn` each command with its log; when one cannot start, those started are stopped."""
     processes: list[subprocess.Popen] = []
     try:
         for command, log in zip(commands, logs, strict=True):
-            processes.append(spawn(command, log, cores, env=env, cwd=cwd))
+            processes.append(spawn(command, log, cores, env=env))
     except BaseException:
         stop(processes)
         raise
