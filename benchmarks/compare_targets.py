@@ -1,0 +1,205 @@
+"""The harness directories of the comparison study's C targets (``protocols/compare/hybrid.json``),
+one per target, each as ``symcc-ulfm compare --harnesses DIR`` finds it (``DIR/<name>/harness.json``).
+
+    python -m benchmarks.compare_targets --out DIR [--only a,b] [--cache DIR] [--jobs N]
+
+Targets (:data:`TARGETS`): the five of ``bench_hybrid.py``'s full mode (``hdr_opcode``,
+``tlv_records``, ``crash_dispatch`` of ``c_targets/``; ``libpng`` and ``cjson``, Debian source
+packages with our harnesses of ``c_targets/harnesses/``), programs with a ``main`` that reads the
+input on standard input (``args`` ``[]``), built with ``c_bench.link`` (``symcc-ulfm build`` links
+a fuzzing engine's ``main`` of its own, so it builds only a libFuzzer harness) and their library
+archives with ``c_libraries.build_library``; their seeds are ``bench_hybrid.targets()``'s. And the
+three OSS-Fuzz harnesses of ``bench_harness.py`` as ``oss-cjson``, ``oss-libpng`` and
+``oss-expat``, built by ``symcc-ulfm build`` (``bench_harness.make_harness``), with the seeds
+their packages ship put in the directory.
+
+Each directory holds the builds of ``harness.directory.BUILDS``: ``afl``, ``cmplog`` (afl-cc with
+``AFL_LLVM_CMPLOG=1``), ``sanitizer`` (clang, AddressSanitizer and UBSan made fatal) and ``symcc``
+when SymCC's compiler wrapper is there (``SYMCC_CC``, else :data:`SYMCC_DEFAULT` when it exists);
+the dictionary (the constants afl-cc's ``AFL_LLVM_DICT2FILE`` extracted at the ``afl`` build, the
+library's included; for an OSS-Fuzz harness also its own tokens), ``seeds/`` and the manifest.
+A directory is built under a dot name and renamed when complete; one that reads back
+(``harness.directory.read``: its manifest, every build's SHA-256) is kept, so a second run builds
+nothing. For every target it prints the Debian source packages and versions and each build's SHA-256.
+The sources and library archives are cached where ``bench_hybrid.py`` keeps them (``--cache``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import bench_harness, bench_hybrid, c_bench  # noqa: E402
+from benchmarks.c_libraries import LibraryUnavailable, build_library  # noqa: E402
+from symcc_ulfm.errors import SymccUlfmError  # noqa: E402
+from symcc_ulfm.harness import build, directory, toolchain  # noqa: E402
+
+SYMCC_DEFAULT = Path("/work/scratch/symcc-build/symcc")  # benchmarks/README.md, "How SymCC was built"
+OSS_PREFIX = "oss-"
+PROGRAMS = tuple(bench_hybrid.FULL["targets"].split(","))
+OSS = tuple(OSS_PREFIX + name for name in bench_harness.TARGETS.split(","))
+TARGETS = (*PROGRAMS, *OSS)
+STAGING = "."  # a directory being built is DIR/.<name>
+
+
+def symcc_compiler() -> str | None:
+    """SymCC's compiler wrapper: ``SYMCC_CC``, else :data:`SYMCC_DEFAULT` when it is there, else None."""
+    given = os.environ.get("SYMCC_CC")
+    if given:
+        return given
+    return str(SYMCC_DEFAULT) if SYMCC_DEFAULT.is_file() else None
+
+
+def build_program(target: bench_hybrid.Target, root: Path, symcc_cc: str | None, cache: Path, log,
+                  jobs: int) -> None:
+    """The harness directory ``root`` (new) of a ``main`` program of ``bench_hybrid``: its builds,
+    dictionary, seeds and manifest."""
+    name = target.name
+    builds, not_built, versions, token_files = {}, {}, {}, []
+    (root / "logs").mkdir(parents=True)
+    with tempfile.TemporaryDirectory(prefix="compare-targets-") as temp:
+        extracted = Path(temp) / "dict2file.txt"
+        for kind in directory.BUILDS:
+            if kind == "symcc" and not symcc_cc:
+                not_built[kind] = "skipped: no SymCC compiler (SYMCC_CC)"
+                continue
+            inputs, flags, libs = [], [], []
+            if target.library:
+                built = build_library(target.library, kind, symcc_cc, cache, log, jobs)
+                inputs, flags, libs = built.archives, [f"-I{p}" for p in built.include], built.libs
+                versions.update(built.versions)
+                if kind == "afl":
+                    token_files += built.tokens
+            env = {c_bench.DICT2FILE: str(extracted)} if kind == "afl" else {}
+            try:
+                c_bench.link(kind, symcc_cc, [target.harness], root / kind / name, flags, inputs, libs, env)
+            except subprocess.CalledProcessError as exc:
+                why = exc.stderr.decode(errors="replace")
+                (root / "logs" / f"{kind}.log").write_text(why)
+                if kind == "afl":
+                    raise RuntimeError(f"{name} (afl) does not build: {why[-800:]}") from None
+                not_built[kind] = f"failed: {why.strip().splitlines()[-1:] if why.strip() else 'no output'}"
+                continue
+            compiler = c_bench.compiler_of(kind, symcc_cc)
+            recorded = [f"{k}={v}" for k, v in c_bench.BUILD_ENV.get(kind, {}).items()]
+            builds[kind] = directory.Build(f"{kind}/{name}", directory.sha256_file(root / kind / name),
+                                           toolchain.version_line(shutil.which(compiler) or compiler),
+                                           [*recorded, *c_bench.BUILDS[kind][1], *flags, *map(str, inputs), *libs])
+        merged = Path(temp) / "tokens.txt"
+        merged.write_bytes(b"\n".join(path.read_bytes() for path in [*token_files, extracted] if path.is_file()))
+        made = build.Made(root, None)
+        dictionary = build.write_dictionary(made, None, merged, root / f"{name}.dict")
+    seeds = root / "seeds"
+    seeds.mkdir()
+    for number, data in enumerate(target.seeds):
+        (seeds / f"seed{number}").write_bytes(data)
+    source = {"program": str(target.harness), "program_sha256": directory.sha256_file(target.harness),
+              "packages": versions, "tokens": made.tokens, "notes": made.notes, "not_built": not_built,
+              "made_by": "benchmarks/compare_targets.py"}
+    directory.write(directory.Harness(root, name, builds, [], dictionary, "seeds", source))
+
+
+def build_oss(name: str, root: Path, symcc_cc: str | None, cache: Path, log) -> None:
+    """The harness directory ``root`` (new) of an OSS-Fuzz harness of ``bench_harness``, made by
+    ``symcc-ulfm build``, with the seeds its package ships (``seeds/``) and the packages' versions
+    added to its manifest."""
+    files, versions = bench_harness.make_harness(name.removeprefix(OSS_PREFIX), {}, root, cache, log, symcc_cc)
+    harness = directory.read(root)
+    (root / "seeds").mkdir()
+    for number, path in enumerate(files):
+        shutil.copyfile(path, root / "seeds" / f"seed{number:04d}")
+    directory.write(dataclasses.replace(harness, seeds="seeds",
+                                        source={**harness.source, "packages": versions,
+                                                "seeds_from": sorted(map(str, files))}))
+
+
+def ensure(name: str, out: Path, symcc_cc: str | None, cache: Path, log, jobs: int) -> tuple[directory.Harness, bool]:
+    """The harness directory ``out/<name>``: kept when it reads back, else built (under a dot name,
+    renamed when complete); the harness and whether it was built now."""
+    root = out / name
+    if root.is_symlink() or (root.exists() and not root.is_dir()):  # never read through a link
+        log(f"{name}: {root} is no directory (a link or a file); building it again")
+        root.unlink()
+    elif root.exists():
+        try:
+            return directory.read(root), False
+        except (SymccUlfmError, OSError) as error:
+            log(f"{name}: {root} is no valid harness directory ({error}); building it again")
+            shutil.rmtree(root)
+    staging = out / f"{STAGING}{name}"
+    if staging.is_symlink() or staging.is_file():
+        staging.unlink()
+    elif staging.exists():
+        shutil.rmtree(staging)
+    if name in PROGRAMS:
+        build_program(bench_hybrid.targets()[name], staging, symcc_cc, cache, log, jobs)
+    else:
+        staging.parent.mkdir(parents=True, exist_ok=True)
+        build_oss(name, staging, symcc_cc, cache, log)
+    staging.rename(root)
+    return directory.read(root), True
+
+
+def describe(harness: directory.Harness, fresh: bool) -> list[str]:
+    """What is printed of a harness directory: its packages, seeds, dictionary and builds."""
+    packages = harness.source.get("packages") or {}
+    seeds = harness.file(harness.seeds)
+    count = sum(1 for p in seeds.iterdir() if p.is_file()) if seeds is not None and seeds.is_dir() else 0
+    tokens = 0
+    if harness.dictionary is not None:
+        tokens = sum(1 for line in harness.file(harness.dictionary).read_bytes().splitlines() if line.strip())
+    not_built = harness.source.get("not_built") or {}
+    lines = [f"{harness.root.name}: {'built' if fresh else 'kept'} {harness.root}; packages: "
+             + (", ".join(f"{p} {v} (Debian source)" for p, v in sorted(packages.items())) or "none (c_targets/)")
+             + f"; {count} seeds; dictionary {harness.dictionary or '-'} ({tokens} tokens)"]
+    lines += [f"  {kind:<9} {b.sha256}  {b.path}" for kind, b in sorted(harness.builds.items())]
+    lines += [f"  {kind:<9} not built: {why}" for kind, why in sorted(not_built.items())]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="the directory of harness directories")
+    parser.add_argument("--only", default=",".join(TARGETS), help=f"comma separated, from {','.join(TARGETS)}")
+    parser.add_argument("--cache", type=Path, default=ROOT / "runs" / "hybrid-cache",
+                        help="the Debian packages' sources and the libraries' archives (bench_hybrid.py's)")
+    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="compilers at once")
+    args = parser.parse_args(argv)
+    names = [n for n in args.only.split(",") if n]
+    unknown = sorted(set(names) - set(TARGETS))
+    if unknown:
+        parser.error(f"unknown targets {unknown}; known: {', '.join(TARGETS)}")
+    symcc_cc = symcc_compiler()
+    out = args.out.absolute()
+    out.mkdir(parents=True, exist_ok=True)
+
+    def log(text: str) -> None:
+        print(f"compare_targets: {text}", flush=True)
+
+    log(f"out {out}; SYMCC_CC={symcc_cc or '-'}; cache {args.cache.resolve()}")
+    failed = []
+    for name in names:
+        try:
+            harness, fresh = ensure(name, out, symcc_cc, args.cache.resolve(), log, args.jobs)
+        except (LibraryUnavailable, RuntimeError, SymccUlfmError, subprocess.TimeoutExpired) as error:
+            failed.append(name)
+            log(f"{name}: NOT BUILT: {error}")
+            continue
+        print("\n".join(describe(harness, fresh)), flush=True)
+    if failed:
+        log(f"not built: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
