@@ -16,11 +16,14 @@ their packages ship put in the directory.
 Each directory holds the builds of ``harness.directory.BUILDS``: ``afl``, ``cmplog`` (afl-cc with
 ``AFL_LLVM_CMPLOG=1``), ``sanitizer`` (clang, AddressSanitizer and UBSan made fatal) and ``symcc``
 when SymCC's compiler wrapper is there (``SYMCC_CC``, else :data:`SYMCC_DEFAULT` when it exists);
-the dictionary (the constants afl-cc's ``AFL_LLVM_DICT2FILE`` extracted at the ``afl`` build, the
-library's included; for an OSS-Fuzz harness also its own tokens), ``seeds/`` and the manifest.
+the dictionary (the harness's own tokens: ``c_targets/NAME.dict``, a format's magic, or an OSS-Fuzz
+harness's ``.dict``; then the constants afl-cc's ``AFL_LLVM_DICT2FILE`` extracted at the ``afl``
+build, the library's included), ``seeds/`` and the manifest. Every system of the study uses it:
+AFL++ as ``-x @dictionary``, a campaign through ``launch --harness``.
 A directory is built under a dot name and renamed when complete; one that reads back
-(``harness.directory.read``: its manifest, every build's SHA-256) is kept, so a second run builds
-nothing. For every target it prints the Debian source packages and versions and each build's SHA-256.
+(``harness.directory.read``: its manifest, every build's SHA-256) is kept as it is, so a second
+run builds nothing (remove a directory to build it anew, e.g. after its sources changed); a link
+or a file in its place, or one that does not read back, is replaced. For every target it prints the Debian source packages and versions and each build's SHA-256.
 The sources and library archives are cached where ``bench_hybrid.py`` keeps them (``--cache``).
 """
 
@@ -98,7 +101,8 @@ def build_program(target: bench_hybrid.Target, root: Path, symcc_cc: str | None,
         merged = Path(temp) / "tokens.txt"
         merged.write_bytes(b"\n".join(path.read_bytes() for path in [*token_files, extracted] if path.is_file()))
         made = build.Made(root, None)
-        dictionary = build.write_dictionary(made, None, merged, root / f"{name}.dict")
+        own = c_bench.SOURCES / f"{name}.dict"
+        dictionary = build.write_dictionary(made, own if own.is_file() else None, merged, root / f"{name}.dict")
     seeds = root / "seeds"
     seeds.mkdir()
     for number, data in enumerate(target.seeds):

@@ -49,7 +49,8 @@ def test_a_program_becomes_a_harness_directory_the_study_reads(tmp_path, no_symc
     assert "-fno-sanitize-recover=undefined" in harness.builds["sanitizer"].flags
     seeds = sorted(harness.file(harness.seeds).iterdir())
     assert [p.read_bytes() for p in seeds] == list(bench_hybrid.targets()[NAME].seeds)
-    assert read_dictionary(harness.file(harness.dictionary), "dictionary").tokens  # what afl-cc extracted
+    tokens = read_dictionary(harness.file(harness.dictionary), "dictionary").tokens
+    assert tokens[0] == b"SQ" and b"root" in tokens  # its own (c_targets/hdr_opcode.dict), then afl-cc's
     for kind, build in harness.builds.items():
         assert f"{build.sha256}  {kind}/{NAME}" in printed
     assert not (out / f".{NAME}").exists()
