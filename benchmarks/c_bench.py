@@ -1,5 +1,6 @@
-"""What the benchmarks on C targets share (``bench_symcc.py``, ``bench_hybrid.py``): the builds of a
-target (SymCC, plain gcc, afl-cc, gcc with sanitizers), one SymCC run as a direct ``Popen``, the
+"""What the benchmarks on C targets share (``bench_symcc.py``, ``bench_hybrid.py``,
+``compare_targets.py``): the builds of a target (SymCC, plain gcc, afl-cc, its CmpLog variant, gcc
+and clang with sanitizers), one SymCC run as a direct ``Popen``, the
 clean SymCC environment, and the measurer's primitives (corpus files, behaviours of the plain
 build, AFL edges, sanitizer crashes of the ASAN build).
 
