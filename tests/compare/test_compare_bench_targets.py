@@ -100,3 +100,57 @@ def test_an_unknown_target_is_refused(tmp_path):
     with pytest.raises(SystemExit) as refused:
         compare_targets.main(["--out", str(tmp_path), "--only", "nosuch"])
     assert refused.value.code == 2
+
+
+TOY_LIBRARY = r"""
+#include <string.h>
+int toy_check(const char *data, unsigned long size) {
+    return size >= 8 && memcmp(data, "LIBTOKEN", 8) == 0;
+}
+"""
+TOY_PROGRAM = r"""
+#include <stdio.h>
+#include <string.h>
+int toy_check(const char *data, unsigned long size);
+int main(void) {
+    char buf[64];
+    unsigned long n = fread(buf, 1, sizeof buf, stdin);
+    if (n >= 4 && memcmp(buf, "MAIN", 4) == 0)
+        return toy_check(buf + 4, n - 4) ? 3 : 2;
+    return 0;
+}
+"""
+
+
+def test_a_program_on_a_library_gets_the_librarys_tokens_too(tmp_path, no_symcc, monkeypatch):
+    """A library archive is built once per kind (``c_libraries``, its cache laid out by hand: no
+    package to fetch); the ``afl`` archive keeps what afl-cc extracted, so the harness's dictionary
+    holds the program's and the library's constants, and an archive without that file is built again."""
+    from benchmarks import c_libraries
+
+    cache = tmp_path / "cache"
+    source = cache / "src" / "toylib" / "toylib-1.0"
+    source.mkdir(parents=True)
+    (source / "toy.c").write_text(TOY_LIBRARY)
+    (source.parent / "source.json").write_text('{"dir": "toylib-1.0", "version": "1.0-1"}')
+    monkeypatch.setitem(c_libraries.LIBRARIES, "toylib", c_libraries.Library("toylib", ("toy.c",)))
+    program = tmp_path / "toy_main.c"
+    program.write_text(TOY_PROGRAM)
+    target = bench_hybrid.Target("toy", program, "toylib", (b"MAIN", b"x"))
+    root = tmp_path / "harnesses" / "toy"
+    compare_targets.build_program(target, root, None, cache, print, 1)
+    harness = directory.read(root)
+    assert set(harness.builds) == {"afl", "cmplog", "sanitizer"}
+    assert harness.source["packages"] == {"toylib": "1.0-1"}
+    tokens = read_dictionary(harness.file(harness.dictionary), "dictionary").tokens
+    assert b"MAIN" in tokens and b"LIBTOKEN" in tokens
+    built = c_libraries.build_library("toylib", "afl", None, cache, print)
+    [extracted] = built.tokens
+    assert b"LIBTOKEN" in extracted.read_bytes()
+    archive = built.archives[0].stat().st_mtime_ns
+    extracted.unlink()  # an archive of an older cache, without its constants
+    again = c_libraries.build_library("toylib", "afl", None, cache, print)
+    assert again.tokens == [extracted] and b"LIBTOKEN" in extracted.read_bytes()
+    assert again.archives[0].stat().st_mtime_ns != archive
+    for data, code in ((b"MAINLIBTOKEN", 3), (b"MAINx", 2)):  # the builds link the library
+        assert subprocess.run([str(harness.path("afl"))], input=data).returncode == code
