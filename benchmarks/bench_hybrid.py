@@ -7,7 +7,7 @@
 Targets: the three programs of ``c_targets/`` and two real libraries built from their Debian
 source packages (``c_libraries.py``) with our harnesses (``c_targets/harnesses/``): libpng (the
 PNG signature, chunk CRCs; with zlib, also from source) and cJSON. Each is built four ways
-(:data:`KINDS` of ``c_bench.BUILDS``): plain gcc, afl-cc (the AFL twin), SymCC, gcc with ASan+UBSan.
+(``c_bench.BUILDS``): plain gcc, afl-cc (the AFL twin), SymCC, gcc with ASan+UBSan.
 
 Systems (all on the same cores, ``--cores``, for the same window, in alternating order from one
 round to the next, ABC CBA): ``afl1`` (afl-fuzz alone), ``afl2`` (afl-fuzz -M and -S),
@@ -82,7 +82,6 @@ NEEDS_SYMCC = set(ALL_SYSTEMS) - {"afl1", "afl2"}
 QUICK = {"seconds": 45.0, "rounds": 1, "targets": "hdr_opcode,cjson", "systems": "afl2,helper,campaign-symcc,hybrid"}
 FULL = {"seconds": 600.0, "rounds": 2, "targets": "hdr_opcode,tlv_records,crash_dispatch,libpng,cjson",
         "systems": ",".join(FULL_SYSTEMS)}
-KINDS = ("plain", "afl", "symcc", "asan")  # the builds of c_bench.BUILDS each target is built with
 PAD = 48  # the c_targets' seeds are padded as bench_symcc's are (SymCC never changes an input's length)
 
 
@@ -171,7 +170,7 @@ def targets() -> dict[str, Target]:
 
 def build_target(target: Target, symcc_cc: str | None, out: Path, cache: Path, log, jobs: int) -> tuple[dict, dict]:
     """Every build of ``target`` (the symcc one only with ``symcc_cc``) and the library versions used."""
-    kinds = [k for k in KINDS if k != "symcc" or symcc_cc]
+    kinds = [k for k in c_bench.BUILDS if k != "symcc" or symcc_cc]
     binaries, versions = {}, {}
     for kind in kinds:
         inputs, flags, libs = [], [], []

@@ -1,6 +1,5 @@
-"""What the benchmarks on C targets share (``bench_symcc.py``, ``bench_hybrid.py``,
-``compare_targets.py``): the builds of a target (SymCC, plain gcc, afl-cc, its CmpLog variant, gcc
-and clang with sanitizers), one SymCC run as a direct ``Popen``, the
+"""What the benchmarks on C targets share (``bench_symcc.py``, ``bench_hybrid.py``): the builds of a
+target (SymCC, plain gcc, afl-cc, gcc with sanitizers), one SymCC run as a direct ``Popen``, the
 clean SymCC environment, and the measurer's primitives (corpus files, behaviours of the plain
 build, AFL edges, sanitizer crashes of the ASAN build).
 
@@ -21,8 +20,6 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from symcc_ulfm.harness.build import SANITIZER_FLAGS
-
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = Path(__file__).resolve().parent / "c_targets"
 HARNESSES = SOURCES / "harnesses"
@@ -32,19 +29,13 @@ STOP_GRACE_S = 5.0
 
 # How each build of a target is compiled: the compiler (None: the SymCC wrapper given) and its flags.
 # "plain" replays behaviours, "afl" is the AFL twin (edges, and what AFL fuzzes), "symcc" is what
-# SymCC runs, "asan" replays crashes (AddressSanitizer and UBSan reports). Two more for a harness
-# directory (``compare_targets.py``): "cmplog", the AFL twin with CmpLog (afl-fuzz -c), and
-# "sanitizer", clang with both sanitizers fatal, as ``symcc-ulfm build`` makes it.
+# SymCC runs, "asan" replays crashes (AddressSanitizer and UBSan reports).
 BUILDS: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "plain": ("gcc", ("-O2",)),
     "afl": ("afl-cc", ("-O2",)),
     "symcc": (None, ("-O2",)),
     "asan": ("gcc", ("-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined")),
-    "cmplog": ("afl-cc", ("-O2",)),
-    "sanitizer": ("clang", SANITIZER_FLAGS),
 }
-BUILD_ENV = {"cmplog": {"AFL_LLVM_CMPLOG": "1"}}  # what a build adds to the compiler's environment
-DICT2FILE = "AFL_LLVM_DICT2FILE"  # afl-cc appends the constants a program compares to the file it names
 SANITIZER_ENV = {
     "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:allocator_may_return_null=1:handle_abort=1",
     "UBSAN_OPTIONS": "print_stacktrace=0:halt_on_error=0",
@@ -74,24 +65,20 @@ def compiler_of(kind: str, symcc_cc: str | None) -> str:
     return compiler
 
 
-def compile_env(kind: str, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The compiler's environment for build ``kind``: this one's without AFL++'s build switches, the
-    build's own (:data:`BUILD_ENV`), then ``extra``."""
-    env = {k: v for k, v in os.environ.items() if k not in ("AFL_LLVM_CMPLOG", DICT2FILE)}
-    return {**env, "AFL_QUIET": "1", **BUILD_ENV.get(kind, {}), **(extra or {})}
+def compile_env() -> dict[str, str]:
+    return {**os.environ, "AFL_QUIET": "1"}
 
 
 def compile_objects(kind: str, symcc_cc: str | None, sources: Sequence[Path], out: Path,
-                    flags: Sequence[str] = (), jobs: int = 1, env: dict[str, str] | None = None) -> list[Path]:
-    """Each C source compiled (``-c``) into ``out`` with the build's compiler and flags (``env``:
-    added to the compiler's environment)."""
+                    flags: Sequence[str] = (), jobs: int = 1) -> list[Path]:
+    """Each C source compiled (``-c``) into ``out`` with the build's compiler and flags."""
     out.mkdir(parents=True, exist_ok=True)
     compiler = compiler_of(kind, symcc_cc)
 
     def one(source: Path) -> Path:
         obj = out / (source.stem + ".o")
         subprocess.run([compiler, *BUILDS[kind][1], *flags, "-c", "-o", str(obj), str(source)], check=True,
-                       env=compile_env(kind, env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                       env=compile_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         return obj
 
     with ThreadPoolExecutor(max(1, jobs)) as pool:
@@ -99,14 +86,12 @@ def compile_objects(kind: str, symcc_cc: str | None, sources: Sequence[Path], ou
 
 
 def link(kind: str, symcc_cc: str | None, sources: Sequence[Path], output: Path, flags: Sequence[str] = (),
-         inputs: Sequence[Path] = (), libs: Sequence[str] = (), env: dict[str, str] | None = None) -> Path:
-    """One binary: ``sources`` compiled and linked with ``inputs`` (objects, archives) and ``libs``
-    (``env``: added to the compiler's environment)."""
+         inputs: Sequence[Path] = (), libs: Sequence[str] = ()) -> Path:
+    """One binary: ``sources`` compiled and linked with ``inputs`` (objects, archives) and ``libs``."""
     output.parent.mkdir(parents=True, exist_ok=True)
     command = [compiler_of(kind, symcc_cc), *BUILDS[kind][1], *flags, "-o", str(output), *map(str, sources),
                *map(str, inputs), *libs]
-    subprocess.run(command, check=True, env=compile_env(kind, env), stdout=subprocess.DEVNULL,
-                   stderr=subprocess.PIPE)
+    subprocess.run(command, check=True, env=compile_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     return output
 
 

@@ -6,10 +6,8 @@ components as the enabled Debian ``deb`` entries, then ``apt-get update``) into 
 directory, once; the version is the one of the unpacked ``debian/changelog``. Each library is
 compiled with every build of ``c_bench.BUILDS`` into a static archive (cached by package
 version, build kind and the compiler's identity), which a harness of ``c_targets/harnesses/``
-links against; the ``afl`` archive keeps beside it the constants its code compares (AFL++'s
-``AFL_LLVM_DICT2FILE``), for a harness directory's dictionary (``compare_targets.py``).
-``bench_harness.py`` gives a library's prepared C files (:func:`prepared_source`) to ``symcc-ulfm
-build`` with the OSS-Fuzz harness its package ships. Only the library's own C
+links against; ``bench_harness.py`` gives a library's prepared C files (:func:`prepared_source`)
+to ``symcc-ulfm build`` with the OSS-Fuzz harness its package ships. Only the library's own C
 files are compiled: no configure step, no shared objects, no assembler.
 """
 
@@ -24,7 +22,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.c_bench import BUILDS, DICT2FILE, compile_objects, compiler_of
+from benchmarks.c_bench import BUILDS, compile_objects, compiler_of
 
 SRC_LIST = Path("/etc/apt/sources.list.d/bench-hybrid-src.sources")
 
@@ -188,7 +186,6 @@ class Built:
     include: list[Path]
     libs: list[str]
     versions: dict[str, str]
-    tokens: list[Path] = field(default_factory=list)  # the afl archives' DICT2FILE files
 
 
 def build_library(name: str, kind: str, symcc_cc: str | None, cache: Path, log, jobs: int = 1) -> Built:
@@ -200,18 +197,11 @@ def build_library(name: str, kind: str, symcc_cc: str | None, cache: Path, log, 
     dep_include = [inc for part in parts for inc in part.include]
     out = cache / "lib" / f"{lib.package}-{version}" / f"{kind}-{compiler_identity(kind, symcc_cc)}"
     archive = out / f"lib{name}.a"
-    tokens = out / "dict2file.txt" if kind == "afl" else None
-    if not archive.is_file() or (tokens is not None and not tokens.is_file()):
+    if not archive.is_file():
         log(f"building {lib.package} {version} ({kind})")
         flags = [*lib.flags, *(f"-I{inc}" for inc in [*include, *dep_include])]
-        env = {}
-        if tokens is not None:  # afl-cc appends to it; made first, as a library may compare no constant
-            out.mkdir(parents=True, exist_ok=True)
-            tokens.write_bytes(b"")
-            env[DICT2FILE] = str(tokens)
         try:
-            objects = compile_objects(kind, symcc_cc, [source / s for s in lib.sources], out / "obj", flags, jobs,
-                                      env)
+            objects = compile_objects(kind, symcc_cc, [source / s for s in lib.sources], out / "obj", flags, jobs)
         except subprocess.CalledProcessError as exc:
             raise LibraryUnavailable(f"{lib.package} ({kind}) does not compile: "
                                      f"{exc.stderr.decode(errors='replace')[-600:]}") from None
@@ -221,5 +211,4 @@ def build_library(name: str, kind: str, symcc_cc: str | None, cache: Path, log, 
         versions.update(part.versions)
     libs = list(dict.fromkeys([*lib.libs, *(x for part in parts for x in part.libs)]))
     # A library's archive comes before those of its deps on the link line.
-    return Built([archive, *(a for part in parts for a in part.archives)], [*include, *dep_include], libs, versions,
-                 [*([tokens] if tokens else []), *(t for part in parts for t in part.tokens)])
+    return Built([archive, *(a for part in parts for a in part.archives)], [*include, *dep_include], libs, versions)

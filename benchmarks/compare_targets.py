@@ -1,41 +1,39 @@
 """The harness directories of the comparison study's C targets (``protocols/compare/hybrid.json``),
 one per target, each as ``symcc-ulfm compare --harnesses DIR`` finds it (``DIR/<name>/harness.json``).
 
-    python -m benchmarks.compare_targets --out DIR [--only a,b] [--cache DIR] [--jobs N]
+    python -m benchmarks.compare_targets --out DIR [--only a,b] [--cache DIR]
 
 Targets (:data:`TARGETS`): the five of ``bench_hybrid.py``'s full mode (``hdr_opcode``,
 ``tlv_records``, ``crash_dispatch`` of ``c_targets/``; ``libpng`` and ``cjson``, Debian source
 packages with our harnesses of ``c_targets/harnesses/``), programs with a ``main`` that reads the
-input on standard input (``args`` ``[]``), built with ``c_bench.link`` (``symcc-ulfm build`` links
-a fuzzing engine's ``main`` of its own, so it builds only a libFuzzer harness) and their library
-archives with ``c_libraries.build_library``; their seeds are ``bench_hybrid.targets()``'s. And the
-three OSS-Fuzz harnesses of ``bench_harness.py`` as ``oss-cjson``, ``oss-libpng`` and
-``oss-expat``, built by ``symcc-ulfm build`` (``bench_harness.make_harness``), with the seeds
-their packages ship put in the directory.
+input on standard input (``args`` ``[]``), with ``bench_hybrid.targets()``'s seeds; and the three
+OSS-Fuzz harnesses of ``bench_harness.py`` as ``oss-cjson``, ``oss-libpng`` and ``oss-expat``,
+with the seeds their packages ship. ``symcc-ulfm build`` makes every one from its source and its
+library's C files (``bench_harness``: ``symcc_build``, ``make_harness``), so each directory holds
+the builds of ``harness.directory.BUILDS`` as it makes them: ``afl``, ``cmplog``, ``sanitizer``,
+and ``symcc`` when SymCC's compiler wrapper is there (``SYMCC_CC``, else :data:`SYMCC_DEFAULT`
+when it exists); the dictionary (the harness's own tokens: ``c_targets/NAME.dict``, a format's
+magic, or an OSS-Fuzz harness's ``.dict``; then the constants afl-cc's ``AFL_LLVM_DICT2FILE``
+extracted, the library's included); ``seeds/``; the manifest, which also names the Debian source
+packages and their versions. Every system of the study uses the dictionary: AFL++ as ``-x
+@dictionary``, a campaign through ``launch --harness``.
 
-Each directory holds the builds of ``harness.directory.BUILDS``: ``afl``, ``cmplog`` (afl-cc with
-``AFL_LLVM_CMPLOG=1``), ``sanitizer`` (clang, AddressSanitizer and UBSan made fatal) and ``symcc``
-when SymCC's compiler wrapper is there (``SYMCC_CC``, else :data:`SYMCC_DEFAULT` when it exists);
-the dictionary (the harness's own tokens: ``c_targets/NAME.dict``, a format's magic, or an OSS-Fuzz
-harness's ``.dict``; then the constants afl-cc's ``AFL_LLVM_DICT2FILE`` extracted at the ``afl``
-build, the library's included), ``seeds/`` and the manifest. Every system of the study uses it:
-AFL++ as ``-x @dictionary``, a campaign through ``launch --harness``.
 A directory is built under a dot name and renamed when complete; one that reads back
 (``harness.directory.read``: its manifest, every build's SHA-256) is kept as it is, so a second
 run builds nothing (remove a directory to build it anew, e.g. after its sources changed); a link
-or a file in its place, or one that does not read back, is replaced. For every target it prints the Debian source packages and versions and each build's SHA-256.
-The sources and library archives are cached where ``bench_hybrid.py`` keeps them (``--cache``).
+or a file in its place, or one that does not read back, is replaced. For every target it prints
+the packages and versions and each build's SHA-256. The packages' sources are cached where
+``bench_hybrid.py`` keeps them (``--cache``).
 """
-
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import os
+import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,9 +41,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import bench_harness, bench_hybrid, c_bench  # noqa: E402
-from benchmarks.c_libraries import LibraryUnavailable, build_library  # noqa: E402
+from benchmarks.c_libraries import LibraryUnavailable  # noqa: E402
 from symcc_ulfm.errors import SymccUlfmError  # noqa: E402
-from symcc_ulfm.harness import build, directory, toolchain  # noqa: E402
+from symcc_ulfm.harness import directory  # noqa: E402
 
 SYMCC_DEFAULT = Path("/work/scratch/symcc-build/symcc")  # benchmarks/README.md, "How SymCC was built"
 OSS_PREFIX = "oss-"
@@ -63,71 +61,43 @@ def symcc_compiler() -> str | None:
     return str(SYMCC_DEFAULT) if SYMCC_DEFAULT.is_file() else None
 
 
-def build_program(target: bench_hybrid.Target, root: Path, symcc_cc: str | None, cache: Path, log,
-                  jobs: int) -> None:
-    """The harness directory ``root`` (new) of a ``main`` program of ``bench_hybrid``: its builds,
-    dictionary, seeds and manifest."""
-    name = target.name
-    builds, not_built, versions, token_files = {}, {}, {}, []
-    (root / "logs").mkdir(parents=True)
-    with tempfile.TemporaryDirectory(prefix="compare-targets-") as temp:
-        extracted = Path(temp) / "dict2file.txt"
-        for kind in directory.BUILDS:
-            if kind == "symcc" and not symcc_cc:
-                not_built[kind] = "skipped: no SymCC compiler (SYMCC_CC)"
-                continue
-            inputs, flags, libs = [], [], []
-            if target.library:
-                built = build_library(target.library, kind, symcc_cc, cache, log, jobs)
-                inputs, flags, libs = built.archives, [f"-I{p}" for p in built.include], built.libs
-                versions.update(built.versions)
-                if kind == "afl":
-                    token_files += built.tokens
-            env = {c_bench.DICT2FILE: str(extracted)} if kind == "afl" else {}
-            try:
-                c_bench.link(kind, symcc_cc, [target.harness], root / kind / name, flags, inputs, libs, env)
-            except subprocess.CalledProcessError as exc:
-                why = exc.stderr.decode(errors="replace")
-                (root / "logs" / f"{kind}.log").write_text(why)
-                if kind == "afl":
-                    raise RuntimeError(f"{name} (afl) does not build: {why[-800:]}") from None
-                not_built[kind] = f"failed: {why.strip().splitlines()[-1:] if why.strip() else 'no output'}"
-                continue
-            compiler = c_bench.compiler_of(kind, symcc_cc)
-            recorded = [f"{k}={v}" for k, v in c_bench.BUILD_ENV.get(kind, {}).items()]
-            builds[kind] = directory.Build(f"{kind}/{name}", directory.sha256_file(root / kind / name),
-                                           toolchain.version_line(shutil.which(compiler) or compiler),
-                                           [*recorded, *c_bench.BUILDS[kind][1], *flags, *map(str, inputs), *libs])
-        merged = Path(temp) / "tokens.txt"
-        merged.write_bytes(b"\n".join(path.read_bytes() for path in [*token_files, extracted] if path.is_file()))
-        made = build.Made(root, None)
-        own = c_bench.SOURCES / f"{name}.dict"
-        dictionary = build.write_dictionary(made, own if own.is_file() else None, merged, root / f"{name}.dict")
-    seeds = root / "seeds"
-    seeds.mkdir()
-    for number, data in enumerate(target.seeds):
-        (seeds / f"seed{number}").write_bytes(data)
-    source = {"program": str(target.harness), "program_sha256": directory.sha256_file(target.harness),
-              "packages": versions, "tokens": made.tokens, "notes": made.notes, "not_built": not_built,
-              "made_by": "benchmarks/compare_targets.py"}
-    directory.write(directory.Harness(root, name, builds, [], dictionary, "seeds", source))
+def build_program(target: bench_hybrid.Target, root: Path, symcc_cc: str | None, cache: Path, log) -> None:
+    """The harness directory ``root`` (new) of a ``main`` program of ``bench_hybrid``, made by
+    ``symcc-ulfm build`` from its source and its library's C files (``bench_harness.library_files``)
+    with its own dictionary (``c_targets/NAME.dict``) when it has one: the program's ``main`` leaves
+    every build's fuzzing-engine driver unlinked (nothing refers to it), so the input is on standard
+    input, ``args`` ``[]`` (``build`` writes ``["-"]``, a driver's notation); its seeds are
+    ``bench_hybrid``'s."""
+    files, flags, versions = bench_harness.library_files(target.library, cache, log) if target.library \
+        else ([], [], {})
+    own = c_bench.SOURCES / f"{target.name}.dict"
+    bench_harness.symcc_build(root, [f"--cflags={shlex.join(flags)}", "--name", target.name,
+                                     *(["--dictionary", str(own)] if own.is_file() else []),
+                                     *(["--symcc", symcc_cc] if symcc_cc else []),
+                                     str(target.harness), *map(str, files)], log)
+    complete(root, list(target.seeds), versions, args=[], main=f"{target.harness.name}'s own (input on stdin)")
 
 
 def build_oss(name: str, root: Path, symcc_cc: str | None, cache: Path, log) -> None:
     """The harness directory ``root`` (new) of an OSS-Fuzz harness of ``bench_harness``, made by
-    ``symcc-ulfm build``, with the seeds its package ships (``seeds/``) and the packages' versions
-    added to its manifest."""
+    ``symcc-ulfm build``, with the seeds its package ships."""
     files, versions = bench_harness.make_harness(name.removeprefix(OSS_PREFIX), {}, root, cache, log, symcc_cc)
+    complete(root, [path.read_bytes() for path in files], versions, seeds_from=sorted(map(str, files)))
+
+
+def complete(root: Path, seeds: list[bytes], versions: dict[str, str], args: list[str] | None = None,
+             **noted: object) -> None:
+    """The harness directory ``build`` made in ``root`` with ``seeds/`` and the manifest rewritten
+    to name them, the Debian packages' ``versions`` and ``noted``, and ``args`` when given."""
     harness = directory.read(root)
     (root / "seeds").mkdir()
-    for number, path in enumerate(files):
-        shutil.copyfile(path, root / "seeds" / f"seed{number:04d}")
-    directory.write(dataclasses.replace(harness, seeds="seeds",
-                                        source={**harness.source, "packages": versions,
-                                                "seeds_from": sorted(map(str, files))}))
+    for number, data in enumerate(seeds):
+        (root / "seeds" / f"seed{number:04d}").write_bytes(data)
+    directory.write(dataclasses.replace(harness, args=harness.args if args is None else args, seeds="seeds",
+                                        source={**harness.source, "packages": versions, **noted}))
 
 
-def ensure(name: str, out: Path, symcc_cc: str | None, cache: Path, log, jobs: int) -> tuple[directory.Harness, bool]:
+def ensure(name: str, out: Path, symcc_cc: str | None, cache: Path, log) -> tuple[directory.Harness, bool]:
     """The harness directory ``out/<name>``: kept when it reads back, else built (under a dot name,
     renamed when complete); the harness and whether it was built now."""
     root = out / name
@@ -146,9 +116,8 @@ def ensure(name: str, out: Path, symcc_cc: str | None, cache: Path, log, jobs: i
     elif staging.exists():
         shutil.rmtree(staging)
     if name in PROGRAMS:
-        build_program(bench_hybrid.targets()[name], staging, symcc_cc, cache, log, jobs)
+        build_program(bench_hybrid.targets()[name], staging, symcc_cc, cache, log)
     else:
-        staging.parent.mkdir(parents=True, exist_ok=True)
         build_oss(name, staging, symcc_cc, cache, log)
     staging.rename(root)
     return directory.read(root), True
@@ -176,8 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="the directory of harness directories")
     parser.add_argument("--only", default=",".join(TARGETS), help=f"comma separated, from {','.join(TARGETS)}")
     parser.add_argument("--cache", type=Path, default=ROOT / "runs" / "hybrid-cache",
-                        help="the Debian packages' sources and the libraries' archives (bench_hybrid.py's)")
-    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="compilers at once")
+                        help="the Debian packages' sources, kept between runs (bench_hybrid.py's cache)")
     args = parser.parse_args(argv)
     names = [n for n in args.only.split(",") if n]
     unknown = sorted(set(names) - set(TARGETS))
@@ -194,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = []
     for name in names:
         try:
-            harness, fresh = ensure(name, out, symcc_cc, args.cache.resolve(), log, args.jobs)
+            harness, fresh = ensure(name, out, symcc_cc, args.cache.resolve(), log)
         except (LibraryUnavailable, RuntimeError, SymccUlfmError, subprocess.TimeoutExpired) as error:
             failed.append(name)
             log(f"{name}: NOT BUILT: {error}")

@@ -149,7 +149,7 @@ def build(out: Path, harness: Script | Sources, *, name: str | None = None, cfla
         builds, name = _each(made, tools, harness, name, tuple(cflags), Path(temp), extracted)
         first = out / next(iter(builds))
         own = harness.dictionary if isinstance(harness, Sources) else first / f"{name}.dict"
-        dictionary = write_dictionary(made, own, extracted, out / f"{name}.dict")
+        dictionary = _dictionary(made, own, extracted, out / f"{name}.dict")
     seeds = None
     if isinstance(harness, Script) and (first / f"{name}_seed_corpus.zip").exists():
         try:
@@ -297,7 +297,7 @@ def _is_harness(path: Path) -> bool:
     return False
 
 
-def write_dictionary(made: Made, own: Path | None, extracted: Path, out: Path) -> str | None:
+def _dictionary(made: Made, own: Path | None, extracted: Path, out: Path) -> str | None:
     """The harness's tokens, then those DICT2FILE extracted, each once, written to ``out`` in AFL's
     ``-x`` format; its name in the harness directory, or None when there is no token."""
     tokens: dict[bytes, None] = {}
