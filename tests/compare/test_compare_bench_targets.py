@@ -28,9 +28,11 @@ NAME = "hdr_opcode"
 
 @pytest.fixture
 def no_symcc(monkeypatch, tmp_path):
-    """No SymCC compiler: the symcc build is skipped, and says so."""
+    """No SymCC compiler (none given, none by default, none on PATH): the symcc build is skipped, and says so."""
     monkeypatch.delenv("SYMCC_CC", raising=False)
     monkeypatch.setattr(compare_targets, "SYMCC_DEFAULT", tmp_path / "no-symcc")
+    path = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "symcc").exists()]
+    monkeypatch.setenv("PATH", os.pathsep.join(path))
 
 
 def run(out: Path, capsys) -> str:
