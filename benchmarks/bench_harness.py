@@ -120,19 +120,22 @@ def symcc_build(root: Path, args: list[str], log) -> None:
         raise RuntimeError(f"symcc-ulfm build exited {done.returncode}: {(done.stderr or done.stdout)[-800:]}")
 
 
-def make_harness(name: str, scripts: dict[str, Path], root: Path, cache: Path, log) -> tuple[list[Path], dict]:
-    """Build target ``name`` into the harness directory ``root``: its seed files and package versions."""
+def make_harness(name: str, scripts: dict[str, Path], root: Path, cache: Path, log,
+                 symcc: str | None = None) -> tuple[list[Path], dict]:
+    """Build target ``name`` into the harness directory ``root`` (``symcc``: SymCC's compiler wrapper
+    for its symcc build, ``build --symcc``): its seed files and package versions."""
+    given = ["--symcc", symcc] if symcc else []
     if name in scripts:
         script = scripts[name]
-        symcc_build(root, ["--script", str(script), "--src", str(script.parent)], log)
+        symcc_build(root, ["--script", str(script), "--src", str(script.parent), *given], log)
         seeds = root / "seeds"
         return (sorted(p for p in seeds.iterdir() if p.is_file()) if seeds.is_dir() else []), {}
     recipe = RECIPES[name]
     files, flags, versions = library_files(recipe.library, cache, log)
     source, _version = prepared_source(LIBRARIES[recipe.library], cache, log)
     own = ["--dictionary", str(source / recipe.dictionary)] if recipe.dictionary else []
-    symcc_build(root, [f"--cflags={shlex.join([*flags, *recipe.cflags])}", *own, str(source / recipe.harness),
-                       *map(str, files)], log)
+    symcc_build(root, [f"--cflags={shlex.join([*flags, *recipe.cflags])}", *own, *given,
+                       str(source / recipe.harness), *map(str, files)], log)
     return package_seeds(source, recipe), versions
 
 

@@ -1,7 +1,8 @@
 """A comparison target as a cell runs and measures it: a Python function or a harness directory.
 
 A protocol names a target as ``{"python": SPEC}`` (a built-in name, ``module:function`` or
-``file.py:function``, as ``launch --target``), optionally with ``modules`` (the modules whose
+``file.py:function``, as ``launch --target``; a relative file is taken from the working directory
+of the study, the repository root for the shipped protocols), optionally with ``modules`` (the modules whose
 branches count, as the concolic executor's option; default: the target's own) and ``seeds``
 (hex strings; default: the target's own seeds, else one empty input); or as ``{"harness": NAME}``,
 a directory made by ``symcc-ulfm build`` found as ``HARNESSES/NAME`` (``--harnesses``), whose
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,8 +73,12 @@ def resolve(name: str, spec: dict, harnesses: Path | None) -> StudyTarget:
                                              "directory holding the harness directories")
         return StudyTarget(name, BINARY, harness=directory.read(Path(harnesses) / spec["harness"]))
     seeds = tuple(bytes.fromhex(s) for s in spec.get("seeds", []))
+    where, colon, function = spec["python"].rpartition(":")
+    python = spec["python"]
+    if colon and (where.endswith(".py") or "/" in where) and not os.path.isabs(where):
+        python = f"{os.path.abspath(where)}:{function}"  # a file named from the study's working directory
     if not seeds:
         from ..targets import resolve_target
 
-        seeds = tuple(resolve_target(spec["python"]).seeds)
-    return StudyTarget(name, PYTHON, spec=spec["python"], modules=tuple(spec.get("modules", [])), seeds=seeds)
+        seeds = tuple(resolve_target(python).seeds)
+    return StudyTarget(name, PYTHON, spec=python, modules=tuple(spec.get("modules", [])), seeds=seeds)

@@ -1,0 +1,120 @@
+"""The comparison protocols of ``protocols/compare/`` (issue 42), checked by hand against the shared
+format until the study's own validator reads them: their shape, that each name exists (a system
+the reference names, a harness ``benchmarks/compare_targets.py`` builds, a Python target that
+resolves from the repository root with the parser's own modules and seeds), which systems go with
+which target family, and that every campaign's ``launch`` options are options ``launch`` takes."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import compare_targets, engine_parsers  # noqa: E402
+from symcc_ulfm.cli.args import build_parser  # noqa: E402
+from symcc_ulfm.targets import resolve_target  # noqa: E402
+
+PROTOCOLS = ROOT / "protocols" / "compare"
+NAME = re.compile(r"[a-z0-9][a-z0-9_+-]*")
+KEYS = {"format", "description", "targets", "systems", "reference", "trials", "min_trials", "window_s", "cores",
+        "snapshots", "seed", "rerun", "stop_rule"}
+SYSTEM_KEYS = {"campaign": {"kind", "launch"}, "afl": {"kind", "instances"},
+               "atheris": {"kind", "processes", "options"}, "seeds": {"kind"}}
+PLACEHOLDERS = {"@cmplog", "@dictionary"}
+FILES = sorted(PROTOCOLS.glob("*.json"))
+
+
+def load(name: str) -> dict:
+    return json.loads((PROTOCOLS / f"{name}.json").read_text())
+
+
+def test_the_three_protocols_are_there():
+    assert [path.stem for path in FILES] == ["engine", "hybrid", "quick"]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda path: path.stem)
+def test_a_protocol_has_the_shared_shape(path):
+    protocol = json.loads(path.read_text())
+    assert set(protocol) == KEYS
+    assert protocol["format"] == "symcc-ulfm-compare-protocol/1"
+    assert isinstance(protocol["description"], str) and len(protocol["description"]) > 200
+    for key in ("trials", "min_trials", "window_s", "cores", "snapshots"):
+        assert isinstance(protocol[key], int) and protocol[key] > 0, key
+    assert protocol["min_trials"] == protocol["trials"] == 5 and protocol["cores"] == 2
+    assert isinstance(protocol["seed"], int)
+    assert protocol["rerun"] == {"max_attempts": 2}
+    assert protocol["stop_rule"] == {} or set(protocol["stop_rule"]) == {"max_seconds"}
+    assert protocol["targets"] and protocol["systems"]
+    for name in [*protocol["targets"], *protocol["systems"]]:
+        assert NAME.fullmatch(name), name
+    assert protocol["reference"] in protocol["systems"]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda path: path.stem)
+def test_each_system_fits_its_kind_and_every_target(path):
+    protocol = json.loads(path.read_text())
+    families = {"harness" if "harness" in spec else "python" for spec in protocol["targets"].values()}
+    for spec in protocol["targets"].values():
+        assert set(spec) in ({"harness"}, {"python"}, {"python", "modules"}, {"python", "seeds"},
+                             {"python", "modules", "seeds"}), spec
+    for name, system in protocol["systems"].items():
+        kind = system["kind"]
+        assert set(system) <= SYSTEM_KEYS[kind] and "kind" in system, name
+        if kind == "afl":  # AFL++ only on harness targets, one instance per core, one -M
+            assert families == {"harness"}, name
+            instances = system["instances"]
+            assert len(instances) == protocol["cores"]
+            assert [flags[:1] for flags in instances] == [["-M"]] + [["-S"]] * (len(instances) - 1)
+            assert len({flags[1] for flags in instances}) == len(instances)
+            assert {flag for flags in instances for flag in flags if flag.startswith("@")} <= PLACEHOLDERS
+        elif kind == "atheris":
+            assert families == {"python"}, name
+            assert system["processes"] == protocol["cores"]
+        elif kind == "campaign":
+            options = build_parser().parse_args(["launch", *system["launch"]])  # exit 2 on one launch lacks
+            kinds = [k.split(":")[0] for k in options.worker_kinds.split(",") if k]
+            assert not ({"afl", "symcc"} & set(kinds)) or families == {"harness"}, name
+            assert not ({"havoc", "concolic"} & set(kinds)) or families == {"python"}, name
+
+
+def test_the_c_benchmark_is_every_harness_compare_targets_builds_against_two_afl_arrangements():
+    protocol = load("hybrid")
+    assert protocol["targets"] == {name: {"harness": name} for name in compare_targets.TARGETS}
+    assert set(protocol["systems"]) == {"afl-ms", "afl-best", "hybrid"} and protocol["reference"] == "afl-best"
+    assert protocol["window_s"] >= 300
+    plain, best = protocol["systems"]["afl-ms"]["instances"], protocol["systems"]["afl-best"]["instances"]
+    assert plain == [["-M", "main"], ["-S", "s1"]]
+    main, secondary = best
+    assert main[main.index("-c") + 1] == "@cmplog" and main[main.index("-x") + 1] == "@dictionary"
+    assert secondary[secondary.index("-p") + 1] == "explore"  # another power schedule than the default
+    launch = build_parser().parse_args(["launch", *protocol["systems"]["hybrid"]["launch"]])
+    assert launch.worker_kinds == "afl:1,symcc:1"
+
+
+def test_the_python_benchmark_targets_resolve_from_the_repository_root(monkeypatch):
+    protocol = load("engine")
+    assert protocol["window_s"] >= 300 and protocol["reference"] == "atheris2"
+    monkeypatch.chdir(ROOT)
+    for name, spec in protocol["targets"].items():
+        info = resolve_target(spec["python"])
+        assert info.function.__name__ == f"t_{name}"
+        assert Path(info.function.__code__.co_filename).resolve() == ROOT / "benchmarks" / "engine_parsers.py"
+        assert spec["modules"] == engine_parsers.MODULES[name]
+        assert [bytes.fromhex(seed) for seed in spec["seeds"]] == [engine_parsers.SEEDS[name]]
+
+
+def test_the_quick_protocol_needs_neither_symcc_nor_afl_and_has_the_null_control():
+    protocol = load("quick")
+    assert all(set(spec) == {"python"} for spec in protocol["targets"].values())
+    for spec in protocol["targets"].values():
+        assert resolve_target(spec["python"]).seeds  # a built-in target with its own seeds
+    kinds = {system["kind"] for system in protocol["systems"].values()}
+    assert "afl" not in kinds and {"seeds", "atheris", "campaign"} <= kinds
+    assert protocol["systems"][protocol["reference"]]["kind"] == "atheris"
+    assert protocol["window_s"] <= 30
