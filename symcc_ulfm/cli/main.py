@@ -208,8 +208,8 @@ def cmd_seal(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ..compare.runner import is_compare_study
     from ..compare.audit import verify_compare
+    from ..compare.runner import is_compare_study
     from ..evidence.verify import verify
     from ..experiment.study import is_study, verify_study
 

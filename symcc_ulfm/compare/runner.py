@@ -20,8 +20,9 @@ report) and the stop rule is checked.
 
 The re-run rule (the protocol's ``rerun.max_attempts``): a cell whose process ended without
 ``COMPLETE`` (killed, a lost node, the machine lost: found on ``--resume``) or whose result is
-``failed`` is moved aside to ``cells/.attempts/`` and run again, recorded in ``attempts.json``,
-until it has had ``max_attempts`` attempts; its last attempt stands. Complete, ``ok`` cells are
+``failed`` is moved aside to ``cells/.attempts/`` and run again, recorded in ``attempts.json``;
+a cell stands failed after ``max_attempts`` failed attempts (interruptions do not count: see
+:meth:`Runner.settle`). Complete, ``ok`` cells are
 never rerun. A signal (SIGTERM, SIGHUP, SIGINT) stops the running cells, writes the report and
 exits 128 + the signal; ``--resume`` continues. After the last cell: the selection, the analysis
 and the report; ``MatrixCellsFailed`` (exit 3) when cells stand failed.
@@ -205,10 +206,14 @@ class Runner:
         self.actions = {"started_at": _utc(), "cells_run": [], "cells_skipped": sorted(
             name for name, result in self.done.items() if is_ok(result)), "moved_aside": []}
         self.slots = slots
+        self.interrupted: dict[str, int] = {}  # this invocation's interrupted attempts, by cell
         self.running: dict[int, tuple[subprocess.Popen, str, float]] = {}
 
     def attempts_of(self, name: str) -> int:
         return sum(1 for a in self.attempts if a["cell"] == name)
+
+    def failures_of(self, name: str) -> int:
+        return sum(1 for a in self.attempts if a["cell"] == name and a["reason"].startswith("failed"))
 
     def move_aside(self, name: str, reason: str) -> None:
         cell_dir = self.out / CELLS_DIR / name
@@ -224,19 +229,28 @@ class Runner:
         self.echo(f"cell {name} attempt {attempt}: {reason}; moved aside to {entry['moved_to']}")
 
     def settle(self, name: str) -> bool:
-        """Look at a cell's directory: True when it is to run (again); moves an old attempt aside."""
+        """Look at a cell's directory: True when it is to run (again); moves an old attempt aside.
+
+        A failed attempt counts towards the protocol's ``max_attempts``; an interrupted one (the
+        cell's process or the whole study lost) does not, but one invocation runs a cell again
+        after at most ``max_attempts`` interruptions (a cell that kills its process every time
+        then stands incomplete until the next ``--resume``)."""
         cell_dir = self.out / CELLS_DIR / name
+        limit = self.protocol["rerun"]["max_attempts"]
         if not os.path.lexists(cell_dir):
-            return self.attempts_of(name) < self.protocol["rerun"]["max_attempts"]
+            return self.failures_of(name) < limit
         result = self.done.get(name)
         if is_ok(result):
             return False
-        if self.attempts_of(name) + 1 >= self.protocol["rerun"]["max_attempts"]:
-            return False  # its last attempt stands
         if name in self.done:
+            if self.failures_of(name) + 1 >= limit:
+                return False  # its last attempt stands
             why = "; ".join(result.get("problems", [])) if isinstance(result, dict) else "unreadable result.json"
             reason = f"failed: {why}"
         else:
+            if self.interrupted.get(name, 0) >= limit:
+                return False
+            self.interrupted[name] = self.interrupted.get(name, 0) + 1
             reason = "interrupted: no COMPLETE (the cell's process was killed or the study was lost)"
         self.move_aside(name, reason)
         self.done.pop(name, None)

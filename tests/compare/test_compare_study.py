@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from symcc_ulfm.compare.runner import ATTEMPTS_FILE, REPORT_FILE, run_study
 from symcc_ulfm.compare.audit import verify_compare
+from symcc_ulfm.compare.runner import ATTEMPTS_FILE, REPORT_FILE, run_study
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.experiment.jsonfile import read_json
 

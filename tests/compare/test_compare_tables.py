@@ -34,7 +34,7 @@ def test_load_study_reads_cells_without_following_links(tmp_path):
     write_json(cells / ".attempts" / "result.json", {"cell": "moved aside"})
     (cells / "5.t.a").write_text("")  # a file: not a cell
     study = tables.load_study(root)
-    assert study["results"] == {"0.t.a": {"cell": "0.t.a"}, "1.t.a": None, "2.t.a": None}  
+    assert study["results"] == {"0.t.a": {"cell": "0.t.a"}, "1.t.a": None, "2.t.a": None}
     assert (study["selection"], study["analysis"]) == ({"s": 1}, {"a": 1})
     selection, _ = analyze.analyze(protocol, study["results"], [])
     (valid,) = [r for r in selection["rules"] if r["rule"] == "valid"]
