@@ -421,7 +421,6 @@ def run_study(protocol_path: str | Path, out_dir: str | Path, harnesses: str | P
         raise
     write_analysis(out, protocol, plan)
     report = build_report(out, runner, stop, None)
-    echo(f"compare: {report['summary']}")
     if report["cells_failed"]:
         raise MatrixCellsFailed(f"{len(report['cells_failed'])} cell(s) stand failed after "
                                 f"{protocol['rerun']['max_attempts']} attempts ({', '.join(report['cells_failed'])}); "
