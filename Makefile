@@ -125,25 +125,40 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 bench: setup $(BENCH_STAMP)
 	$(BIN)/python benchmarks/bench_runtime.py $(if $(filter 1,$(BENCH_QUICK)),--quick) $(BENCH_ARGS)
 
-# -- bench-engine: the concolic engine (now and before issue 16), atheris and CrossHair on stdlib
-# parsers, one coverage.py measurer (benchmarks/bench_engine.py; ~25 min with 60 s windows on 2 cores).
+# -- bench-engine / bench-hybrid: the benchmark comparison studies (docs/compare.md): make compare with
+# protocols/compare/engine.json (two stdlib parsers: the Python hybrid against two atheris processes) or
+# hybrid.json (the C targets' harness builds, made first by benchmarks/compare_targets.py into HARNESSES_DIR:
+# our hybrid against AFL++ -M/-S and AFL++ as its parallel-fuzzing guide arranges it). Each runs for hours on 2
+# cores: take one up again with COMPARE_OUT=<its directory> COMPARE_ARGS=--resume.
+HARNESSES_DIR ?= $(if $(wildcard /work/scratch),/work/scratch/compare-harnesses,runs/compare-harnesses)
+.PHONY: bench-engine bench-hybrid
+bench-engine:
+	$(MAKE) --no-print-directory compare COMPARE_PROTOCOL=protocols/compare/engine.json
+bench-hybrid: setup
+	SYMCC_CC="$(SYMCC_CC)" $(BIN)/python -m benchmarks.compare_targets --out "$(HARNESSES_DIR)"
+	$(MAKE) --no-print-directory compare COMPARE_PROTOCOL=protocols/compare/hybrid.json HARNESSES="$(abspath $(HARNESSES_DIR))"
+
+# -- bench-engine-tools: the concolic engine (now and before issue 16), atheris and CrossHair on stdlib
+# parsers one core each, one coverage.py measurer (benchmarks/bench_engine.py; ~25 min with 60 s windows on 2 cores):
+# the tools a comparison study has no system kind for.
 ENGINE_SECONDS ?= 60
 ENGINE_JOBS ?= 2
-.PHONY: bench-engine
-bench-engine: setup $(BENCH_STAMP)
+.PHONY: bench-engine-tools
+bench-engine-tools: setup $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.bench_engine --seconds $(ENGINE_SECONDS) --jobs $(ENGINE_JOBS) $(ENGINE_ARGS)
 
-# -- bench-hybrid: AFL++, SymCC, SymCC's fuzzing helpers and our hybrid campaigns on the C targets and two
-# Debian-source libraries, one measurer (benchmarks/bench_hybrid.py, benchmarks/README.md "Hybrid campaigns").
-# Full: 5 targets x 8 systems x 2 rounds x 600 s (~14 h on 2 cores); BENCH_QUICK=1: 2 targets, 4 systems, 45 s
-# (~10 min); HYBRID_ARGS='--out DIR --resume' takes an interrupted run up again. SYMCC_CC, SYMCC_HELPER (the Rust helper) and MPI_HELPER (upstream's mpi_fuzzing_helper.py)
-# default to the builds of benchmarks/README.md in /work/scratch when they are there.
+# -- bench-symcc-helpers: AFL++, SymCC, SymCC's fuzzing helpers and our hybrid campaigns on the C targets and
+# two Debian-source libraries (benchmarks/bench_hybrid.py, benchmarks/README.md "Hybrid campaigns"): the SymCC
+# helper arrangements a comparison study has no system kind for. Full: 5 targets x 8 systems x 2 rounds x 600 s
+# (~14 h on 2 cores); BENCH_QUICK=1: 2 targets, 4 systems, 45 s (~10 min); HYBRID_ARGS='--out DIR --resume' takes
+# an interrupted run up again. SYMCC_CC, SYMCC_HELPER (the Rust helper) and MPI_HELPER (upstream's
+# mpi_fuzzing_helper.py) default to the builds of benchmarks/README.md in /work/scratch when they are there.
 SYMCC_CC ?= $(firstword $(wildcard /work/scratch/symcc-build/symcc))
 SYMCC_HELPER ?= $(firstword $(wildcard /work/scratch/symcc-helper/release/symcc_fuzzing_helper))
 MPI_HELPER ?= $(firstword $(wildcard /work/scratch/src/symcc-7dc2ee66/util/mpi_fuzzing_helper.py))
 HYBRID_ARGS ?=
-.PHONY: bench-hybrid
-bench-hybrid: setup $(BENCH_STAMP)
+.PHONY: bench-symcc-helpers
+bench-symcc-helpers: setup $(BENCH_STAMP)
 	SYMCC_CC="$(SYMCC_CC)" SYMCC_HELPER="$(SYMCC_HELPER)" MPI_HELPER="$(MPI_HELPER)" \
 		$(BIN)/python -m benchmarks.bench_hybrid $(if $(filter 1,$(BENCH_QUICK)),--quick) $(HYBRID_ARGS)
 

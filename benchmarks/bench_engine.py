@@ -1,4 +1,4 @@
-"""Engine benchmark (``make bench-engine``): branch coverage of real stdlib parsers, four tools, one measurer.
+"""Engine benchmark (``make bench-engine-tools``): branch coverage of real stdlib parsers, four tools, one measurer.
 
 For every parser of :mod:`benchmarks.engine_parsers` and every tool, one subprocess searches for
 the same window on one core and leaves a corpus directory:

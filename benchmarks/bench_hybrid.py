@@ -1,6 +1,6 @@
 """Hybrid campaigns: AFL++, SymCC, SymCC's helpers and our campaigns on C targets, one measurer (prints, asserts nothing).
 
-    make bench-hybrid [BENCH_QUICK=1]
+    make bench-symcc-helpers [BENCH_QUICK=1]
     SYMCC_CC=/path/to/symcc [SYMCC_HELPER=/path/to/symcc_fuzzing_helper] [MPI_HELPER=/path/to/mpi_fuzzing_helper.py] \\
         python -m benchmarks.bench_hybrid [--quick] [--seconds 600] [--rounds 2] [--targets ...] [--systems ...] [--out DIR]
 

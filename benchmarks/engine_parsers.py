@@ -1,4 +1,4 @@
-"""The real parsers of the engine benchmark (``make bench-engine``): adapters, seeds, own modules.
+"""The real parsers of the engine benchmarks (``make bench-engine``, ``make bench-engine-tools``): adapters, seeds, own modules.
 
 Every adapter takes ``bytes`` (the fuzzing input) and calls one parser of the standard library;
 parsers that take text decode it inside the adapter, so decoding is part of the traced target.

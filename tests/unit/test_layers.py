@@ -149,11 +149,12 @@ def breaches(package: Path, layer: str, allowed: tuple[str, ...] = (), forbidden
 
 LAYER_RULES = [  # (layer, allowed, forbidden)
     ("core", ("core", "errors"), ()),
-    ("store", (), ("executors", "runtime", "mpi", "launch", "tools", "cli", "evidence", "experiment", "gates")),
+    ("store", (), ("executors", "runtime", "mpi", "launch", "tools", "cli", "evidence", "experiment", "gates", "compare")),
     ("runtime", (), ("mpi", "launch", "tools", "cli", "gates", "experiment")),
     ("evidence.oracle", (), ("core", "store", "runtime", "mpi", "executors", "launch")),
     ("executors", (), ("runtime", "mpi", "launch", "tools", "cli", "gates", "experiment", "harness")),
     ("harness", (), ("store", "runtime", "mpi", "launch", "tools", "cli", "gates", "experiment", "evidence")),
+    ("compare", (), ("mpi", "cli", "gates")),
 ]
 
 
