@@ -189,8 +189,9 @@ compare: setup $(KERNEL_SPEC)
 	@set -u; study="$(abspath $(COMPARE_OUT))"; echo "study directory: $$study"; \
 	$(BIN)/symcc-ulfm compare "$(COMPARE_PROTOCOL)" --out "$$study" $(if $(HARNESSES),--harnesses "$(HARNESSES)") \
 		$(COMPARE_ARGS); status=$$?; \
-	if [ $$status -ne 0 ] && [ $$status -ne 3 ]; then echo "make compare: the study stopped (exit $$status); \
-		take it up again with COMPARE_OUT=$$study COMPARE_ARGS=--resume"; exit $$status; fi; \
+	if [ $$status -ne 0 ] && [ $$status -ne 3 ]; then \
+		echo "make compare: the study stopped (exit $$status); resume: COMPARE_OUT=$$study COMPARE_ARGS=--resume"; \
+		exit $$status; fi; \
 	$(BIN)/papermill -k $(KERNEL) --log-level WARNING notebooks/compare_report.ipynb "$$study/compare_report.ipynb" \
 		-p study_dir "$$study" || exit 1; \
 	$(BIN)/symcc-ulfm seal "$$study" || exit 1; \

@@ -290,6 +290,8 @@ def build_parser() -> CommandParser:
                                                       "(symcc-ulfm build --out DIR/NAME)")
     p.add_argument("--parallel", type=int, default=1, metavar="N",
                    help="cells at once, each on its own cores (N x the protocol's cores must fit)")
+    p.add_argument("--slurm-steps", action="store_true",
+                   help="in a Slurm allocation: run each cell as a job step (srun --exact) on the protocol's cores")
     p.add_argument("--json", action="store_true")
 
     p = command("analyze", help="selection, intervals, models and ceiling of a matrix directory")

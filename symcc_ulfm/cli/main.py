@@ -331,7 +331,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..compare.runner import run_study
 
     report = run_study(Path(args.protocol), Path(args.out), args.harnesses, resume=args.resume,
-                       parallel=args.parallel)
+                       parallel=args.parallel, slurm_steps=args.slurm_steps)
     print(json.dumps(report, sort_keys=True) if args.json else f"compare: {report['summary']}")
     return 0
 

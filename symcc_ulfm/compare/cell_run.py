@@ -15,8 +15,8 @@ The window starts when the system is started and ends ``window_s`` later, whatev
 (a campaign's start-up is its own cost), or earlier when every process of the system has ended
 (a campaign that stops by count); the listing taken then is the system's final corpus.
 ``result.json``: ``cell, trial, target, system, attempt, seed, status ("ok" | "failed"), problems,
-window_s, wall_s, started_at, cores, load_before, load_after, cpu_s`` (CPU seconds of the
-system's processes), ``system`` (what the system reports: commands, exit statuses, a campaign's
+window_s, wall_s, started_at, cores, placement`` (host, Slurm job and step), ``load_before,
+load_after, cpu_s`` (CPU seconds of the system's processes), ``system`` (what the system reports: commands, exit statuses, a campaign's
 verdict), ``measure`` (:func:`symcc_ulfm.compare.measure.measure`). A cell is ``failed`` when the
 system reports a problem (an instance exited early, a campaign whose oracle did not pass) or the
 measurement failed; the study's re-run rule then decides (:mod:`.runner`).
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import resource
 import shutil
 import sys
@@ -69,6 +70,17 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def placed_on(env: dict) -> dict[str, str | None]:
+    """Where the cell runs: the host, and in a Slurm job step its job and step. A step's Slurm
+    variables are then taken out of this process's environment: the system runs on the step's
+    cores only (``launch`` must not read the allocation and spread its ranks over the job's nodes)."""
+    found = {"host": platform.node(), "slurm_job": env.get("SLURM_JOB_ID"), "slurm_step": env.get("SLURM_STEP_ID")}
+    if found["slurm_step"] is not None:
+        for name in [n for n in env if n.startswith(("SLURM_", "SLURMD_", "PMI_", "PMIX_"))]:
+            del env[name]
+    return found
+
+
 def wait_window(processes: list, until: float) -> None:
     """Until the window ends, or earlier when every process of the system has ended (a campaign that
     stops by count, an instance that died: its notes say so); a system without processes holds its seeds."""
@@ -96,6 +108,7 @@ def run_cell(study: Path, name: str, harnesses: Path | None, attempt: int) -> di
     system = protocol["systems"][planned["system"]]
     window = float(protocol["window_s"])
     cores = sorted(os.sched_getaffinity(0))
+    placement = placed_on(os.environ)
     seeds = target.seed_inputs()
     seeds_dir = write_seeds(seeds, cell_dir / SEEDS_DIR)
     load_before = os.getloadavg()[0]
@@ -130,7 +143,7 @@ def run_cell(study: Path, name: str, harnesses: Path | None, attempt: int) -> di
         "status": "failed" if problems else "ok", "problems": problems,
         "window_s": protocol["window_s"], "wall_s": round(wall, 3),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started_at)),
-        "cores": cores, "load_before": round(load_before, 2), "load_after": round(load_after, 2),
+        "cores": cores, "placement": placement, "load_before": round(load_before, 2), "load_after": round(load_after, 2),
         "cpu_s": round(_children_cpu() - cpu_before, 2),
         "system_notes": notes, "measure": measured,
     }

@@ -13,8 +13,10 @@ The study directory::
     report.json        where the study stands and what this invocation did
 
 Each cell runs as its own process (``python -m symcc_ulfm.compare.cell_run``) pinned to its own
-cores: ``taskset`` on this machine; ``--parallel N`` runs N cells at once on disjoint core sets
-(N x the protocol's ``cores`` must fit the cores this process may use). Before each cell the
+cores: ``taskset`` on this machine, ``--parallel N`` running N cells at once on disjoint core sets
+(N x the protocol's ``cores`` must fit the cores this process may use); in a Slurm allocation
+with ``--slurm-steps``, each cell is a job step (``srun --exact``, the protocol's cores as
+``--cpus-per-task``, bound to them by Slurm's task plugin), N at once where the allocation has the CPUs. Before each cell the
 provenance is re-verified live (a change raises ``ProvenanceChanged``, exit 6, after writing the
 report) and the stop rule is checked.
 
@@ -42,6 +44,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from ..core.allocation import from_environment
 from ..core.canonical import canonical_json, digest
 from ..errors import ConfigError, Interrupted, MatrixCellsFailed, ProvenanceChanged, StoreError
 from ..evidence import provenance
@@ -198,14 +201,14 @@ class Runner:
     """The scheduling of one invocation: which cells run, on which cores, what is moved aside."""
 
     def __init__(self, out: Path, protocol: dict, plan: dict, record: dict, harnesses: Path | None,
-                 slots: list[list[int]], echo: Callable[[str], None]):
+                 slots: list[list[int]], echo: Callable[[str], None], steps: bool = False):
         self.out, self.protocol, self.plan, self.record = out, protocol, plan, record
         self.harnesses, self.echo = harnesses, echo
         self.attempts = read_attempts(out)
         self.done = complete_results(out, plan)
         self.actions = {"started_at": _utc(), "cells_run": [], "cells_skipped": sorted(
             name for name, result in self.done.items() if is_ok(result)), "moved_aside": []}
-        self.slots = slots
+        self.slots, self.steps = slots, steps
         self.interrupted: dict[str, int] = {}  # this invocation's interrupted attempts, by cell
         self.running: dict[int, tuple[subprocess.Popen, str, float]] = {}
 
@@ -273,8 +276,12 @@ class Runner:
         command = [sys.executable, "-m", "symcc_ulfm.compare.cell_run", str(self.out), name, "--attempt", str(attempt)]
         if self.harnesses is not None:
             command += ["--harnesses", str(self.harnesses)]
-        cores = ",".join(map(str, self.slots[slot]))
-        prefix = [shutil.which("taskset") or "taskset", "-c", cores]
+        if self.steps:
+            cores = "a job step's"
+            prefix = step_prefix(self.protocol["cores"], name)
+        else:
+            cores = ",".join(map(str, self.slots[slot]))
+            prefix = [shutil.which("taskset") or "taskset", "-c", cores]
         log = open(self.out / LOGS_DIR / f"{name}-{attempt}.log", "wb")  # noqa: SIM115 - the child keeps it
         try:
             process = subprocess.Popen([*prefix, *command], stdin=subprocess.DEVNULL, stdout=log,
@@ -342,6 +349,26 @@ def core_sets(cores: int, parallel: int) -> list[list[int]]:
     return [available[k * cores:(k + 1) * cores] for k in range(parallel)]
 
 
+def step_slots(cores: int, parallel: int, env: dict[str, str]) -> list[list[int]]:
+    """``parallel`` slots for cells run as Slurm job steps (their cores are the step's): the
+    allocation must hold them (``parallel`` x ``cores`` CPUs in task slots)."""
+    allocation = from_environment(env)
+    if allocation is None:
+        raise ConfigError("--slurm-steps", "not inside a Slurm allocation (no SLURM_JOB_ID): run the study from "
+                                           "an sbatch script or salloc")
+    cpus = int(env.get("SLURM_CPUS_PER_TASK") or 1) * allocation.slots
+    if parallel < 1 or parallel * cores > cpus:
+        raise ConfigError("--parallel", f"{parallel} cell(s) of {cores} cores each need {parallel * cores} CPUs; "
+                                        f"the allocation {allocation.job_id} has {cpus}")
+    return [[] for _ in range(parallel)]
+
+
+def step_prefix(cores: int, name: str) -> list[str]:
+    """``srun`` starting a cell as a job step on ``cores`` CPUs of one node of the allocation."""
+    return [shutil.which("srun") or "srun", "--exact", "--nodes=1", "--ntasks=1", f"--cpus-per-task={cores}",
+            "--cpu-bind=cores", "--kill-on-bad-exit=1", f"--job-name={name}", "--quiet"]
+
+
 def _kill_group(process: subprocess.Popen) -> None:
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
@@ -399,16 +426,18 @@ def build_report(out: Path, runner: Runner, stop: str | None, interrupted: str |
 
 
 def run_study(protocol_path: str | Path, out_dir: str | Path, harnesses: str | Path | None = None,
-              resume: bool = False, parallel: int = 1, echo: Callable[[str], None] | None = None) -> dict:
+              resume: bool = False, parallel: int = 1, echo: Callable[[str], None] | None = None,
+              slurm_steps: bool = False) -> dict:
     """Run (or continue) the study; returns the report (see the module docstring)."""
     echo = echo or _stderr
     protocol = protocols.load(protocol_path)
     plan = protocols.plan(protocol)
     out = Path(out_dir).absolute()
     harnesses = Path(harnesses).absolute() if harnesses else None
-    slots = core_sets(protocol["cores"], parallel)
+    slots = step_slots(protocol["cores"], parallel, dict(os.environ)) if slurm_steps else \
+        core_sets(protocol["cores"], parallel)
     record = open_study(out, protocol, plan, harnesses, resume)
-    runner = Runner(out, protocol, plan, record, harnesses, slots, echo)
+    runner = Runner(out, protocol, plan, record, harnesses, slots, echo, slurm_steps)
     echo(f"compare {out}: protocol {plan['protocol_sha256'][:12]}, {len(plan['cells'])} cells planned, "
          f"{len(runner.actions['cells_skipped'])} already complete, {len(runner.slots)} at once")
     stop = None

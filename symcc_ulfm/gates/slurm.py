@@ -15,7 +15,9 @@ result per worker counted from generation 2, ``LAUNCH_ARGS``):
    recover from a lost daemon: the job must stop by itself, saying so, with the oracle not
    passing and no outcome written; then the same script with ``RESUME=1`` in a new job must
    finish the campaign with the oracle passing on 2 nodes.
-3. ``notebook/`` (unless ``--no-notebook``): ``notebooks/f447_run.ipynb`` run by papermill on node a
+3. ``compare/``: ``docs/slurm/compare.sbatch`` runs a comparison study of 4 cells, each a job step
+   of one CPU, two at once; every cell must record its own step, the study must complete and verify.
+4. ``notebook/`` (unless ``--no-notebook``): ``notebooks/f447_run.ipynb`` run by papermill on node a
    with ``engine_launcher="slurm"``: ipyparallel submits the engines as an sbatch job with our
    ULFM batch template; the notebook's own checks (oracle, seal, verify) must pass, on 2 nodes.
 
@@ -68,6 +70,12 @@ PLACEMENT = f"{NODE_A.name}:{TASKS_PER_NODE},{NODE_B.name}:{TASKS_PER_NODE}"
 EXPECTED = {"final_generation": 2, "receipts": [{"generation": 1, "missing": [2]}, {"generation": 2,
             "missing": [OUTSIDE_VICTIM]}], "promoted": [8, 9], "surviving_hosts": 2}
 JOB_TIMEOUT_S = 300.0
+COMPARE_SCRIPT = provenance.source_root() / "docs" / "slurm" / "compare.sbatch"
+# campaigns that stop by count: the window only bounds a cell that goes wrong
+COMPARE_PROTOCOL = {"description": "the Slurm gate's study: cells as job steps, two at once",
+                    "targets": {"tok": {"python": "tokenizer"}}, "reference": "seeds",
+                    "systems": {"seeds": {"kind": "seeds"}, "fuzz": {"kind": "campaign", "launch": ["--stop-after", "1"]}},
+                    "trials": 2, "min_trials": 2, "window_s": 120, "cores": 1, "seed": 5, "snapshots": 2}
 RESUME_HINT = "the campaign is resumable in a new job"  # launch's note after a lost daemon (cli.launch_cmd)
 
 
@@ -260,6 +268,44 @@ def _notebook_scenario(cluster: SlurmCluster, out: Path, echo) -> tuple[dict, li
     return facts, problems
 
 
+def _compare_scenario(cluster: SlurmCluster, out: Path, echo) -> tuple[dict, list[str]]:
+    """``docs/slurm/compare.sbatch``: a comparison study whose cells run as job steps, two at once (one
+    CPU each, on one task slot of each node); each cell must record its own step of the job."""
+    from ..compare.audit import verify_compare
+    from ..evidence.seal import seal
+
+    work = out / "compare"
+    work.mkdir()
+    protocol, study = work / "protocol.json", work / "study"
+    protocol.write_text(json.dumps(COMPARE_PROTOCOL))
+    variables = {"PROTOCOL": str(protocol), "STUDY": str(study), "PYTHON": sys.executable, "PARALLEL": "2"}
+    job_id = cluster.submit(COMPARE_SCRIPT, [f"--nodes={len(NODES)}", "--ntasks-per-node=1",
+                                             f"--output={work / 'job.out'}", f"--chdir={work}"], variables)
+    echo(f"compare: sbatch job {job_id}, 4 cells, 2 at once as job steps")
+    fields = cluster.wait_job(job_id, JOB_TIMEOUT_S)
+    problems = []
+    report = json.loads((study / "report.json").read_text()) if (study / "report.json").is_file() else {}
+    results = [json.loads(path.read_text()) for path in sorted(study.glob("cells/*/result.json"))]
+    steps = [r.get("placement", {}) for r in results]
+    facts = {"job_id": job_id, "state": fields.get("JobState"), "exit_code": fields.get("ExitCode"),
+             "cells_complete": len(report.get("cells_complete", [])), "cells_failed": report.get("cells_failed"),
+             "placements": steps}
+    if fields.get("JobState") != "COMPLETED" or not report.get("complete") or report.get("cells_failed"):
+        tail = (work / "job.out").read_text(errors="replace")[-3000:] if (work / "job.out").exists() else ""
+        problems.append(f"compare: job {job_id} {fields.get('JobState')}, report {report.get('summary')}:\n{tail}")
+    if len(steps) != 4 or any(p.get("slurm_job") != job_id for p in steps) or \
+            len({p.get("slurm_step") for p in steps}) != len(steps) or None in {p.get("slurm_step") for p in steps}:
+        problems.append(f"compare: the cells did not each run as a step of job {job_id}: {steps}")
+    if study.is_dir() and not problems:
+        seal(study)
+        verified = verify_compare(study)
+        facts["verify"] = verified["passed"]
+        problems += [f"compare: verify: {p}" for p in verified["problems"]]
+    echo(f"compare: job {fields.get('JobState')}, {facts['cells_complete']} cells complete, steps "
+         f"{[p.get('slurm_step') for p in steps]} on {sorted({str(p.get('host')) for p in steps})}")
+    return facts, problems
+
+
 def run_gate(out: Path, echo=print, notebook: bool = True) -> dict:
     """Run the gate into the new run directory ``out``; returns gate.json's content (raises on failure)."""
     reason = unavailable()
@@ -284,6 +330,8 @@ def run_gate(out: Path, echo=print, notebook: bool = True) -> dict:
             gate["campaign"], found = _rank_scenario(cluster, out, echo)
             problems += found
             gate["daemon_loss"], found = _daemon_scenario(cluster, out, echo)
+            problems += found
+            gate["compare"], found = _compare_scenario(cluster, out, echo)
             problems += found
             if notebook:
                 gate["notebook"], found = _notebook_scenario(cluster, out, echo)

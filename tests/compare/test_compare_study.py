@@ -51,6 +51,7 @@ def test_known_direction_sealed_and_verified(tmp_path):
         assert [t for t, _ in curve] == [0.0, 60.0, 120.0, 180.0, 240.0]
         assert all(a[1] <= b[1] for a, b in zip(curve, curve[1:], strict=False))
         assert result["cores"] == [result["cores"][0]]  # pinned to one core, as the protocol says
+        assert result["placement"]["host"] and result["placement"]["slurm_step"] is None
     seal(study)
     verified = verify_compare(study, remeasure=True)
     assert verified["passed"], verified["problems"]
@@ -139,3 +140,17 @@ def test_parallel_cells_need_disjoint_cores(tmp_path, parallel):
                     "--parallel", str(parallel))
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2 and "--parallel" in err
+
+
+def test_slurm_steps_need_an_allocation_that_holds_the_cells():
+    from symcc_ulfm.compare.runner import step_prefix, step_slots
+    from symcc_ulfm.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="not inside a Slurm allocation"):
+        step_slots(2, 1, {})
+    allocation = {"SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_TASKS_PER_NODE": "2(x2)"}
+    assert step_slots(2, 2, allocation) == [[], []]
+    with pytest.raises(ConfigError, match="need 6 CPUs; the allocation 42 has 4"):
+        step_slots(2, 3, allocation)
+    prefix = step_prefix(2, "0.t.s")
+    assert "--exact" in prefix and "--cpus-per-task=2" in prefix and "--nodes=1" in prefix

@@ -24,7 +24,7 @@ REASON = unavailable()
 @pytest.mark.slurm
 @pytest.mark.mpi
 @pytest.mark.skipif(REASON is not None, reason=f"slurm gate: {REASON}")
-def test_sbatch_campaigns_survive_a_killed_rank_and_resume_after_a_lost_daemon(tmp_path):
+def test_sbatch_campaigns_survive_a_killed_rank_and_resume_after_a_lost_daemon_and_a_study_runs_as_steps(tmp_path):
     out = tmp_path / "run"
     gate = run_gate("slurm", out, timeout=900)
     campaign = gate["campaign"]
@@ -32,6 +32,9 @@ def test_sbatch_campaigns_survive_a_killed_rank_and_resume_after_a_lost_daemon(t
     assert campaign["oracle"]["surviving_hosts"] == 2
     assert gate["daemon_loss"]["resumed"]["oracle"]["passed"]
     assert gate["notebook"]["oracle"]["passed"]
+    compare = gate["compare"]  # a comparison study's cells, each its own job step
+    assert compare["state"] == "COMPLETED" and compare["cells_complete"] == 4 and compare["verify"]
+    assert len({p["slurm_step"] for p in compare["placements"]}) == 4
     assert verify(out)["passed"]
     assert leftover_processes(RUNTIME) == [] and leftovers(NODES, settle_s=0) == []
     assert not RUNTIME.exists()
