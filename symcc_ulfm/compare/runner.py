@@ -35,27 +35,26 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from ..core.allocation import from_environment
 from ..core.canonical import canonical_json, digest
 from ..errors import ConfigError, Interrupted, MatrixCellsFailed, ProvenanceChanged, StoreError
 from ..evidence import provenance
 from ..experiment.jsonfile import DIR_MODE, FILE_MODE, read_json, write_json
-from ..launch.job import die_with_parent
+from ..launch.job import die_with_parent, stopped_by_signals
 from ..store.atomic import write_new
 from ..store.dirs import ensure_dir
 from ..store.reads import read_bytes
 from . import design as protocols
 from .analyze import analyze
 from .cell_run import CELLS_DIR, COMPLETE_MARKER, PLAN_FILE, PROTOCOL_FILE, RESULT_FILE
+from .placement import core_sets, kill_group, step_prefix, step_slots
 from .study_targets import BINARY, resolve
 
 PROVENANCE_FILE = "provenance.json"
@@ -302,7 +301,7 @@ class Runner:
         for slot, (process, name, started) in list(self.running.items()):
             if process.poll() is None and time.monotonic() - started > limit:
                 self.echo(f"cell {name}: still running {limit:.0f} s after its start; killed")
-                _kill_group(process)
+                kill_group(process)
             if process.poll() is None:
                 continue
             del self.running[slot]
@@ -320,7 +319,7 @@ class Runner:
 
     def stop_all(self) -> None:
         for process, _, _ in self.running.values():
-            _kill_group(process)
+            kill_group(process)
         self.running.clear()
 
     def run(self) -> str | None:
@@ -338,56 +337,6 @@ class Runner:
             time.sleep(POLL_S)
             queue = self.reap() + queue
         return stop
-
-
-def core_sets(cores: int, parallel: int) -> list[list[int]]:
-    """``parallel`` disjoint sets of ``cores`` cores each, of those this process may use."""
-    available = sorted(os.sched_getaffinity(0))
-    if parallel < 1 or parallel * cores > len(available):
-        raise ConfigError("--parallel", f"{parallel} cell(s) of {cores} cores each need {parallel * cores} cores; "
-                                        f"this process may use {len(available)} ({available})")
-    return [available[k * cores:(k + 1) * cores] for k in range(parallel)]
-
-
-def step_slots(cores: int, parallel: int, env: dict[str, str]) -> list[list[int]]:
-    """``parallel`` slots for cells run as Slurm job steps (their cores are the step's): the
-    allocation must hold them (``parallel`` x ``cores`` CPUs in task slots)."""
-    allocation = from_environment(env)
-    if allocation is None:
-        raise ConfigError("--slurm-steps", "not inside a Slurm allocation (no SLURM_JOB_ID): run the study from "
-                                           "an sbatch script or salloc")
-    cpus = int(env.get("SLURM_CPUS_PER_TASK") or 1) * allocation.slots
-    if parallel < 1 or parallel * cores > cpus:
-        raise ConfigError("--parallel", f"{parallel} cell(s) of {cores} cores each need {parallel * cores} CPUs; "
-                                        f"the allocation {allocation.job_id} has {cpus}")
-    return [[] for _ in range(parallel)]
-
-
-def step_prefix(cores: int, name: str) -> list[str]:
-    """``srun`` starting a cell as a job step on ``cores`` CPUs of one node of the allocation."""
-    return [shutil.which("srun") or "srun", "--exact", "--nodes=1", "--ntasks=1", f"--cpus-per-task={cores}",
-            "--cpu-bind=cores", "--kill-on-bad-exit=1", f"--job-name={name}", "--quiet"]
-
-
-def _kill_group(process: subprocess.Popen) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=30)
-
-
-@contextmanager
-def _signals_raise():
-    """SIGTERM and SIGHUP raise :class:`Interrupted` (SIGINT raises KeyboardInterrupt)."""
-    def stop(signum, _frame):
-        raise Interrupted(signum, signal.Signals(signum).name)
-
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
 
 
 def compute_analysis(out: Path, protocol: dict, plan: dict) -> tuple[dict, dict]:
@@ -442,7 +391,7 @@ def run_study(protocol_path: str | Path, out_dir: str | Path, harnesses: str | P
          f"{len(runner.actions['cells_skipped'])} already complete, {len(runner.slots)} at once")
     stop = None
     try:
-        with _signals_raise():
+        with stopped_by_signals():
             stop = runner.run()
     except (Interrupted, KeyboardInterrupt, ProvenanceChanged) as exc:
         runner.stop_all()

@@ -100,7 +100,7 @@ def supervise(policy: Policy, state: StateDir, command: list[str], env: dict[str
                                        "stop them before starting another job on it")
     started = time.monotonic()
     notes: list[str] = []
-    with _stopped_by_signals():
+    with stopped_by_signals():
         for attempt in range(1, START_ATTEMPTS + 1):
             attempt_wall = time.time()
             output = _open_output(state.job_output, state.modes.snapshot)  # the tee closes it
@@ -232,9 +232,9 @@ def die_with_parent() -> None:
 
 
 @contextlib.contextmanager
-def _stopped_by_signals() -> Iterator[None]:
+def stopped_by_signals() -> Iterator[None]:
     """SIGTERM and SIGHUP raise :class:`Interrupted` (as SIGINT raises KeyboardInterrupt), so the
-    job is killed before ``launch`` ends; the previous handlers come back afterwards."""
+    job (or a study's cells) is stopped before the process ends; the previous handlers come back afterwards."""
 
     def stop(signum, _frame):
         raise Interrupted(signum, signal.Signals(signum).name)
