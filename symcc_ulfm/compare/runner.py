@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -106,7 +107,7 @@ def _peer_versions() -> dict[str, str]:
         with suppress(OSError, subprocess.SubprocessError):
             out = subprocess.run([afl, "-h"], capture_output=True, text=True, timeout=10)
             line = next((x for x in (out.stdout + out.stderr).splitlines() if "afl-fuzz++" in x), "")
-            found["afl-fuzz"] = line.strip() or "present"
+            found["afl-fuzz"] = re.sub(r"\x1b\[[0-9;]*m", "", line).strip() or "present"  # without its colours
     from importlib import metadata
 
     with suppress(metadata.PackageNotFoundError):
