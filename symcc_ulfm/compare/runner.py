@@ -57,6 +57,7 @@ from .analyze import analyze
 from .cell_run import CELLS_DIR, COMPLETE_MARKER, PLAN_FILE, PROTOCOL_FILE, RESULT_FILE
 from .placement import core_sets, kill_group, step_prefix, step_slots
 from .study_targets import BINARY, resolve
+from .systems.spawned import pinned
 
 PROVENANCE_FILE = "provenance.json"
 ATTEMPTS_FILE = "attempts.json"
@@ -281,7 +282,7 @@ class Runner:
             prefix = step_prefix(self.protocol["cores"], name)
         else:
             cores = ",".join(map(str, self.slots[slot]))
-            prefix = [shutil.which("taskset") or "taskset", "-c", cores]
+            prefix = pinned(self.slots[slot])
         log = open(self.out / LOGS_DIR / f"{name}-{attempt}.log", "wb")  # noqa: SIM115 - the child keeps it
         try:
             process = subprocess.Popen([*prefix, *command], stdin=subprocess.DEVNULL, stdout=log,
