@@ -6,6 +6,7 @@ window is only a bound no passing cell reaches."""
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,9 @@ def test_make_compare_ends_with_a_sealed_verified_study_and_its_report(tmp_path)
     sums = (study / "SHA256SUMS.txt").read_text()
     assert "  compare_report.ipynb\n" in sums and "  figures/compare-coverage.svg\n" in sums
     assert verify_compare(study)["passed"]
+    again = subprocess.run([sys.executable, "-m", "symcc_ulfm", "verify", str(study), "--remeasure", "--json"],
+                           cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and json.loads(again.stdout)["cells_checked"] == 4, again.stdout + again.stderr
     pair = json.loads((study / "analysis" / "compare.json").read_text())["targets"]["tok"]["against_reference"]
     assert pair["fuzz"]["a12"] == 1.0  # the campaign starts from the seeds and adds what it finds
 
