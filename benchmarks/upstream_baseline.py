@@ -161,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     workload = Workload(spec["name"], spec["executor"], spec.get("target"), spec.get("options") or {})
     comm = MPI.COMM_WORLD
     if comm.Get_rank() == 0:
+        Path(args.out).with_suffix(".started").touch()  # a rank ran: the job is never started again
         master(comm, workload, args.window, args.margin, Path(args.out), args.completions)
     else:
         worker(comm, workload)
@@ -172,6 +173,7 @@ def run_baseline(workload: Workload, workers: int, window: float, out: Path, mar
     """Run the baseline with 1 + ``workers`` ranks under the campaign's mpiexec flags (no ULFM);
     ``completions``: stop after that many results (``--completions``)."""
     from symcc_ulfm.core.modes import modes_from_env
+    from symcc_ulfm.launch.job import START_ATTEMPTS, START_RETRY_S
     from symcc_ulfm.launch.mpiexec import find_mpiexec, job_environment, mpi_flags
 
     out = Path(out)
@@ -180,18 +182,22 @@ def run_baseline(workload: Workload, workers: int, window: float, out: Path, mar
                "--workload", json.dumps(workload.to_json()), "--window", str(window), "--margin", str(margin),
                "--out", str(out), *(["--completions", str(completions)] if completions is not None else [])]
     env = job_environment(modes_from_env(os.environ))
-    log = out.with_suffix(".log")
-    with open(log, "wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
-                                   start_new_session=True)
-        try:
-            returncode = process.wait(timeout=window + 120)
-        except subprocess.TimeoutExpired:
-            kill_group(process)
-            raise RuntimeError(f"upstream-style baseline overran {window + 120:.0f} s; killed") from None
-        except BaseException:
-            kill_group(process)
-            raise
+    log, started = out.with_suffix(".log"), out.with_suffix(".started")
+    for attempt in range(1, START_ATTEMPTS + 1):  # mpiexec failing before any rank ran changed nothing
+        with open(log, "wb") as sink:
+            process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
+                                       start_new_session=True)
+            try:
+                returncode = process.wait(timeout=window + 120)
+            except subprocess.TimeoutExpired:
+                kill_group(process)
+                raise RuntimeError(f"upstream-style baseline overran {window + 120:.0f} s; killed") from None
+            except BaseException:
+                kill_group(process)
+                raise
+        if returncode == 0 or out.exists() or started.exists() or attempt == START_ATTEMPTS:
+            break
+        time.sleep(START_RETRY_S)
     if not out.exists():
         raise RuntimeError(f"baseline wrote no result (exit {returncode}): {log.read_text(errors='replace')[-2000:]}")
     result = json.loads(out.read_text())
