@@ -30,7 +30,7 @@ from ..core.canonical import canonical_json, digest
 from ..evidence.oracle.judge import judge
 from ..evidence.recompute import recompute
 from ..evidence.verify import check_seal
-from ..experiment.jsonfile import dumps, read_json
+from ..experiment.jsonfile import dumps, json_or_problem, read_json
 from ..store.reads import read_bytes
 from . import design as protocols
 from .cell_run import CELLS_DIR, COMPLETE_MARKER, PLAN_FILE, PROTOCOL_FILE, RESULT_FILE, SYSTEM_DIR
@@ -48,18 +48,8 @@ from .runner import (
 from .study_targets import resolve
 
 
-def _json(root: Path, rel: str, problems: list[str]) -> Any:
-    try:
-        return read_json(root / rel)
-    except FileNotFoundError:
-        problems.append(f"{rel}: missing")
-    except (ValueError, OSError) as exc:
-        problems.append(f"{rel}: unreadable ({exc})")
-    return None
-
-
 def _documents(root: Path, problems: list[str]) -> tuple[dict | None, dict | None]:
-    raw = _json(root, PROTOCOL_FILE, problems)
+    raw = json_or_problem(root / PROTOCOL_FILE, problems, PROTOCOL_FILE)
     if raw is None:
         return None, None
     try:
@@ -74,7 +64,7 @@ def _documents(root: Path, problems: list[str]) -> tuple[dict | None, dict | Non
         problems.append(f"{PLAN_FILE}: is not the plan of {PROTOCOL_FILE}")
     sha = plan["protocol_sha256"]
     for rel in (PLAN_FILE, PROVENANCE_FILE, REPORT_FILE, SELECTION_FILE, f"{ANALYSIS_DIR}/{ANALYSIS_FILE}"):
-        document = _json(root, rel, problems)
+        document = json_or_problem(root / rel, problems, rel)
         if isinstance(document, dict) and document.get("protocol_sha256") != sha:
             problems.append(f"{rel}: names protocol {str(document.get('protocol_sha256'))[:12]}, not {sha[:12]}")
     return protocol, plan
@@ -90,7 +80,7 @@ def _kept_inputs(cell: Path, rel: str, result: dict, problems: list[str]) -> Non
         if hashlib.sha256(read_bytes(path)).hexdigest() != path.name:
             problems.append(f"{rel}/{INPUTS_DIR}/{path.name}: its SHA-256 is not its name")
         names.add(path.name)
-    listing = _json(cell, LISTING_FILE, problems) or {}
+    listing = json_or_problem(cell / LISTING_FILE, problems, LISTING_FILE) or {}
     for entry in listing.get("files", []):
         if entry.get("sha256") and entry["sha256"] not in names:
             problems.append(f"{rel}/{LISTING_FILE}: {entry.get('path')} names an input not kept")
@@ -144,7 +134,7 @@ def verify_compare(path: str | Path, remeasure: bool = False) -> dict[str, Any]:
     analysis_sha = None
     if protocol is not None:
         planned = {c["cell"] for c in plan["cells"]}
-        record = _json(root, PROVENANCE_FILE, problems) or {}
+        record = json_or_problem(root / PROVENANCE_FILE, problems, PROVENANCE_FILE) or {}
         live = {check.get("unit") for check in record.get("live_checks", [])}
         harness_roots = {Path(t["harness"]).parent for t in record.get("targets", {}).values() if "harness" in t}
         harnesses = next(iter(harness_roots)) if len(harness_roots) == 1 else None
@@ -156,7 +146,7 @@ def verify_compare(path: str | Path, remeasure: bool = False) -> dict[str, Any]:
             if cell.name not in planned:
                 problems.append(f"{rel}: not a cell of the plan")
                 continue
-            result = _json(root, f"{rel}/{RESULT_FILE}", problems)
+            result = json_or_problem(root / f"{rel}/{RESULT_FILE}", problems, f"{rel}/{RESULT_FILE}")
             if not isinstance(result, dict) or result.get("cell") != cell.name:
                 problems.append(f"{rel}/{RESULT_FILE}: not this cell's result")
                 continue
@@ -170,10 +160,10 @@ def verify_compare(path: str | Path, remeasure: bool = False) -> dict[str, Any]:
                 failed.append(cell.name)
             elif remeasure:
                 _remeasure(root, rel, protocol, result, harnesses, problems)
-        for attempt in _json(root, ATTEMPTS_FILE, []) or []:
+        for attempt in json_or_problem(root / ATTEMPTS_FILE, [], ATTEMPTS_FILE) or []:
             if not (root / attempt["moved_to"]).is_dir():
                 problems.append(f"{ATTEMPTS_FILE}: attempt {attempt['moved_to']} is missing")
-        report = _json(root, REPORT_FILE, problems) or {}
+        report = json_or_problem(root / REPORT_FILE, problems, REPORT_FILE) or {}
         if sorted(report.get("cells_failed", [])) != sorted(failed):
             problems.append(f"{REPORT_FILE}: cells_failed {report.get('cells_failed')} != the failed cells {failed}")
         selection, analysis = compute_analysis(root, protocol, plan)

@@ -35,7 +35,6 @@ The normalised protocol (defaults filled in) is what ``STUDY/protocol.json`` hol
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import random
 import re
@@ -44,6 +43,7 @@ from typing import Any
 
 from ..core.canonical import digest
 from ..errors import ConfigError
+from ..experiment.jsonfile import read_protocol_file
 from . import systems
 from .study_targets import BINARY, PYTHON
 
@@ -53,7 +53,6 @@ _REQUIRED = ("targets", "systems", "reference", "trials", "window_s", "cores", "
 _DEFAULTS = {"format": PROTOCOL_FORMAT, "description": "", "min_trials": 5, "snapshots": 10,
              "rerun": {"max_attempts": 2}, "stop_rule": {}}
 _NAME = re.compile(r"[a-z0-9][a-z0-9_+-]{0,63}")
-_READ_LIMIT = 1 << 20
 
 
 class CompareProtocolError(ConfigError):
@@ -178,19 +177,7 @@ def validate(value: Any) -> dict:
 
 def load(path: str | Path) -> dict:
     """Read and validate a protocol file."""
-    path = Path(path)
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(_READ_LIMIT + 1)
-    except FileNotFoundError as exc:
-        raise CompareProtocolError(str(path), "no such protocol file") from exc
-    if len(raw) > _READ_LIMIT:
-        raise CompareProtocolError(str(path), f"larger than {_READ_LIMIT} bytes")
-    try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise CompareProtocolError(str(path), f"not valid JSON ({exc})") from exc
-    return validate(value)
+    return validate(read_protocol_file(path, CompareProtocolError))
 
 
 def is_compare_protocol(value: Any) -> bool:

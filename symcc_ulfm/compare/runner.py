@@ -47,11 +47,9 @@ from typing import Any
 from ..core.canonical import canonical_json, digest
 from ..errors import ConfigError, Interrupted, MatrixCellsFailed, ProvenanceChanged, StoreError
 from ..evidence import provenance
-from ..experiment.jsonfile import DIR_MODE, FILE_MODE, read_json, write_json
+from ..experiment.jsonfile import DIR_MODE, read_json, write_json, write_or_match
 from ..launch.job import die_with_parent, stopped_by_signals
-from ..store.atomic import write_new
 from ..store.dirs import ensure_dir
-from ..store.reads import read_bytes
 from . import design as protocols
 from .analyze import analyze
 from .cell_run import CELLS_DIR, COMPLETE_MARKER, PLAN_FILE, PROTOCOL_FILE, RESULT_FILE
@@ -134,14 +132,6 @@ def target_identities(protocol: dict, harnesses: Path | None) -> dict[str, dict]
     return found
 
 
-def _write_canonical(path: Path, data: bytes, what: str) -> None:
-    if write_new(path, data, FILE_MODE):
-        return
-    if read_bytes(path) != data:
-        raise ConfigError(what, f"{path} differs from this protocol's; a study is continued only with its own "
-                                "protocol and plan")
-
-
 def open_study(out: Path, protocol: dict, plan: dict, harnesses: Path | None, resume: bool) -> dict:
     """Create the study directory (or check it on resume); returns the provenance record."""
     present = [name for name in STUDY_FILES if (out / name).exists()]
@@ -152,8 +142,8 @@ def open_study(out: Path, protocol: dict, plan: dict, harnesses: Path | None, re
         raise ConfigError("--resume", f"{out} holds no study to resume")
     identities = target_identities(protocol, harnesses)  # a missing harness: exit 2 before anything is written
     ensure_dir(out, DIR_MODE)
-    _write_canonical(out / PROTOCOL_FILE, canonical_json(protocol), "protocol")
-    _write_canonical(out / PLAN_FILE, canonical_json(plan), PLAN_FILE)
+    write_or_match(out / PROTOCOL_FILE, canonical_json(protocol), "protocol", "study")
+    write_or_match(out / PLAN_FILE, canonical_json(plan), PLAN_FILE, "study")
     path = out / PROVENANCE_FILE
     if path.exists():
         record = read_json(path)

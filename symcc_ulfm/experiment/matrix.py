@@ -37,13 +37,11 @@ from ..core.modes import modes_from_env
 from ..errors import ConfigError, MatrixCellsFailed, ProvenanceChanged
 from ..evidence import provenance
 from ..launch.prepare import check_executor
-from ..store.atomic import write_new
 from ..store.dirs import ensure_dir
-from ..store.reads import read_bytes
 from . import protocol as protocols
 from .analysis import analyze
 from .cell import cell_failed, run_cell
-from .jsonfile import DIR_MODE, FILE_MODE, read_json, write_json
+from .jsonfile import DIR_MODE, read_json, write_json, write_or_match
 from .selection import CELLS_DIR, COMPLETE_MARKER, PROTOCOL_FILE, RESULT_FILE
 
 PLAN_FILE = "plan.json"
@@ -62,15 +60,6 @@ def _utc() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def _write_canonical(path: Path, data: bytes, what: str) -> None:
-    """Create ``path`` with ``data``; an existing file (a resumed matrix) must hold exactly ``data``."""
-    if write_new(path, data, FILE_MODE):
-        return
-    if read_bytes(path) != data:
-        raise ConfigError(what, f"{path} differs from this protocol's; a matrix is continued only with "
-                          "its own protocol, plan and seed")
-
-
 def open_matrix(out: Path, protocol: dict, plan: dict, resume: bool) -> dict:
     """Create the matrix directory (or check it on resume); returns the sealed provenance record."""
     present = [name for name in MATRIX_FILES if (out / name).exists()]
@@ -80,8 +69,8 @@ def open_matrix(out: Path, protocol: dict, plan: dict, resume: bool) -> dict:
     if resume and PROTOCOL_FILE not in present:
         raise ConfigError("--resume", f"{out} holds no matrix to resume")
     ensure_dir(out, DIR_MODE)
-    _write_canonical(out / PROTOCOL_FILE, protocols.protocol_bytes(protocol), "protocol")
-    _write_canonical(out / PLAN_FILE, canonical_json(plan), PLAN_FILE)
+    write_or_match(out / PROTOCOL_FILE, protocols.protocol_bytes(protocol), "protocol", "matrix")
+    write_or_match(out / PLAN_FILE, canonical_json(plan), PLAN_FILE, "matrix")
     path = out / PROVENANCE_FILE
     if path.exists():
         record = read_json(path)

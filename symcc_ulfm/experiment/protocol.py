@@ -33,7 +33,6 @@ function of the protocol, so a resumed matrix can prove that it continues the sa
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from pathlib import Path
@@ -44,6 +43,7 @@ from ..core.canonical import canonical_json, digest
 from ..core.layout import compute_layout
 from ..core.policy import Policy, build_policy
 from ..errors import ConfigError
+from .jsonfile import read_protocol_file
 from .selection import cell_dir_name
 
 PROTOCOL_FORMAT = "symcc-ulfm-scale-protocol/1"
@@ -54,7 +54,6 @@ _OPTIONAL = {"format": PROTOCOL_FORMAT, "description": "", "executor_options": {
 _LATER = {"worker_kinds": "", "keep": "all"}
 _STOP_RULES = ("max_cells", "max_seconds")
 _MAX_TIER = 4096
-_READ_LIMIT = 1 << 20
 
 
 class StudyProtocolError(ConfigError):
@@ -136,19 +135,7 @@ def _check_stop_rule(rule: Any) -> None:
 
 def load(path: str | Path) -> dict:
     """Read and validate a protocol file."""
-    path = Path(path)
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(_READ_LIMIT + 1)
-    except FileNotFoundError as exc:
-        raise StudyProtocolError(str(path), "no such protocol file") from exc
-    if len(raw) > _READ_LIMIT:
-        raise StudyProtocolError(str(path), f"larger than {_READ_LIMIT} bytes")
-    try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise StudyProtocolError(str(path), f"not valid JSON ({exc})") from exc
-    return validate(value)
+    return validate(read_protocol_file(path, StudyProtocolError))
 
 
 def protocol_bytes(protocol: dict) -> bytes:

@@ -47,7 +47,7 @@ from ..evidence.recompute import recompute
 from ..evidence.verify import SUMS, check_seal
 from . import analysis, protocol
 from .cell import STATE_DIR, cell_failed, measurements
-from .jsonfile import dumps, read_json
+from .jsonfile import dumps, json_or_problem, read_json
 from .matrix import PLAN_FILE, PROVENANCE_FILE, REPORT_FILE
 from .selection import CELLS_DIR, PROTOCOL_FILE, RESULT_FILE, load_protocol, read_cells, select
 
@@ -89,19 +89,9 @@ def load_study(path: str | Path) -> dict[str, Any]:
     }
 
 
-def _json_or_problem(path: Path, problems: list[str], rel: str) -> Any:
-    try:
-        return read_json(path)
-    except FileNotFoundError:
-        problems.append(f"{rel}: missing")
-    except (ValueError, OSError) as exc:
-        problems.append(f"{rel}: unreadable ({exc})")
-    return None
-
-
 def _check_documents(root: Path, problems: list[str]) -> tuple[dict | None, dict | None]:
     """Protocol, plan, provenance and report agree with each other; returns (protocol, plan)."""
-    raw = _json_or_problem(root / PROTOCOL_FILE, problems, PROTOCOL_FILE)
+    raw = json_or_problem(root / PROTOCOL_FILE, problems, PROTOCOL_FILE)
     if raw is None:
         return None, None
     try:
@@ -116,7 +106,7 @@ def _check_documents(root: Path, problems: list[str]) -> tuple[dict | None, dict
     if (root / PLAN_FILE).is_file() and (root / PLAN_FILE).read_bytes() != canonical_json(plan):
         problems.append(f"{PLAN_FILE}: is not the plan of {PROTOCOL_FILE} (order, seed or policies differ)")
     for rel in (PLAN_FILE, PROVENANCE_FILE, REPORT_FILE, analysis.SELECTION_FILE):
-        document = _json_or_problem(root / rel, problems, rel)
+        document = json_or_problem(root / rel, problems, rel)
         if document is not None and document.get("protocol_sha256") != sha:
             problems.append(f"{rel}: names protocol {str(document.get('protocol_sha256'))[:12]}, "
                             f"{PROTOCOL_FILE} is {sha[:12]}")
@@ -146,7 +136,7 @@ def _check_cell(root: Path, name: str, result: dict, context: dict, problems: li
     ours = mine["result_sha256"]
     if verdict.get("result_sha256") != ours:
         problems.append(f"{rel}: the oracle's result_sha256 {verdict.get('result_sha256')} != the verifier's {ours}")
-    recorded = _json_or_problem(state / "oracle.json", problems, f"{rel}/state/oracle.json") or {}
+    recorded = json_or_problem(state / "oracle.json", problems, f"{rel}/state/oracle.json") or {}
     for where, value in (("state/oracle.json", recorded.get("result_sha256")),
                          (RESULT_FILE, result.get("oracle_result_sha256"))):
         if value != ours:
@@ -198,7 +188,7 @@ def verify_study(path: str | Path) -> dict[str, Any]:
     cells: dict[str, str | None] = {}
     result_sha = None
     if proto is not None:
-        record = _json_or_problem(root / PROVENANCE_FILE, problems, PROVENANCE_FILE) or {}
+        record = json_or_problem(root / PROVENANCE_FILE, problems, PROVENANCE_FILE) or {}
         context = {
             "planned": {c["cell"]: c for c in plan["cells"]},
             "source_tree": record.get("source_tree", {}).get("sha256"),
@@ -214,7 +204,7 @@ def verify_study(path: str | Path) -> dict[str, Any]:
                 cells[entry.name] = _check_cell(root, entry.name, entry.result, context, problems)
                 if cell_failed(entry.result):
                     failed.append(entry.name)
-        report = _json_or_problem(root / REPORT_FILE, problems, REPORT_FILE) or {}
+        report = json_or_problem(root / REPORT_FILE, problems, REPORT_FILE) or {}
         if sorted(report.get("cells_failed", [])) != sorted(failed):
             problems.append(f"{REPORT_FILE}: cells_failed {report.get('cells_failed')} != the failed cells {failed}")
         digests = _check_analysis(root, problems)

@@ -10,10 +10,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from helpers.processes import wait_for
 
 from symcc_ulfm.compare.audit import verify_compare
 from symcc_ulfm.compare.runner import ATTEMPTS_FILE, REPORT_FILE, run_study
@@ -69,16 +69,6 @@ def _children(pid: int) -> list[int]:
     return [int(x) for x in text.split()]
 
 
-def _wait_for(predicate, what: str, bound_s: float = 120.0):
-    until = time.monotonic() + bound_s
-    while time.monotonic() < until:
-        found = predicate()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"waited {bound_s:.0f} s for {what}")
-
-
 def _compare(protocol: Path, study: Path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "symcc_ulfm", "compare", str(protocol), "--out", str(study),
                              *extra], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -94,12 +84,12 @@ def test_killed_cell_is_run_again_and_lost_study_resumes(tmp_path):
     runner = _compare(protocol, study)
     try:
         # 1. the first cell's process is killed while its campaign runs: the runner runs it again
-        _wait_for(lambda: _campaign_started(study), "a campaign to start")
-        cell_pid = _wait_for(lambda: _children(runner.pid), "the cell process")[0]
+        wait_for(lambda: _campaign_started(study), seen=lambda: "a campaign to start")
+        cell_pid = wait_for(lambda: _children(runner.pid), seen=lambda: "the cell process")[0]
         os.kill(cell_pid, signal.SIGKILL)
-        _wait_for(lambda: (study / ATTEMPTS_FILE).exists(), "the attempt to be moved aside")
+        wait_for(lambda: (study / ATTEMPTS_FILE).exists(), seen=lambda: "the attempt to be moved aside")
         # 2. the whole study is lost while a later attempt runs (the cells die with the runner)
-        _wait_for(lambda: _campaign_started(study), "the next campaign to start")
+        wait_for(lambda: _campaign_started(study), seen=lambda: "the next campaign to start")
         runner.kill()
         runner.wait(timeout=60)
     finally:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from helpers.mpi import BY_COUNT, FAST_SIMULATE, launch, status_json
+from helpers.processes import wait_for
 from helpers.store import mounted_tmpfs
 
 from symcc_ulfm.evidence.oracle.judge import judge
@@ -39,17 +40,6 @@ def start(state: Path, *args: str) -> subprocess.Popen:
 def finish(process: subprocess.Popen, timeout: float = 300) -> tuple[int, dict, str]:
     done = launch_process.finish(process, timeout)
     return done.returncode, done.verdict, done.stderr
-
-
-def wait_for(predicate, limit: float = 120.0, seen=None):
-    """The first true value of ``predicate``; after ``limit`` s, fails with what ``seen()`` reports."""
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {limit:g} s" + (f"; {seen()}" if seen else ""))
 
 
 def committed(state: Path) -> bool:
