@@ -128,7 +128,7 @@ bench: setup $(BENCH_STAMP)
 # -- bench-engine / bench-hybrid: the benchmark comparison studies (docs/compare.md): make compare with
 # protocols/compare/engine.json (two stdlib parsers: the Python hybrid against two atheris processes) or
 # hybrid.json (the C targets' harness builds, made first by benchmarks/compare_targets.py into HARNESSES_DIR:
-# our hybrid against AFL++ -M/-S and AFL++ as its parallel-fuzzing guide arranges it). Each runs for hours on 2
+# our hybrid against AFL++ as its parallel-fuzzing guide arranges it). Each runs for hours on 2
 # cores: take one up again with COMPARE_OUT=<its directory> COMPARE_ARGS=--resume.
 HARNESSES_DIR ?= $(if $(wildcard /work/scratch),/work/scratch/compare-harnesses,runs/compare-harnesses)
 .PHONY: bench-engine bench-hybrid
