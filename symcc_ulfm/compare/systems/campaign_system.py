@@ -40,6 +40,7 @@ CELL_OPTIONS = ("--state-dir", "--deadline", "--target", "--harness", "--seeds",
                 "--warm-spares", "--json", "--seed", "--failure-schedule", "--run-to-deadline", "--keep",
                 "--resume")
 WAL_COUNTS = ("analyzed", "generated", "unique", "novel")
+STATE_DIR = "state"  # the campaign's state directory, in the cell's system directory
 
 
 def window_args(seconds: float, workers: int, stop_after: int = 0) -> list[str]:
@@ -67,7 +68,7 @@ def validate(field: str, system: dict) -> None:
 
 def start(system: dict, target: StudyTarget, work: Path, seeds_dir: Path, window_s: float, cores: Sequence[int],
           seed: int) -> Started:
-    state = work / "state"
+    state = work / STATE_DIR
     args = [*target.launch_args(), "--seeds", str(seeds_dir), *system.get("launch", []),
             *window_args(window_s, len(cores)), "--seed", str(seed)]
     command = json_child.command(state, args)
