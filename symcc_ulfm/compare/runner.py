@@ -358,8 +358,8 @@ def compute_mechanism(out: Path, protocol: dict, selection: dict) -> dict:
             continue
         try:
             summaries[name] = mechanism(out / CELLS_DIR / name / SYSTEM_DIR / STATE_DIR)
-        except (OSError, SymccUlfmError, ValueError, KeyError, TypeError) as exc:
-            summaries[name] = f"{type(exc).__name__}: {exc}"
+        except (OSError, SymccUlfmError, ValueError, KeyError, TypeError) as exc:  # paths relative: the study may move
+            summaries[name] = f"{type(exc).__name__}: {exc}".replace(f"{out}{os.sep}", "")
     return {**analyze_mechanism(protocol, selection, summaries), "protocol_sha256": selection["protocol_sha256"]}
 
 

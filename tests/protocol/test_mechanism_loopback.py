@@ -1,7 +1,7 @@
-"""The mechanism summary (``evidence.mechanism``) of a real hybrid campaign: the real master and
-two real workers, a ``simfuzz`` fuzzer and a ``simulate`` analysis worker, on the loopback
-transport, ended by a budget of results per worker. Its figures are recounted here from the done
-WAL records by hand; the command line prints the same summary."""
+"""The mechanism summary (``evidence.mechanism``) of a real hybrid campaign (``helpers.hybrid_state``:
+the real master and two real workers, a ``simfuzz`` fuzzer and a ``simulate`` analysis worker, on
+the loopback transport). Its figures are recounted here from the done WAL records by hand; the
+command line prints the same summary; a study summarises a campaign cell from its state."""
 
 from __future__ import annotations
 
@@ -9,19 +9,7 @@ import json
 import shutil
 
 import pytest
-from scenarios import (
-    MASTER,
-    MASTER_ROLE,
-    PEER,
-    SEED,
-    W1,
-    W2,
-    WORKER_ROLE,
-    Peer,
-    Scenario,
-    Stage,
-    run_loopback,
-)
+from helpers.hybrid_state import hybrid_state
 
 from symcc_ulfm.cli.main import main
 from symcc_ulfm.core.coverage import edge_of, is_branch_coverage
@@ -30,19 +18,10 @@ from symcc_ulfm.evidence.timeline import done_records, handoffs
 from symcc_ulfm.store.paths import StateDir
 from symcc_ulfm.store.runlog import read_events
 
-HYBRID = Scenario("mechanism-of-a-hybrid", (Stage({MASTER: MASTER_ROLE, W1: WORKER_ROLE, W2: WORKER_ROLE,
-                                                   PEER: Peer()}),),
-                  check=lambda root, observed: None, seeds=(SEED,), stop_after=6, idle="wait",
-                  options={"cost_s": 0, "children": 3, "space": 400, "edges": 120,
-                           "simfuzz": {"kept": 3, "space": 400, "edges": 120}},
-                  worker_kinds="simfuzz:1,simulate:1")
-
 
 @pytest.fixture(scope="module")
 def state(tmp_path_factory):
-    root = tmp_path_factory.mktemp("mechanism")
-    run_loopback(root, HYBRID)
-    return root
+    return hybrid_state(tmp_path_factory.mktemp("mechanism"))
 
 
 def recount(root) -> tuple[dict[str, set[int]], dict[int, str]]:
