@@ -29,7 +29,7 @@ by the masters' ``commit`` log lines:
 * **CPU**: the sum of the manifests' ``cpu_seconds`` (the CPU of the worker's processes since its
   previous lease ended, ``runtime.worker_loop``) per kind, its share of all kinds' CPU, and
   ``edges_first_per_cpu_s``: edges first per CPU second. None where a record has no
-  ``cpu_seconds`` (a campaign run before it was measured).
+  ``cpu_seconds`` (a campaign without worker kinds, or run before it was measured).
 
 Limits. These are figures of what the campaign *kept*: a fuzzer keeps an input only for bits new to
 its own map (AFL++: hit counts included), and under ``--keep novel`` an analysis worker's test

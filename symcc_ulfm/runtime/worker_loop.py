@@ -60,7 +60,10 @@ class WorkerLoop:
         self.sync_before_result = ctx.peers[self.master]["host"] != ctx.peers[ctx.stable]["host"]
         self.executed = 0
         ctx.held(ctx.kind)  # the rank's own executor (its sandbox), started now and kept across generations
-        self.cpu_mark = tree_cpu_seconds()  # the CPU this rank's processes had used when the last lease ended
+        # the CPU this rank's processes had used when its last lease ended: measured in campaigns with worker
+        # kinds (CPU per kind), where a lease is seconds long; not where the cost of one /proc pass per lease
+        # (2 ms among 80 processes) would show in a short lease's overhead (the scaling studies')
+        self.cpu_mark = tree_cpu_seconds() if ctx.policy.worker_kinds else None
         self.adversary = adversary_mode(ctx.stable) if self.gen == 0 else None
         self.give_up = worker_give_up(ctx.deadline, ctx.policy.timeouts)
         self.queue: deque[dict] = deque()  # leased WORK in the order the master sent it
@@ -186,7 +189,8 @@ class WorkerLoop:
             except (IntegrityError, SymccUlfmError) as exc:
                 error = _error_text(exc)
         stats["seconds"] = time.perf_counter() - started
-        self._count_cpu(stats)
+        if self.cpu_mark is not None:
+            self._count_cpu(stats)
         self.executed += 1
         try:
             return envelope.encode("RESULT", self.limit, **fence, candidates=candidates, findings=findings,
@@ -208,12 +212,12 @@ class WorkerLoop:
                 findings = [f for f in findings if f["sha256"] in named]
 
     def _count_cpu(self, stats: dict[str, float]) -> None:
-        """``cpu_seconds``: the CPU this rank and all it started used since the previous lease ended
-        (or since the worker's executor was up in this generation), so a fuzzer that runs on between
-        slices is counted with the next slice and a worker's leases add up to all of its CPU time but
-        that after its last one (``runtime.process_cpu``). An amount the master would refuse (more
-        than a lease may take, ``core.master.report.check_stats``: a long wait, or many processes
-        at once) is left out rather than lose the result, and logged."""
+        """``cpu_seconds``, in a campaign with worker kinds: the CPU this rank and all it started
+        used since its previous lease ended (or since its executor was up in this generation), so a
+        fuzzer that runs on between slices is counted with the next slice and a worker's leases add
+        up to all of its CPU time but that after its last one (``runtime.process_cpu``). An amount
+        the master would refuse (more than a lease may take, ``core.master.report.check_stats``: a
+        long wait, or many processes at once) is left out rather than lose the result, and logged."""
         now = tree_cpu_seconds()
         spent, self.cpu_mark = round(max(0.0, now - self.cpu_mark), 3), now
         try:

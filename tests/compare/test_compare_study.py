@@ -52,10 +52,11 @@ def test_known_direction_sealed_and_verified(tmp_path):
         assert all(a[1] <= b[1] for a, b in zip(curve, curve[1:], strict=False))
         assert result["cores"] == [result["cores"][0]]  # pinned to one core, as the protocol says
         assert result["placement"]["host"] and result["placement"]["slurm_step"] is None
-    mechanism = read_json(study / "analysis" / "mechanism.json")  # one kind: no ratio, CPU measured
+    mechanism = read_json(study / "analysis" / "mechanism.json")  # one kind: no ratio, no CPU per kind
     assert sorted(mechanism["cells"]) == sorted(n for n in report["cells_complete"] if n.endswith(".fuzz"))
     assert mechanism["unreadable"] == [] and mechanism["targets"]["tok"]["fuzz"]["hybrid_cells"] == 0
-    assert all(cell["cpu_seconds"] is not None and cell["single_kind"] for cell in mechanism["cells"].values())
+    assert all(cell["edges"] > 0 and cell["single_kind"] and cell["cpu_seconds"] is None
+               for cell in mechanism["cells"].values())
     seal(study)
     verified = verify_compare(study, remeasure=True)
     assert verified["passed"], verified["problems"]
