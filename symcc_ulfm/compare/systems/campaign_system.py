@@ -21,7 +21,6 @@ hand-off medians between kinds.
 from __future__ import annotations
 
 import contextlib
-import statistics
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -110,11 +109,12 @@ def summary(done: json_child.Launched, state: Path, handoffs: bool) -> dict:
 
 def handoff_medians(state: Path) -> dict[str, dict]:
     """Seconds from an input's publication to its first use by a worker of another kind
-    (``evidence.timeline.handoffs``): count and median in each direction."""
+    (``evidence.timeline.handoffs``): count, median and 90th percentile in each direction
+    (``evidence.mechanism.latency``)."""
+    from ...evidence.mechanism import latency
     from ...evidence.timeline import handoffs
 
-    return {direction: {"n": len(times), "median_s": round(statistics.median(times), 2) if times else None}
-            for direction, times in handoffs(state).items()}
+    return {direction: latency(times) for direction, times in handoffs(state).items()}
 
 
 def campaign_failure(state: Path, done: json_child.Launched) -> str:
