@@ -37,9 +37,9 @@ case that added nothing to the campaign's coverage is dropped unmeasured, so an 
 executed again without keeping an input for it is not seen: the redundancy is a lower bound of
 the re-exploration. The seeds' own coverage is not recorded in the state, so an edge the seeds
 already reached counts as first reached by whichever kind first kept an input through it. The
-commit order of two masters is that of their hosts' clocks. CPU is counted for committed leases
-only: a lease lost with its worker, a slice that lapsed, and a worker's time after its last
-lease are not in it.
+commit order of two masters is that of their hosts' clocks. CPU is the workers' for committed
+leases only: the masters' CPU, a lease lost with its worker, a slice that lapsed, and a worker's
+time after its last lease are in no kind's.
 """
 
 from __future__ import annotations
