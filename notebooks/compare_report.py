@@ -17,12 +17,13 @@
 # # A comparison study: systems x targets x trials, FuzzBench's statistics
 #
 # Reads what the study runner wrote into a study directory (`protocol.json`,
-# `cells/*/result.json`, `selection.json`, `analysis/compare.json`) and shows which cells count,
-# per target each system's final coverage (median, IQR) against the reference (two-sided
+# `cells/*/result.json`, `selection.json`, `analysis/compare.json` and `analysis/mechanism.json`)
+# and shows which cells count, per target each system's final coverage (median, IQR) against the reference (two-sided
 # Mann-Whitney U, Vargha-Delaney A12: above 0.5 the system reaches more), coverage over time with
-# bands, time to first finding (Kaplan-Meier, censored at the window), ranks, and every claim the
-# data cannot carry with its reason. The analysis is recomputed from the cells here and must equal
-# the recorded one, so a failed check fails the notebook (papermill exits non-zero).
+# bands, time to first finding (Kaplan-Meier, censored at the window), ranks, every claim the
+# data cannot carry with its reason, and what each worker kind of the campaign cells added. The
+# analysis is recomputed from the cells here and must equal the recorded one, so a failed check
+# fails the notebook (papermill exits non-zero).
 
 # %% tags=["parameters"]
 study_dir = None  # the study directory (required)
@@ -51,7 +52,8 @@ display(Markdown("| protocol | |\n|---|---|\n" + "\n".join(f"| {k} | `{json.dump
 # ## The oracle check
 #
 # `selection.json` and `analysis/compare.json` must be exactly what the analysis computes from the
-# cells' results (and the attempts the selection recorded).
+# cells' results (and the attempts the selection recorded), and `analysis/mechanism.json` what the
+# campaign cells' states give.
 
 # %%
 selection, recomputed = runner.compute_analysis(root, protocol, study["plan"])
@@ -59,6 +61,13 @@ recorded = result
 assert json.loads(json.dumps(selection)) == study["selection"], "selection.json differs from the recomputed selection"
 assert json.loads(json.dumps(recomputed)) == recorded, "analysis/compare.json differs from the recomputed analysis"
 print(f"oracle check: selection and analysis recomputed from {len(study['results'])} cell results: equal")
+mechanism = runner.compute_mechanism(root, protocol, selection)
+if study["mechanism"] is None:
+    print("analysis/mechanism.json: not recorded (a study made before it was): computed here from the cells")
+else:
+    assert json.loads(json.dumps(mechanism)) == study["mechanism"], \
+        "analysis/mechanism.json differs from the recomputed mechanism"
+    print(f"oracle check: the mechanism of {len(mechanism['cells'])} campaign cells recomputed from their states: equal")
 
 # %% [markdown]
 # ## Selection and refusals
@@ -76,6 +85,19 @@ for target in result["targets"]:
     display(Markdown(f"### {target}\n\n{shown[f'target:{target}']}"))
 for title, name in (("Time to first finding", "survival"), ("Findings", "findings"), ("Ranks", "ranks")):
     display(Markdown(f"### {title}\n\n{shown[name]}"))
+
+# %% [markdown]
+# ## What each kind of a campaign added
+#
+# For every counted campaign cell, from its campaign's state (`cells/<cell>/system/state`): the
+# redundant-edge ratio (of the edges the analysis kinds' kept inputs reach, the share the fuzzer
+# kinds' reach too), the hand-off times between the kinds, each kind's share of the CPU time and
+# its edges reached first per CPU second; per target and system the median and IQR over the
+# trials (`analysis/mechanism.json`). A system of one kind has no ratio. Definitions and limits:
+# docs/worker-kinds.md, "What each kind adds".
+
+# %%
+display(Markdown(tables.mechanism_table(mechanism)))
 
 # %% [markdown]
 # ## Figures

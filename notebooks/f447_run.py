@@ -68,7 +68,7 @@ from IPython.display import HTML, Markdown, display
 
 from symcc_ulfm import plots
 from symcc_ulfm.core.modes import modes_from_env
-from symcc_ulfm.evidence import provenance, rundir, timeline
+from symcc_ulfm.evidence import mechanism, provenance, rundir, timeline
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.evidence.verify import verify
 from symcc_ulfm.executors.seed_dirs import read_seeds
@@ -159,6 +159,24 @@ if attribution:
 # %%
 failures = [f"oracle: {p}" for p in verdict["problems"]] + engines.problems()
 assert verdict["passed"] and engines.as_scheduled, "run FAILED:\n" + "\n".join(failures)
+
+# %% [markdown]
+# ## What each kind added
+#
+# For a hybrid run (`worker_kinds`), per worker kind: the edges its kept inputs reach, those it
+# reached first (in commit order), the edges both the analysis and the fuzzer side reached (the
+# redundant-edge ratio: of one side's edges, the share the other side reached too) and who reached
+# them first, hand-off times between the kinds, and the CPU time of each kind
+# (`symcc_ulfm.evidence.mechanism`; `symcc-ulfm mechanism` prints the same; the definitions and
+# their limits are in docs/worker-kinds.md, "What each kind adds"), computed from the state directory.
+
+# %%
+added = mechanism.mechanism(state.root)
+if worker_kinds:
+    display(Markdown(mechanism.markdown(added)))
+else:
+    print(f"single kind ({policy.executor} in every worker slot): nothing to compare between kinds; "
+          f"{added['edges']} edges, CPU {added['cpu_seconds']} s")
 
 # %% [markdown]
 # ## Findings, each replayed

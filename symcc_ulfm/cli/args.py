@@ -184,6 +184,12 @@ def build_parser() -> CommandParser:
     p.add_argument("--watch", type=_watch_seconds, nargs="?", const=2.0, default=None, metavar="SECONDS",
                    help="redraw every SECONDS (default 2) until the campaign has ended or Ctrl-C")
 
+    p = command("mechanism", help="what each worker kind of a finished campaign added: edges, edges first, the "
+                                  "edges the analysis and fuzzer kinds both reached, hand-off times, CPU per kind "
+                                  "(docs/worker-kinds.md, \"What each kind adds\")")
+    p.add_argument("dir", help="a state directory, or a run directory holding one")
+    p.add_argument("--json", action="store_true")
+
     p = command("replay", help="re-run a finding's input (or --input FILE), contained, --repeat times; "
                                       "exit 0 when its measured reproduction rate is at least --min-rate")
     p.add_argument("dir", nargs="?", help="a state, run or explore --out directory (not with --input)")

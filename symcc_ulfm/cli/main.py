@@ -99,6 +99,17 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
 
 
+def cmd_mechanism(args: argparse.Namespace) -> int:
+    from ..evidence.mechanism import markdown, mechanism
+    from ..evidence.oracle.judge import locate_state
+
+    state = locate_state(args.dir)
+    _refuse_running(state)
+    summary = mechanism(state)
+    emit(args, summary, markdown(summary))
+    return 0
+
+
 def _triage_run(args: argparse.Namespace):
     """``--input FILE --target T``, or ``DIR FINDING``, as replay and minimize take them; the
     file's Run, or None for a finding."""
@@ -325,6 +336,7 @@ COMMANDS = {
     "oracle": cmd_oracle,
     "findings": cmd_findings,
     "status": cmd_status,
+    "mechanism": cmd_mechanism,
     "replay": cmd_replay,
     "minimize": cmd_minimize,
     "sarif": cmd_sarif,

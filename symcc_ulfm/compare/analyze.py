@@ -25,6 +25,13 @@ carry is refused with its reason, in place and in ``refusals``: a pair where eit
 than ``min_trials`` counted cells (its medians are still shown, ``below_min_trials`` marks them),
 a target whose reference has no counted cell, a critical difference without enough systems or
 targets. Trials are independent samples, as FuzzBench treats them (unpaired tests).
+
+:func:`analyze_mechanism`, also pure, lays out what each worker kind of every counted campaign
+cell added (``evidence.mechanism``: the runner computes it from ``cells/<cell>/system/state``)
+into the mechanism record (``analysis/mechanism.json``): per target and campaign system, over its
+trials, the redundant-edge ratio, the median hand-off time each way, each kind's CPU share and its
+edges first per CPU second, each as n, median, IQR and range; a cell whose state could not be
+summarised is listed with the reason.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from ..stats import fuzzbench as stats
 from .design import cell_name, plan, reference_of
 
 FORMAT = "symcc-ulfm-compare-analysis/1"
+MECHANISM_FORMAT = "symcc-ulfm-compare-mechanism/1"
 SELECTION_FORMAT = "symcc-ulfm-compare-selection/1"
 CELL_FORMAT = "symcc-ulfm-compare-cell/1"
 _CELL_NAME = re.compile(r"(0|[1-9][0-9]*)\.([a-z0-9][a-z0-9_+-]*)\.([a-z0-9][a-z0-9_+-]*)")
@@ -248,3 +256,50 @@ def analyze(protocol: dict, results: dict[str, dict | None], attempts: list[dict
     }
     return selection, analysis
 
+
+
+def _over_trials(summaries: list[dict]) -> dict:
+    """The mechanism figures of one system's cells on one target, each described over the trials
+    that have it (a single-kind cell has no ratio; a kind's figures where it ran)."""
+    kinds = sorted({kind for summary in summaries for kind in summary["kinds"]})
+
+    def over(values) -> dict:
+        return stats.describe([v for v in values if v is not None])
+
+    return {
+        "cells": len(summaries),
+        "hybrid_cells": sum(1 for summary in summaries if not summary["single_kind"]),
+        "redundant_edge_ratio": over(summary["redundant_edge_ratio"] for summary in summaries),
+        "handoff_median_s": {direction: over(summary["handoffs"].get(direction, {}).get("median_s")
+                                             for summary in summaries) for direction in ("to_analysis", "to_fuzzers")},
+        "kinds": {kind: {"family": next(s["kinds"][kind]["family"] for s in summaries if kind in s["kinds"]),
+                         **{figure: over(s["kinds"][kind][figure] for s in summaries if kind in s["kinds"])
+                            for figure in ("edges", "edges_first", "cpu_share", "edges_first_per_cpu_s")}}
+                  for kind in kinds},
+    }
+
+
+def analyze_mechanism(protocol: dict, selection: dict, summaries: dict[str, dict | str]) -> dict:
+    """The mechanism record of the counted campaign cells: ``summaries`` maps each to its
+    ``evidence.mechanism`` summary, or to why there is none (module docstring)."""
+    counted = set(selection["counted_cells"])
+    grouped: dict[str, dict[str, list[dict]]] = {}
+    cells, unreadable = {}, []
+    for name in sorted(summaries, key=lambda n: (_sort_key(n), n)):
+        if name not in counted:
+            continue
+        summary = summaries[name]
+        if isinstance(summary, str):
+            unreadable.append({"cell": name, "reason": summary})
+            continue
+        _, target, system = _CELL_NAME.fullmatch(name).groups()
+        grouped.setdefault(target, {}).setdefault(system, []).append(summary)
+        cells[name] = summary
+    return {
+        "format": MECHANISM_FORMAT,
+        "systems": sorted(s for s, spec in protocol["systems"].items() if spec["kind"] == "campaign"),
+        "targets": {target: {system: _over_trials(found) for system, found in sorted(systems.items())}
+                    for target, systems in sorted(grouped.items())},
+        "cells": cells,
+        "unreadable": unreadable,
+    }

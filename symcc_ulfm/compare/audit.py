@@ -10,7 +10,8 @@ Beyond the seal (the strict check of :func:`symcc_ulfm.evidence.verify.check_sea
 - a campaign cell's state recomputes (independent verifier and a fresh oracle) to one
   ``result_sha256``, and an ``ok`` campaign cell's campaign passed;
 - every attempt moved aside is where ``attempts.json`` says;
-- ``selection.json`` and ``analysis/compare.json`` are what the analysis computes from the cells;
+- ``selection.json`` and ``analysis/compare.json`` are what the analysis computes from the cells,
+  and so is ``analysis/mechanism.json`` where the study has one (a study made before it has none);
 - the report names the failed cells;
 - with ``remeasure``: the one measurer, run again on each ``ok`` cell's kept inputs, gives the
   recorded final coverage, curve and finding signatures.
@@ -39,13 +40,16 @@ from .runner import (
     ANALYSIS_DIR,
     ANALYSIS_FILE,
     ATTEMPTS_FILE,
+    MECHANISM_FILE,
     PROVENANCE_FILE,
     REPORT_FILE,
     SELECTION_FILE,
     compute_analysis,
+    compute_mechanism,
     is_ok,
 )
 from .study_targets import resolve
+from .systems.campaign_system import STATE_DIR
 
 
 def _documents(root: Path, problems: list[str]) -> tuple[dict | None, dict | None]:
@@ -63,7 +67,8 @@ def _documents(root: Path, problems: list[str]) -> tuple[dict | None, dict | Non
     if (root / PLAN_FILE).is_file() and read_bytes(root / PLAN_FILE) != canonical_json(plan):
         problems.append(f"{PLAN_FILE}: is not the plan of {PROTOCOL_FILE}")
     sha = plan["protocol_sha256"]
-    for rel in (PLAN_FILE, PROVENANCE_FILE, REPORT_FILE, SELECTION_FILE, f"{ANALYSIS_DIR}/{ANALYSIS_FILE}"):
+    mechanism = [f"{ANALYSIS_DIR}/{MECHANISM_FILE}"] if (root / ANALYSIS_DIR / MECHANISM_FILE).is_file() else []
+    for rel in (PLAN_FILE, PROVENANCE_FILE, REPORT_FILE, SELECTION_FILE, f"{ANALYSIS_DIR}/{ANALYSIS_FILE}", *mechanism):
         document = json_or_problem(root / rel, problems, rel)
         if isinstance(document, dict) and document.get("protocol_sha256") != sha:
             problems.append(f"{rel}: names protocol {str(document.get('protocol_sha256'))[:12]}, not {sha[:12]}")
@@ -90,7 +95,7 @@ def _kept_inputs(cell: Path, rel: str, result: dict, problems: list[str]) -> Non
 
 
 def _campaign(cell: Path, rel: str, result: dict, problems: list[str]) -> None:
-    state = cell / SYSTEM_DIR / "state"
+    state = cell / SYSTEM_DIR / STATE_DIR
     try:
         mine = recompute(state)
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
@@ -167,7 +172,10 @@ def verify_compare(path: str | Path, remeasure: bool = False) -> dict[str, Any]:
         if sorted(report.get("cells_failed", [])) != sorted(failed):
             problems.append(f"{REPORT_FILE}: cells_failed {report.get('cells_failed')} != the failed cells {failed}")
         selection, analysis = compute_analysis(root, protocol, plan)
-        for rel, fresh in ((SELECTION_FILE, selection), (f"{ANALYSIS_DIR}/{ANALYSIS_FILE}", analysis)):
+        fresh_records = [(SELECTION_FILE, selection), (f"{ANALYSIS_DIR}/{ANALYSIS_FILE}", analysis)]
+        if (root / ANALYSIS_DIR / MECHANISM_FILE).is_file():  # a study made before it was recorded has none
+            fresh_records.append((f"{ANALYSIS_DIR}/{MECHANISM_FILE}", compute_mechanism(root, protocol, selection)))
+        for rel, fresh in fresh_records:
             if (root / rel).is_file() and json.loads(read_bytes(root / rel)) != json.loads(dumps(fresh)):
                 problems.append(f"{rel}: differs from the analysis of the cells")
         if (root / ANALYSIS_DIR / ANALYSIS_FILE).is_file():

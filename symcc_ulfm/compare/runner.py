@@ -45,16 +45,24 @@ from pathlib import Path
 from typing import Any
 
 from ..core.canonical import canonical_json, digest
-from ..errors import ConfigError, Interrupted, MatrixCellsFailed, ProvenanceChanged, StoreError
+from ..errors import (
+    ConfigError,
+    Interrupted,
+    MatrixCellsFailed,
+    ProvenanceChanged,
+    StoreError,
+    SymccUlfmError,
+)
 from ..evidence import provenance
 from ..experiment.jsonfile import DIR_MODE, read_json, write_json, write_or_match
 from ..launch.job import die_with_parent, stopped_by_signals
 from ..store.dirs import ensure_dir
 from . import design as protocols
-from .analyze import analyze
-from .cell_run import CELLS_DIR, COMPLETE_MARKER, PLAN_FILE, PROTOCOL_FILE, RESULT_FILE
+from .analyze import analyze, analyze_mechanism
+from .cell_run import CELLS_DIR, COMPLETE_MARKER, PLAN_FILE, PROTOCOL_FILE, RESULT_FILE, SYSTEM_DIR
 from .placement import core_sets, kill_group, step_prefix, step_slots
 from .study_targets import BINARY, resolve
+from .systems.campaign_system import STATE_DIR
 from .systems.spawned import pinned
 
 PROVENANCE_FILE = "provenance.json"
@@ -63,6 +71,7 @@ REPORT_FILE = "report.json"
 SELECTION_FILE = "selection.json"
 ANALYSIS_DIR = "analysis"
 ANALYSIS_FILE = "compare.json"
+MECHANISM_FILE = "mechanism.json"  # in ANALYSIS_DIR: what each worker kind of the campaign cells added
 LOGS_DIR = "logs"
 ATTEMPTS_DIR = ".attempts"
 STUDY_PREFIX = "compare"
@@ -338,10 +347,28 @@ def compute_analysis(out: Path, protocol: dict, plan: dict) -> tuple[dict, dict]
     return {**selection, "protocol_sha256": sha}, {**analysis, "protocol_sha256": sha}
 
 
+def compute_mechanism(out: Path, protocol: dict, selection: dict) -> dict:
+    """What ``analysis/mechanism.json`` holds: :func:`.analyze.analyze_mechanism` of each counted
+    campaign cell's state (``evidence.mechanism``), naming the protocol."""
+    from ..evidence.mechanism import mechanism
+
+    summaries: dict[str, dict | str] = {}
+    for name in selection["counted_cells"]:
+        if protocol["systems"][name.rsplit(".", 1)[1]]["kind"] != "campaign":
+            continue
+        try:
+            summaries[name] = mechanism(out / CELLS_DIR / name / SYSTEM_DIR / STATE_DIR)
+        except (OSError, SymccUlfmError, ValueError, KeyError, TypeError) as exc:  # paths relative: the study may move
+            summaries[name] = f"{type(exc).__name__}: {exc}".replace(f"{out}{os.sep}", "")
+    return {**analyze_mechanism(protocol, selection, summaries), "protocol_sha256": selection["protocol_sha256"]}
+
+
 def write_analysis(out: Path, protocol: dict, plan: dict) -> tuple[dict, dict]:
     selection, analysis = compute_analysis(out, protocol, plan)
     write_json(out / SELECTION_FILE, selection)
-    write_json(ensure_dir(out / ANALYSIS_DIR, DIR_MODE) / ANALYSIS_FILE, analysis)
+    analysis_dir = ensure_dir(out / ANALYSIS_DIR, DIR_MODE)
+    write_json(analysis_dir / ANALYSIS_FILE, analysis)
+    write_json(analysis_dir / MECHANISM_FILE, compute_mechanism(out, protocol, selection))
     return selection, analysis
 
 

@@ -14,19 +14,22 @@ from typing import Any
 from ..experiment.jsonfile import read_json
 from . import design
 from .cell_run import PROTOCOL_FILE
-from .runner import ANALYSIS_DIR, ANALYSIS_FILE, SELECTION_FILE, complete_results
+from .runner import ANALYSIS_DIR, ANALYSIS_FILE, MECHANISM_FILE, SELECTION_FILE, complete_results
 
 FIGURES_DIR = "figures"
 
 
 def load_study(path: str | Path) -> dict[str, Any]:
-    """``{protocol, plan, results, selection, analysis}`` of a study directory: the results of its
-    complete cells as the runner reads them (:func:`.runner.complete_results`)."""
+    """``{protocol, plan, results, selection, analysis, mechanism}`` of a study directory: the results
+    of its complete cells as the runner reads them (:func:`.runner.complete_results`); ``mechanism``
+    is None for a study made before ``analysis/mechanism.json`` was recorded."""
     root = Path(path)
     protocol = design.validate(read_json(root / PROTOCOL_FILE))
     plan = design.plan(protocol)
+    mechanism = root / ANALYSIS_DIR / MECHANISM_FILE
     return {"protocol": protocol, "plan": plan, "results": complete_results(root, plan),
-            "selection": read_json(root / SELECTION_FILE), "analysis": read_json(root / ANALYSIS_DIR / ANALYSIS_FILE)}
+            "selection": read_json(root / SELECTION_FILE), "analysis": read_json(root / ANALYSIS_DIR / ANALYSIS_FILE),
+            "mechanism": read_json(mechanism) if mechanism.is_file() else None}
 
 
 def _num(value: float | None, digits: int = 4) -> str:
@@ -114,6 +117,34 @@ def markdown_tables(study: dict) -> dict[str, str]:
             "survival": survival_table(analysis), "findings": findings_table(analysis),
             "ranks": ranks_table(analysis), "selection": selection_table(study["selection"]),
             "refusals": refusals_table(analysis)}
+
+
+def _median_iqr(described: dict, digits: int = 3) -> str:
+    if not described["n"]:
+        return "–"
+    return f"{_num(described['median'], digits)} ({_num(described['q1'], digits)} – {_num(described['q3'], digits)})"
+
+
+def mechanism_table(record: dict) -> str:
+    """Per target and campaign system, over its trials: median (IQR) of the redundant-edge ratio, of
+    the median hand-off time each way, and of each kind's CPU share and edges first per CPU second."""
+    rows = []
+    for target, systems in record["targets"].items():
+        for system, figures in systems.items():
+            kinds = figures["kinds"]
+            rows.append([target, system, f"{figures['hybrid_cells']}/{figures['cells']}",
+                         _median_iqr(figures["redundant_edge_ratio"]),
+                         _median_iqr(figures["handoff_median_s"]["to_analysis"]),
+                         _median_iqr(figures["handoff_median_s"]["to_fuzzers"]),
+                         "; ".join(f"{kind} ({row['family']}) {_median_iqr(row['cpu_share'])}"
+                                   for kind, row in kinds.items()),
+                         "; ".join(f"{kind} {_median_iqr(row['edges_first_per_cpu_s'])}" for kind, row in kinds.items())])
+    header = ["target", "system", "hybrid / cells", "redundant-edge ratio", "hand-off to analysis (s)",
+              "hand-off to fuzzers (s)", "CPU share per kind", "edges first per CPU s"]
+    unreadable = "".join(f"\n\nnot summarised: {u['cell']}: {u['reason']}" for u in record["unreadable"])
+    note = ("\n\nmedian (q1 – q3) over the trials; the hand-off columns are each trial's median. Definitions and "
+            "limits: docs/worker-kinds.md, \"What each kind adds\"")
+    return (_table(header, rows) if rows else "no counted campaign cell") + note + unreadable
 
 
 def chart_rows(study: dict) -> dict[str, list[dict]]:

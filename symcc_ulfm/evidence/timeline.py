@@ -130,21 +130,30 @@ def _per_master(commits: list[dict]) -> list[dict[str, Any]]:
     return [table[k] for k in sorted(table)]
 
 
-def handoffs(state_dir: str | Path) -> dict[str, list[float]]:
-    """Seconds from an input's publication to its first use by a worker of another kind, in a
-    hybrid campaign: ``to_analysis`` (an analysis worker begins a lease on an input a fuzzer
-    found), ``to_fuzzers`` (a fuzzer, also one an idle analysis worker is lent to, is handed an
-    input a worker of another kind found; afl-fuzz then imports it at its next sync). Publication
-    is the master's ``commit`` line of the record that claimed the input; seeds are nobody's find
-    and not counted."""
-    state = StateDir(state_dir)
+def done_records(state: StateDir) -> list[dict]:
+    """The done records of a state directory's WAL (a damaged record raises WalCorruption)."""
     wal = WorkWAL(state.wal, state.root, Corpus(state.corpus, 0o644, 0o600), 0o600)
+    return [record for record in wal.records() if record["state"] == "done"]
+
+
+def handoffs(state_dir: str | Path) -> dict[str, list[float]]:
+    """:func:`handoffs_of` the WAL and the logs of ``state_dir``."""
+    state = StateDir(state_dir)
+    return handoffs_of(done_records(state), read_events(state.logs))
+
+
+def handoffs_of(records: list[dict], events: list[dict]) -> dict[str, list[float]]:
+    """Seconds from an input's publication to its first use by a worker of another kind, in a
+    hybrid campaign, from its done ``records`` and its log ``events`` (:func:`read_events`):
+    ``to_analysis`` (an analysis worker begins a lease on an input a fuzzer found),
+    ``to_fuzzers`` (a fuzzer, also one an idle analysis worker is lent to, is handed an input a
+    worker of another kind found; afl-fuzz then imports it at its next sync). Publication is the
+    master's ``commit`` line of the record that claimed the input; seeds are nobody's find and
+    not counted."""
     found_by: dict[str, tuple[str, str]] = {}  # input -> (its record's work hash, the finder's kind)
-    for record in wal.records():
-        if record["state"] == "done":
-            for name in record["done"]["claimed"]:
-                found_by[name] = (record["work_hash"], record["manifest"]["kind"])
-    events = read_events(state.logs)
+    for record in records:
+        for name in record["done"]["claimed"]:
+            found_by[name] = (record["work_hash"], record["manifest"]["kind"])
     published = {e["work_hash"]: e["t"] for e in events if e["event"] == Event.COMMIT}
     kinds = {(e["rank"], e["generation"]): e.get("kind") for e in events if e["event"] == Event.GENERATION_START}
     out: dict[str, list[float]] = {"to_analysis": [], "to_fuzzers": []}

@@ -39,6 +39,7 @@ from pathlib import Path
 from ..core.budget import job_timeout, ranks_over_s
 from ..core.policy import Policy
 from ..errors import CheckFailed, ConfigError, Interrupted
+from ..executors.sandbox.reaper import proc_stats
 from ..store.deadline_file import read_deadlines
 from ..store.joblock import RanksProbe, open_state_file, ranks_gone
 from ..store.paths import StateDir
@@ -281,15 +282,4 @@ def _reap(session: int, state: StateDir, bound_s: float) -> None:
 
 def session_pids(session: int) -> list[int]:
     """Processes of the session ``session`` (the job's: ``mpiexec`` leads it), from ``/proc``."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 4 and int(fields[4]) == session:  # state ppid pgrp session
-            pids.append(int(entry))
-    return pids
+    return [pid for pid, fields in proc_stats() if int(fields[3]) == session]  # state ppid pgrp session

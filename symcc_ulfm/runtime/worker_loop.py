@@ -28,7 +28,7 @@ from ..core import envelope
 from ..core.budget import worker_give_up
 from ..core.finding import MAX_PER_RESULT
 from ..core.limits import MAX_OBJECT_BYTES
-from ..core.master.report import MAX_COUNT
+from ..core.master.report import MAX_COUNT, check_stats
 from ..core.schedule import Phase
 from ..core.slices import is_descriptor, slice_hash
 from ..errors import IntegrityError, PolicyError, ProtocolError, SymccUlfmError
@@ -38,6 +38,7 @@ from ..store.runlog import Event
 from ..store.staging import WorkerStaging
 from .adversary import adversary_mode, misbehave
 from .backoff import Backoff
+from .process_cpu import tree_cpu_seconds
 from .rank_state import HeldExecutor, RankState
 from .transport import DATA, Transport
 
@@ -59,6 +60,10 @@ class WorkerLoop:
         self.sync_before_result = ctx.peers[self.master]["host"] != ctx.peers[ctx.stable]["host"]
         self.executed = 0
         ctx.held(ctx.kind)  # the rank's own executor (its sandbox), started now and kept across generations
+        # the CPU this rank's processes had used when its last lease ended: measured in campaigns with worker
+        # kinds (CPU per kind), where a lease is seconds long; not where the cost of one /proc pass per lease
+        # (2 ms among 80 processes) would show in a short lease's overhead (the scaling studies')
+        self.cpu_mark = tree_cpu_seconds() if ctx.policy.worker_kinds else None
         self.adversary = adversary_mode(ctx.stable) if self.gen == 0 else None
         self.give_up = worker_give_up(ctx.deadline, ctx.policy.timeouts)
         self.queue: deque[dict] = deque()  # leased WORK in the order the master sent it
@@ -184,6 +189,8 @@ class WorkerLoop:
             except (IntegrityError, SymccUlfmError) as exc:
                 error = _error_text(exc)
         stats["seconds"] = time.perf_counter() - started
+        if self.cpu_mark is not None:
+            self._count_cpu(stats)
         self.executed += 1
         try:
             return envelope.encode("RESULT", self.limit, **fence, candidates=candidates, findings=findings,
@@ -203,6 +210,22 @@ class WorkerLoop:
                 candidates = candidates[:keep]
                 named = {c["sha256"] for c in candidates} | {work["input_hash"]}
                 findings = [f for f in findings if f["sha256"] in named]
+
+    def _count_cpu(self, stats: dict[str, float]) -> None:
+        """``cpu_seconds``, in a campaign with worker kinds: the CPU this rank and all it started
+        used since its previous lease ended (or since its executor was up in this generation), so a
+        fuzzer that runs on between slices is counted with the next slice and a worker's leases add
+        up to all of its CPU time but that after its last one (``runtime.process_cpu``). An amount
+        the master would refuse (more than a lease may take, ``core.master.report.check_stats``: a
+        long wait, or many processes at once) is left out rather than lose the result, and logged."""
+        now = tree_cpu_seconds()
+        spent, self.cpu_mark = round(max(0.0, now - self.cpu_mark), 3), now
+        try:
+            check_stats({"cpu_seconds": spent}, self.ctx.policy.timeouts.lease_s)
+        except ProtocolError as exc:
+            self.ctx.log.limited("cpu-not-reported", "bound", reason=str(exc))
+            return
+        stats["cpu_seconds"] = spent
 
     def _held_for(self, work: dict) -> HeldExecutor:
         """The executor of the work's kind: the worker's own, or for a slice of the idle kind given

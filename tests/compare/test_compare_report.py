@@ -1,17 +1,22 @@
 """notebooks/compare_report.ipynb: paired with its .py and executed for real with papermill on a
 synthetic study directory written here as the study runner writes one: tables with the refusals,
-the figures, and the oracle check, which fails the notebook once the recorded analysis is altered."""
+the figures, what each kind of the hybrid campaign cells added (each holds a real loopback
+campaign's state, ``helpers.hybrid_state``), and the oracle check, which fails the notebook once the
+recorded analysis, or a campaign cell's state under the recorded mechanism, is altered."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import jupytext
 import pytest
+from helpers.hybrid_state import hybrid_state
 from helpers.notebooks import NOTEBOOKS, outputs_text, papermill
 
 from symcc_ulfm.compare import design, runner, tables
+from symcc_ulfm.evidence.mechanism import mechanism
 from symcc_ulfm.experiment.jsonfile import write_json
 
 NOTEBOOK = NOTEBOOKS / "compare_report.ipynb"
@@ -38,9 +43,10 @@ def result(trial: int, target: str, system: str) -> dict:
                         "first_finding_s": first}}
 
 
-def write_study(root: Path) -> None:
+def write_study(root: Path, campaign_state: Path) -> None:
     """As the runner leaves a study: every planned cell complete but two toml seeds cells never run and
-    0.json.hybrid still running (its result.json without COMPLETE), one attempt moved aside."""
+    0.json.hybrid still running (its result.json without COMPLETE), one attempt moved aside; each
+    hybrid cell holds ``campaign_state`` as its campaign's state, but 1.toml.hybrid, which has none."""
     protocol = design.validate(PROTOCOL)
     plan = design.plan(protocol)
     write_json(root / "protocol.json", protocol)
@@ -48,6 +54,8 @@ def write_study(root: Path) -> None:
         if cell["target"] == "toml" and cell["system"] == "seeds" and cell["trial"] >= 3:
             continue
         (root / "cells" / cell["cell"]).mkdir(parents=True)
+        if cell["system"] == "hybrid" and cell["cell"] != "1.toml.hybrid":
+            shutil.copytree(campaign_state, root / "cells" / cell["cell"] / "system" / "state", symlinks=True)
         write_json(root / "cells" / cell["cell"] / "result.json", result(cell["trial"], cell["target"], cell["system"]))
         if cell["cell"] != "0.json.hybrid":
             (root / "cells" / cell["cell"] / "COMPLETE").write_bytes(b"")
@@ -63,7 +71,7 @@ def test_the_report_shows_the_study_draws_its_figures_and_fails_on_an_altered_an
     assert all(not c.get("outputs") for c in from_ipynb.cells)  # stored stripped
     root = tmp_path / "study"
     root.mkdir()
-    write_study(root)
+    write_study(root, hybrid_state(tmp_path / "campaign"))
     done = papermill("compare_report.ipynb", root / "report.ipynb", study_dir=str(root))
     assert done.returncode == 0, done.stderr[-4000:]
     text = outputs_text(root / "report.ipynb")
@@ -72,6 +80,13 @@ def test_the_report_shows_the_study_draws_its_figures_and_fails_on_an_altered_an
     assert "| seeds | 3 * | 11 |" in text and "refused: needs >= 5 counted cells each: seeds has 3, atheris has 5" in text
     assert "| complete |" in text and "0.json.hybrid" in text and "1.json.hybrid" in text
     assert "critical difference refused: needs >= 3 systems and >= 5 targets" in text
+    # what each kind added: one and the same hybrid campaign in every counted hybrid cell
+    added = mechanism(root / "cells" / "2.json.hybrid" / "system" / "state")
+    assert "oracle check: the mechanism of 8 campaign cells recomputed from their states: equal" in text
+    assert f"| json | hybrid | 4/4 | {added['redundant_edge_ratio']:.3g} (" in text
+    assert "| toml | hybrid | 4/4 |" in text
+    assert "not summarised: 1.toml.hybrid: StoreError: cannot list cells/1.toml.hybrid/system/state/wal" in text
+    assert "simfuzz (fuzzer)" in text and "simulate (analysis)" in text
     for name in ("compare-coverage", "compare-final", "compare-survival", "compare-ranks"):
         figure = root / tables.FIGURES_DIR / f"{name}.svg"
         assert figure.stat().st_size > 1000 and figure.with_suffix(".png").is_file(), name
@@ -81,3 +96,8 @@ def test_the_report_shows_the_study_draws_its_figures_and_fails_on_an_altered_an
     write_json(root / "analysis" / "compare.json", recorded)
     altered = papermill("compare_report.ipynb", tmp_path / "altered.ipynb", study_dir=str(root))
     assert altered.returncode != 0 and "analysis/compare.json differs from the recomputed analysis" in altered.stderr
+    (root / "analysis" / "compare.json").unlink()
+    runner.write_analysis(root, design.validate(PROTOCOL), design.plan(design.validate(PROTOCOL)))
+    shutil.rmtree(root / "cells" / "3.json.hybrid" / "system" / "state" / "wal")  # the record no longer follows
+    altered = papermill("compare_report.ipynb", tmp_path / "mechanism.ipynb", study_dir=str(root))
+    assert altered.returncode != 0 and "analysis/mechanism.json differs from the recomputed mechanism" in altered.stderr

@@ -18,7 +18,7 @@ from helpers.processes import wait_for
 from symcc_ulfm.compare.audit import verify_compare
 from symcc_ulfm.compare.runner import ATTEMPTS_FILE, REPORT_FILE, run_study
 from symcc_ulfm.evidence.seal import seal
-from symcc_ulfm.experiment.jsonfile import read_json
+from symcc_ulfm.experiment.jsonfile import read_json, write_json
 
 ROOT = Path(__file__).resolve().parents[2]
 BOUND_S = 240  # a window no passing cell reaches: the campaigns stop by count
@@ -52,10 +52,18 @@ def test_known_direction_sealed_and_verified(tmp_path):
         assert all(a[1] <= b[1] for a, b in zip(curve, curve[1:], strict=False))
         assert result["cores"] == [result["cores"][0]]  # pinned to one core, as the protocol says
         assert result["placement"]["host"] and result["placement"]["slurm_step"] is None
+    mechanism = read_json(study / "analysis" / "mechanism.json")  # one kind: no ratio, no CPU per kind
+    assert sorted(mechanism["cells"]) == sorted(n for n in report["cells_complete"] if n.endswith(".fuzz"))
+    assert mechanism["unreadable"] == [] and mechanism["targets"]["tok"]["fuzz"]["hybrid_cells"] == 0
+    assert all(cell["edges"] > 0 and cell["single_kind"] and cell["cpu_seconds"] is None
+               for cell in mechanism["cells"].values())
     seal(study)
     verified = verify_compare(study, remeasure=True)
     assert verified["passed"], verified["problems"]
     assert verified["cells_checked"] == 8
+    # the verifier catches a changed mechanism record: no longer what the campaign states give
+    write_json(study / "analysis" / "mechanism.json", {**mechanism, "unreadable": [{"cell": "0.tok.fuzz", "reason": "?"}]})
+    assert "analysis/mechanism.json: differs from the analysis of the cells" in verify_compare(study)["problems"]
     # the verifier catches a changed figure: analysis no longer what the cells give
     (study / "cells" / report["cells_complete"][0] / "result.json").write_text("{}")
     assert not verify_compare(study)["passed"]

@@ -91,6 +91,16 @@ def test_the_notebook_runs_seals_and_verifies(tmp_path):
     assert "stderr" not in stream_names(run / "run.ipynb")
     assert any("campaign so far" in svg for svg in outputs_of(run / "run.ipynb", "image/svg+xml"))
     assert (run / "state" / "stats" / "fuzzer_stats").read_text().count("campaign_phase    : finished") == 1
+    assert "single kind (simulate in every worker slot)" in outputs_text(run / "run.ipynb")
+
+
+def test_a_hybrid_run_shows_what_each_kind_added(tmp_path):
+    run = new_run_dir(tmp_path)
+    done = papermill(run / "run.ipynb", run, worker_kinds="simfuzz:1,simulate:1", keep="novel")
+    assert done.returncode == 0, done.stderr[-4000:]
+    (table,) = [t for t in outputs_of(run / "run.ipynb", "text/markdown") if "| kind | family |" in t]
+    assert "| simfuzz | fuzzer |" in table and "| simulate | analysis |" in table
+    assert "redundant-edge ratio (analysis side against the fuzzers)" in table
 
 
 def test_engines_without_ft_fail_closed_and_papermill_exits_non_zero(tmp_path):

@@ -21,7 +21,6 @@ hand-off medians between kinds.
 from __future__ import annotations
 
 import contextlib
-import statistics
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,6 +39,7 @@ CELL_OPTIONS = ("--state-dir", "--deadline", "--target", "--harness", "--seeds",
                 "--warm-spares", "--json", "--seed", "--failure-schedule", "--run-to-deadline", "--keep",
                 "--resume")
 WAL_COUNTS = ("analyzed", "generated", "unique", "novel")
+STATE_DIR = "state"  # the campaign's state directory, in the cell's system directory
 
 
 def window_args(seconds: float, workers: int, stop_after: int = 0) -> list[str]:
@@ -67,7 +67,7 @@ def validate(field: str, system: dict) -> None:
 
 def start(system: dict, target: StudyTarget, work: Path, seeds_dir: Path, window_s: float, cores: Sequence[int],
           seed: int) -> Started:
-    state = work / "state"
+    state = work / STATE_DIR
     args = [*target.launch_args(), "--seeds", str(seeds_dir), *system.get("launch", []),
             *window_args(window_s, len(cores)), "--seed", str(seed)]
     command = json_child.command(state, args)
@@ -109,11 +109,12 @@ def summary(done: json_child.Launched, state: Path, handoffs: bool) -> dict:
 
 def handoff_medians(state: Path) -> dict[str, dict]:
     """Seconds from an input's publication to its first use by a worker of another kind
-    (``evidence.timeline.handoffs``): count and median in each direction."""
+    (``evidence.timeline.handoffs``): count, median and 90th percentile in each direction
+    (``evidence.mechanism.latency``)."""
+    from ...evidence.mechanism import latency
     from ...evidence.timeline import handoffs
 
-    return {direction: {"n": len(times), "median_s": round(statistics.median(times), 2) if times else None}
-            for direction, times in handoffs(state).items()}
+    return {direction: latency(times) for direction, times in handoffs(state).items()}
 
 
 def campaign_failure(state: Path, done: json_child.Launched) -> str:

@@ -4,8 +4,9 @@ A worker's word is not a count: the figures the oracle adds up are derived from 
 master verified. A manifest's ``generated`` is the number of distinct candidates the RESULT
 staged and the master checked (its objects); ``unique`` and ``novel`` come from the corpus
 claims and the master's coverage. The worker's own statistics (``stats``: its count of
-candidates returned, executions, solver queries, seconds, and ``map_size``, the size of the
-coverage map its kind measures with where it has one) are recorded as reported, for profiles,
+candidates returned, executions, solver queries, seconds, the CPU seconds of its processes
+(``cpu_seconds``, ``runtime.worker_loop``), and ``map_size``, the size of the coverage map its
+kind measures with where it has one) are recorded as reported, for profiles,
 plots and ``status``, after :func:`check_stats` has refused anything implausible: an unknown
 key, a negative, fractional or absurd count, a time longer than a lease may run.
 """
@@ -18,7 +19,7 @@ from typing import Any
 from ...errors import ProtocolError
 
 COUNTS = ("generated", "executions", "solver_queries", "sandbox_deaths", "truncated", "map_size")
-TIMES = ("seconds", "run_seconds", "solver_seconds")
+TIMES = ("seconds", "run_seconds", "solver_seconds", "cpu_seconds")
 MAX_COUNT = 10**7  # of anything one lease can do
 
 

@@ -20,6 +20,7 @@ import ctypes
 import os
 import signal
 import time
+from collections.abc import Iterator
 
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 SWEEP_S = 5.0  # how long a sweep looks for a child it was told exists but cannot see
@@ -49,17 +50,22 @@ def children_of(parent: int) -> list[int]:
         pass
     except (OSError, ValueError):
         return []
-    pids = []
+    return [pid for pid, fields in proc_stats() if int(fields[1]) == parent]
+
+
+def proc_stats() -> Iterator[tuple[int, list[bytes]]]:
+    """``(pid, fields)`` of every process ``/proc`` shows, ``fields`` those of its ``stat`` after
+    the parenthesised command name: state, ppid, pgrp, session, ... (``proc(5)``'s field 3 on);
+    a process that ended while it was read is left out."""
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/stat", "rb") as handle:
-                    # The fields after the parenthesised command name: state, ppid, ...
-                    if int(handle.read().rsplit(b")", 1)[1].split()[1]) == parent:
-                        pids.append(int(entry))
-            except (OSError, IndexError, ValueError):
+                    fields = handle.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
                 continue
-    return pids
+            if len(fields) > 14:
+                yield int(entry), fields
 
 
 def sweep_children(spare: frozenset[int] = frozenset()) -> int:
