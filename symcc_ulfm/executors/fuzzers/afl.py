@@ -43,7 +43,7 @@ measurements) are confined the same way to their run directories. So what is col
 the kind is refused (CapabilityError). afl-fuzz is told what its own check of the binary would
 have found (it cannot check a launcher): ``AFL_SKIP_BIN_CHECK``, the binary's map size
 (``AFL_DUMP_MAP_SIZE``, from a confined run) as ``AFL_MAP_SIZE``, and persistent and deferred
-fork-server modes by the binary's signatures, as AFL++'s ``check_binary`` sets them.
+fork-server modes by the binary's signatures, as AFL++'s ``check_binary`` sets them (``.afl_builds``).
 
 The fuzzer is hosted in the worker's sandbox child like the symcc executor (``hosted``), a
 child subreaper (``reaps_own_orphans``): afl-fuzz is that child's child, in a session of its own with
@@ -63,7 +63,6 @@ import contextlib
 import ctypes
 import hashlib
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -75,7 +74,7 @@ from typing import Any
 from ...core.slices import is_descriptor
 from ...errors import CapabilityError, TargetError
 from ..base import Fuzzer, Measurement, RunResult
-from ..binary.afl_coverage import AFL_SHM_MARKER, AflTwin, check_instrumented, which_showmap
+from ..binary.afl_coverage import AflTwin, check_instrumented, which_showmap
 from ..binary.options import DEFAULTS as SYMCC_DEFAULTS
 from ..binary.options import parse_options
 from ..binary.runs import Scratch, clean_env
@@ -83,6 +82,7 @@ from ..dictionary import afl_text, tokens_of
 from ..sandbox import landlock
 from ..sandbox.frames import MAX_EXECUTIONS
 from ..sandbox.reaper import is_subreaper
+from .afl_builds import START_S, cmplog_sha256, dump_map_size, modes_of, read_file
 from .afl_command import check_diversity, check_extra, check_position, flags, variant_of
 from .afl_files import count, execs_done, plotted_execs, read_entry, stats_of
 
@@ -92,10 +92,7 @@ AFL_MAX_FILE = 1024 * 1024  # afl-fuzz skips larger inputs (MAX_FILE) and empty 
 INSTANCE = "worker"
 FOREIGN = "campaign"
 TARGET_DIR = "afl-target"  # beside afl-fuzz's directory: the only one its target may write
-# what AFL++'s check_binary looks for in a binary (and sets for the target) when afl-fuzz can check it
-_MODES = {b"##SIG_AFL_PERSISTENT##": "__AFL_PERSISTENT", b"##SIG_AFL_DEFER_FORKSRV##": "__AFL_DEFER_FORKSRV"}
 FORKSRV_INIT_MS = 10_000  # the confined start of the fork server: a Python start-up before the binary
-START_S = 15.0  # afl-fuzz's start: calibration of the initial inputs (AFL_FAST_CAL)
 PR_SET_PDEATHSIG = 1
 # afl-fuzz's environment wherever it runs (this kind, a study's afl system, the benchmarks): no UI,
 # no CPU binding of its own (the caller pins it), a fast calibration
@@ -130,30 +127,30 @@ class AflFuzzer(Fuzzer):
         if reason is not None:
             raise CapabilityError(f"the afl kind confines the writes of its target with Landlock: {reason}")
         self._binary = os.path.abspath(symcc.afl_binary)
-        data = _read_file("executor_options.afl_binary", self._binary)
+        data = read_file("executor_options.afl_binary", self._binary)
         check_instrumented(symcc.afl_binary, data)
-        self._modes = _modes_of(data)
+        self._modes = modes_of(data)
         self._binary_sha256 = hashlib.sha256(data).hexdigest()
         self._cmplog: str | None = None  # the CmpLog build (afl-fuzz's -c, through the launcher)
         self._cmplog_sha256: dict[str, str] = {}
         if symcc.cmplog_binary is not None:
             self._cmplog = os.path.abspath(symcc.cmplog_binary)
-            self._cmplog_sha256 = {"cmplog_sha256": _cmplog_sha256(self._cmplog, self._modes)}
+            self._cmplog_sha256 = {"cmplog_sha256": cmplog_sha256(self._cmplog, self._modes)}
         self._args = symcc.args
         self._timeout_ms = max(5, round(symcc.measure_timeout_s * 1000))
         fuzz = own.get("afl_fuzz") or shutil.which("afl-fuzz")
         if not fuzz:
             raise TargetError("executor_options.afl.afl_fuzz", "afl-fuzz not on PATH: install AFL++ (apt-get install afl++)")
         self._afl_fuzz = os.path.abspath(fuzz)
-        self._afl_fuzz_sha256 = hashlib.sha256(_read_file("executor_options.afl.afl_fuzz", self._afl_fuzz)).hexdigest()
+        self._afl_fuzz_sha256 = hashlib.sha256(read_file("executor_options.afl.afl_fuzz", self._afl_fuzz)).hexdigest()
         dictionary = own.get("dictionary")
         self._dictionary: str | None = None  # a file of AFL's -x format
         self._tokens: tuple[bytes, ...] = ()  # or the tokens of launch --dictionary, written as one at start
         self._dictionary_sha256 = None
         if isinstance(dictionary, str):
             self._dictionary = os.path.abspath(dictionary)
-            self._dictionary_sha256 = hashlib.sha256(_read_file("executor_options.afl.dictionary",
-                                                                self._dictionary)).hexdigest()
+            self._dictionary_sha256 = hashlib.sha256(read_file("executor_options.afl.dictionary",
+                                                               self._dictionary)).hexdigest()
         elif dictionary is not None:
             self._tokens = tokens_of(dictionary)
             self._dictionary_sha256 = dictionary["sha256"]
@@ -165,7 +162,7 @@ class AflFuzzer(Fuzzer):
         judge = None
         if symcc.sanitizer_binary is not None:
             judge = os.path.abspath(symcc.sanitizer_binary)
-            sanitizer_data = _read_file("executor_options.sanitizer_binary", judge)
+            sanitizer_data = read_file("executor_options.sanitizer_binary", judge)
             self._sanitizer = {"sanitizer_sha256": hashlib.sha256(sanitizer_data).hexdigest()}
         self._twin = AflTwin(self._binary, symcc.afl_showmap or which_showmap(), self._args, symcc.measure_timeout_s,
                              confined=True, judge=judge)
@@ -292,7 +289,7 @@ class AflFuzzer(Fuzzer):
         env = {**clean_env(), **_ENV, **self._modes, **self._variant.env(), "TMPDIR": str(target_dir),
                "AFL_FORKSRV_INIT_TMOUT": str(max(FORKSRV_INIT_MS, 10 * self._timeout_ms))}
         if self._map_size is None:
-            self._map_size = self._dump_map_size(target_dir)
+            self._map_size = dump_map_size(self._binary, target_dir)
         if self._map_size:
             env["AFL_MAP_SIZE"] = self._map_size
         argv = [self._afl_fuzz, "-i", "-" if resume else str(inputs), "-o", str(sync),
@@ -314,32 +311,6 @@ class AflFuzzer(Fuzzer):
         self._wait_started(root, sync)
         self._flush_offered()
         return "resumed" if resume else "fresh"
-
-    def _dump_map_size(self, target_dir: Path) -> str:
-        """The size of the binary's coverage map as its AFL++ runtime reports it (``AFL_DUMP_MAP_SIZE``:
-        it prints it and exits), run confined like afl-fuzz runs it; "" where it reports none."""
-        process = subprocess.Popen(landlock.command([str(target_dir)], [self._binary]), stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=target_dir,
-                                   env={**clean_env(), "TMPDIR": str(target_dir), "AFL_DUMP_MAP_SIZE": "1"},
-                                   start_new_session=True)
-        out, until = b"", time.monotonic() + START_S
-        try:
-            while len(out) < 64:
-                left = until - time.monotonic()
-                if left <= 0 or not select.select([process.stdout], [], [], left)[0]:
-                    raise TargetError("executor_options.afl_binary", f"{self._binary} did not report its map size "
-                                                                     f"(AFL_DUMP_MAP_SIZE) within {START_S:.0f} s")
-                chunk = os.read(process.stdout.fileno(), 64)
-                if not chunk:
-                    break
-                out += chunk
-        finally:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)  # not reaped yet: its pid still names its group
-            process.stdout.close()
-            process.wait()
-        size = out.strip()
-        return size.decode() if size.isdigit() and len(size) <= 9 else ""
 
     def _adopt_directory(self, sync: Path) -> None:
         for sub in ("queue", "crashes", "hangs"):
@@ -436,30 +407,6 @@ class AflFuzzer(Fuzzer):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-
-
-def _modes_of(data: bytes) -> dict[str, str]:
-    return {env: "1" for signature, env in _MODES.items() if signature in data}
-
-
-def _cmplog_sha256(path: str, modes: dict[str, str]) -> str:
-    """The SHA-256 of the CmpLog build at ``path``, an AFL build with the fork-server ``modes`` of
-    the AFL build (afl-fuzz gives both fork servers one environment)."""
-    field = "executor_options.cmplog_binary"
-    data = _read_file(field, path)
-    if AFL_SHM_MARKER not in data:
-        raise TargetError(field, f"{path}: not AFL-instrumented (build it with AFL_LLVM_CMPLOG=1 afl-cc)")
-    if _modes_of(data) != modes:
-        raise TargetError(field, f"{path}: its fork-server modes ({sorted(_modes_of(data))}) are not the AFL "
-                                 f"build's ({sorted(modes)}): a build of another program?")
-    return hashlib.sha256(data).hexdigest()
-
-
-def _read_file(field: str, path: str) -> bytes:
-    if not os.path.isfile(path):
-        raise TargetError(field, f"{path}: no such file")
-    with open(path, "rb") as handle:
-        return handle.read()
 
 
 def _die_with_parent() -> None:
