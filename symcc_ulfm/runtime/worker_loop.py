@@ -245,7 +245,7 @@ class WorkerLoop:
         lease = work["lease"]
         hint = work["hint"]
         result = executor.fuzz(hint) if isinstance(executor, Fuzzer) else executor.run(data, hint)
-        if isinstance(result.notes.get("settings"), dict):  # a fuzzer process started: how (its flags)
+        if isinstance(executor, Fuzzer) and isinstance(result.notes.get("settings"), dict):  # its process started
             self.ctx.log.event(Event.FUZZER_STARTED, kind=hint["kind"], started=result.notes.get("started"),
                                settings=result.notes["settings"])
         hints = result.hints or [None] * len(result.candidates)
