@@ -259,7 +259,7 @@ def test_afl_fuzz_runs_the_cmplog_build_confined_and_solves_what_needs_it(tmp_pa
     crashes = [c for s in slices for c in s.candidates if c[:8] == MAGIC_VALUE]
     assert crashes, [s.notes for s in slices]
     names = os.listdir(tmp_path / "afl-fuzz" / "sync" / "worker" / "crashes")
-    assert [n for n in names if ",op:its," in n], names  # found by CmpLog's input-to-state stage
+    assert [n for n in names if ",op:its" in n], names  # found by CmpLog's input-to-state stage
 
 
 def test_a_cmplog_build_plants_nothing_in_afl_fuzzs_directory(tmp_path):
