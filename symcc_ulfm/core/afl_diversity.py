@@ -73,7 +73,7 @@ PLAIN = Variant()
 def variant(index: int, count: int, cmplog: bool) -> Variant:
     """The settings of the afl-fuzz at position ``index`` of ``count`` (see the module docstring);
     ``cmplog``: whether the campaign has a CmpLog build."""
-    if not 0 <= index < max(count, 1):
+    if not 0 <= index < count:
         raise ValueError(f"position {index} of {count} afl-fuzz instances")
     if index == 0:
         return Variant(main=True, cmplog=MAIN_CMPLOG if cmplog else None)
