@@ -80,7 +80,8 @@ def from_harness(harness: Harness, workers_per_master: int) -> tuple[str, str, d
     """The executor, its target, the executor options and the default worker kinds of a campaign
     on ``harness``'s builds: ``symcc`` on its SymCC build, else ``native`` on its sanitizer build,
     else on its AFL build; ``afl_binary`` its AFL build, ``sanitizer_binary`` its sanitizer build
-    (every kind's failing inputs are judged by it), ``args`` its args, ``harness`` the path and
+    (every kind's failing inputs are judged by it), ``cmplog_binary`` its CmpLog build (afl-fuzz's
+    ``-c``, with its AFL build), ``args`` its args, ``harness`` the path and
     SHA-256 of its manifest (recorded in the policy; each kind checks it when it is built)."""
     builds = {name: str(harness.path(name)) for name in ("afl", "sanitizer", "symcc") if name in harness.builds}
     manifest = harness.root / MANIFEST
@@ -88,6 +89,8 @@ def from_harness(harness: Harness, workers_per_master: int) -> tuple[str, str, d
                                "harness": {"manifest": str(manifest), "sha256": sha256_file(manifest)}}
     if "afl" in builds:
         options["afl_binary"] = builds["afl"]
+        if "cmplog" in harness.builds:
+            options["cmplog_binary"] = str(harness.path("cmplog"))
     if "sanitizer" in builds:
         options["sanitizer_binary"] = builds["sanitizer"]
     if "symcc" in builds:

@@ -5,7 +5,8 @@ A campaign has one *executor* (:data:`_EXECUTORS`: an analysis kind, ``base.Exec
 add *fuzzers* beside it (:data:`_FUZZERS`: worker kinds leased time slices, ``base.Fuzzer``). The
 runtime, the sandbox and the host side ask what a kind needs through this module's functions
 (:func:`is_fuzzer`, :func:`hosted`, :func:`measures_in_batches`, :func:`reaps_own_orphans`,
-:func:`keeps_running_between_slices`, :func:`uses_dictionary`), never the class itself.
+:func:`keeps_running_between_slices`, :func:`varies_by_position`, :func:`uses_dictionary`), never
+the class itself.
 Implementations are imported lazily so that a ``simulate`` campaign never imports z3.
 :func:`create` is what the runtime uses: a kind whose target code runs in its process
 (``hosted``) comes back contained in a sandbox (:class:`~.sandbox.parent.SandboxedExecutor` or
@@ -91,6 +92,22 @@ def keeps_running_between_slices(name: str) -> bool:
     """Whether fuzzer kind ``name`` goes on fuzzing between its slices (``base.Fuzzer``); an analysis
     kind never runs between its leases."""
     return is_fuzzer(name) and _class_of(name).keeps_running_between_slices
+
+
+def varies_by_position(name: str) -> bool:
+    """Whether each instance of fuzzer kind ``name`` takes settings of its own by its position among
+    the campaign's (:func:`at_position`)."""
+    return is_fuzzer(name) and _class_of(name).varies_by_position
+
+
+def at_position(name: str, options: Mapping[str, Any] | None, position: tuple[int, int]) -> dict[str, Any]:
+    """A campaign's ``executor_options`` for the instance of kind ``name`` at ``position`` (index,
+    count) among the campaign's: ``position`` added to the kind's own options."""
+    options = dict(options or {})
+    own = options.get(name) or {}
+    if not isinstance(own, dict):
+        raise PolicyError(f"executor_options.{name}", f"{own!r}: expected an object of {name}'s own options")
+    return {**options, name: {**own, "position": list(position)}}
 
 
 def uses_dictionary(kinds: tuple[str, ...]) -> bool:

@@ -171,6 +171,9 @@ class Fuzzer(Target):
     # Its processes go on fuzzing between its slices (afl-fuzz): an analysis worker lent to it
     # (core.policy ``idle``) closes it before it analyzes again (runtime.rank_state.pause_lent).
     keeps_running_between_slices: ClassVar[bool] = False
+    # Each instance of the campaign runs settings of its own, by its position among them
+    # (core.afl_diversity): the runtime gives it its own option ``position``, [index, count].
+    varies_by_position: ClassVar[bool] = False
 
     @abc.abstractmethod
     def fuzz(self, descriptor: dict[str, Any]) -> RunResult:

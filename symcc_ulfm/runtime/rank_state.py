@@ -8,13 +8,21 @@ import time
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from ..core.afl_diversity import position
 from ..core.budget import epoch_deadline
 from ..core.canonical import digest
 from ..core.deadlines import Deadlines
 from ..core.membership import Membership
 from ..core.policy import Policy
 from ..errors import PolicyError
-from ..executors import Target, create, is_fuzzer, keeps_running_between_slices
+from ..executors import (
+    Target,
+    at_position,
+    create,
+    is_fuzzer,
+    keeps_running_between_slices,
+    varies_by_position,
+)
 from ..store.corpus import Corpus
 from ..store.deadline_file import read_deadlines
 from ..store.dirs import clear_dir, ensure_dir, remove_dir
@@ -30,11 +38,13 @@ from .injection import Injector
 
 @dataclass
 class HeldExecutor:
-    """An executor or a fuzzer a rank runs: its kind, the corpus objects it was offered (a fuzzer),
-    and whether its identity was checked against the campaign's (before its first execution)."""
+    """An executor or a fuzzer a rank runs: its kind, the options it was built with, the corpus
+    objects it was offered (a fuzzer), and whether its identity was checked against the
+    campaign's (before its first execution)."""
 
     kind: str
     executor: Target | None  # None while paused (``RankState.pause_lent``)
+    options: dict | None = None
     offered: set[str] = field(default_factory=set)
     checked: bool = False
 
@@ -103,31 +113,52 @@ class RankState:
     def held(self, kind: str) -> HeldExecutor:
         """The executor that runs work of ``kind``. The rank's own is of its current kind (contained
         when it runs target code), kept across generations while the kind stays; a rank whose slot
-        changes kind starts the other one afresh. For an analysis worker given a slice of
+        changes kind starts the other one afresh. A fuzzer whose settings vary by its position
+        (:meth:`_options`) is started again on its directory when a generation moves it. For an analysis worker given a slice of
         ``lent_kind``, that fuzzer, started in ``lent-<kind>/`` of its scratch and kept there: after
         :meth:`pause_lent` it is started again on that directory (afl-fuzz resumes it and knows what
         it was offered), so it is offered only what is new. The rank's own executor writes in
         ``own/`` beside it: the targets it runs cannot write the lent fuzzer's directory."""
         own = self.kind
+        options = self._options(own, lent=False)
         if self._own is not None and self._own.kind != own:
             self.close_executor()
+        if self._own is not None and self._own.options != options:  # its position moved (a new generation):
+            self._own.executor.close()  # started again with its new settings, on the same directory
+            scratch = ensure_dir(self.state.worker_scratch(self.stable) / "own", self.state.modes.snapshot_dir)
+            self._own.executor = create(own, self.policy.target, options, scratch, self.policy.isolation)
+            self._own.options, self._own.checked = options, False
         if self._own is None:
             scratch = clear_dir(self.state.worker_scratch(self.stable) / "own", self.state.modes.snapshot_dir)
-            self._own = HeldExecutor(own, create(own, self.policy.target, self.policy.executor_options, scratch,
-                                                 self.policy.isolation))
+            self._own = HeldExecutor(own, create(own, self.policy.target, options, scratch, self.policy.isolation),
+                                     options)
         if kind == own:
             return self._own
         if kind != self.lent_kind or is_fuzzer(own):
             raise PolicyError("idle", f"worker {self.stable} ({own}) was given work of {kind!r}: only an analysis "
                                       f"worker runs slices of another kind, the idle kind {self.lent_kind!r}")
+        options = self._options(kind, lent=True)
         if self._lent is None:
-            self._lent = HeldExecutor(kind, None)
+            self._lent = HeldExecutor(kind, None, options)
+        if self._lent.options != options and self._lent.executor is not None:  # its position moved (a new
+            self._lent.executor.close()                                           # generation): started again
+            self._lent.executor = None
+        self._lent.options = options
         if self._lent.executor is None:  # lent for the first time, or again after a pause
             scratch = ensure_dir(self.state.worker_scratch(self.stable) / f"lent-{kind}", self.state.modes.snapshot_dir)
-            self._lent.executor = create(kind, self.policy.target, self.policy.executor_options, scratch,
-                                         self.policy.isolation)
+            self._lent.executor = create(kind, self.policy.target, options, scratch, self.policy.isolation)
             self._lent.checked = False
         return self._lent
+
+    def _options(self, kind: str, lent: bool) -> dict:
+        """The executor options of this worker's executor of ``kind`` (``lent``: the fuzzer it is
+        lent to): the campaign's, with the instance's position among the campaign's fuzzers of
+        ``kind`` in this generation for a kind whose settings vary by it (``core.afl_diversity``)."""
+        if not varies_by_position(kind):
+            return self.policy.executor_options
+        lender = self.policy.executor if self.lent_kind == kind else None
+        return at_position(kind, self.policy.executor_options,
+                           position(self.membership.layout, self.stable, kind, lender, lent))
 
     def pause_lent(self) -> None:
         """Before this analysis worker analyzes again: stop the fuzzer it was lent to if that one

@@ -268,6 +268,9 @@ class WorkerLoop:
         lease = work["lease"]
         hint = work["hint"]
         result = executor.fuzz(hint) if isinstance(executor, Fuzzer) else executor.run(data, hint)
+        if isinstance(executor, Fuzzer) and isinstance(result.notes.get("settings"), dict):  # its process started
+            self.ctx.log.event(Event.FUZZER_STARTED, kind=hint["kind"], started=result.notes.get("started"),
+                               settings=result.notes["settings"])
         hints = result.hints or [None] * len(result.candidates)
         reaches = result.reaches or [()] * len(result.candidates)
         staged: dict[str, tuple[bytes, dict | None]] = {}

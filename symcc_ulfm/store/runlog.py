@@ -54,6 +54,7 @@ class Event(StrEnum):
     # hybrid campaigns only (worker kinds): when a worker took up an input another kind found
     LEASE_START = "lease-start"  # input_hash: an analysis worker begins a lease
     OFFERED = "offered"  # inputs (SHA-256s, at most 256), count, kind: a fuzzer (kind) of this worker was handed them
+    FUZZER_STARTED = "fuzzer-started"  # kind, started, settings: a fuzzer process of this worker started (afl-fuzz)
 
 
 class RankLog:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from helpers.mpi import launch, status_json, wal_accounts
-from helpers.symcc import AFL_MISSING, afl_available, afl_twin, compile_c, stand_in
+from helpers.symcc import AFL_MISSING, CMPLOG, afl_available, afl_twin, cmplog_twin, compile_c, stand_in
 
 from symcc_ulfm.core.slices import descriptor
 from symcc_ulfm.executors import create
@@ -34,6 +34,13 @@ def twin(tmp_path_factory) -> Path:
     if not afl_available():
         pytest.skip(AFL_MISSING)
     return afl_twin(tmp_path_factory.mktemp("afl-twin"))
+
+
+@pytest.fixture(scope="module")
+def twin_cmplog(tmp_path_factory) -> Path:
+    if not afl_available():
+        pytest.skip(AFL_MISSING)
+    return cmplog_twin(tmp_path_factory.mktemp("afl-cmplog"))
 
 
 def afl_processes(root: Path) -> list[int]:
@@ -218,6 +225,76 @@ def test_a_confined_afl_target_keeps_its_persistent_mode(tmp_path):
     assert counts and set(counts) == {4}, counts
 
 
+MAGIC = PLANT.parent / "magic.c"
+MAGIC_VALUE = (0x1BADC0FFEE15DEAD).to_bytes(8, "little")
+
+
+def test_afl_fuzz_runs_the_cmplog_build_confined_and_solves_what_needs_it(tmp_path):
+    """The only afl-fuzz of a campaign is its main instance with CmpLog ``-l 2AT``
+    (core.afl_diversity): afl-fuzz starts the CmpLog build through the launcher (its
+    ``command_line``), and its input-to-state stage (``op:its``) finds the crash behind a whole
+    64-bit compare (tests/fixtures/afl/magic.c) from a seed of other bytes. Slices until the crash
+    (bounded by count)."""
+    if not afl_available():
+        pytest.skip(AFL_MISSING)
+    main = compile_c("afl-cc", tmp_path / "magic", MAGIC)
+    cmplog = compile_c("afl-cc", tmp_path / "magic.cmplog", MAGIC, env=CMPLOG)
+    fuzzer = AflFuzzer(options={"afl_binary": str(main), "cmplog_binary": str(cmplog)})
+    fuzzer.scratch_dir = tmp_path
+    slices = []
+    try:
+        fuzzer.offer([b"AAAAAAAA"])
+        for seq in range(1, 61):
+            slices.append(fuzzer.fuzz(slice_of(seq, 1.0)))
+            if any(s.notes.get("crashes") for s in slices):
+                break
+    finally:
+        fuzzer.close()
+    settings = slices[0].notes["settings"]
+    assert settings["role"] == "main" and settings["cmplog"] == "2AT" and settings["position"] == [0, 1]
+    command_line = afl_stats(tmp_path / "afl-fuzz")["command_line"].split()
+    assert command_line[command_line.index("-c") + 1] == sys.executable  # the launcher, as afl-fuzz's target is
+    assert command_line[command_line.index("--cmplog") + 1] == str(cmplog)
+    assert command_line[command_line.index("-l") + 1] == "2AT" and "-M" in command_line
+    crashes = [c for s in slices for c in s.candidates if c[:8] == MAGIC_VALUE]
+    assert crashes, [s.notes for s in slices]
+    names = os.listdir(tmp_path / "afl-fuzz" / "sync" / "worker" / "crashes")
+    assert [n for n in names if ",op:its" in n], names  # found by CmpLog's input-to-state stage
+
+
+def test_a_cmplog_build_plants_nothing_in_afl_fuzzs_directory(tmp_path):
+    """The hostile target of the test above (tests/fixtures/afl/plant.c) as the campaign's CmpLog
+    build, beside a benign AFL build: afl-fuzz runs it for its CmpLog stage, through the launcher,
+    and each of its attempts to write afl-fuzz's finds is refused; nothing planted is returned."""
+    if not afl_available():
+        pytest.skip(AFL_MISSING)
+    main = compile_c("afl-cc", tmp_path / "magic", MAGIC)
+    hostile = compile_c("afl-cc", tmp_path / "plant.cmplog", PLANT, env=CMPLOG)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    fuzzer = create("afl", None, {"afl_binary": str(main), "cmplog_binary": str(hostile),
+                                  "args": [str(scratch / "afl-fuzz")]}, scratch=scratch)
+    slices = []
+    try:
+        fuzzer.offer([b"ZZZZZZZZ", b"SYMSSYMS"])
+        for seq in range(1, 31):  # until the CmpLog build ran (it logs its attempts at its first run)
+            slices.append(fuzzer.fuzz(slice_of(seq, 1.0)))
+            if list(scratch.rglob("plant-attempts")):
+                break
+    finally:
+        fuzzer.close()
+    assert slices[0].notes["settings"]["cmplog"] == "2AT"
+    logs = list(scratch.rglob("plant-attempts"))
+    assert len(logs) == 1, [s.notes for s in slices]  # the CmpLog build ran (the AFL build is benign)
+    attempts = logs[0].read_text().splitlines()
+    assert [p for p in attempts if " /proc/" in p], attempts  # through the processes above it, too
+    assert attempts and not [line for line in attempts if not line.startswith("refused")], attempts
+    kept = [c for s in slices for c in s.candidates]
+    assert not [c for c in kept if b"PLANTED" in c]
+    planted = [p for p in (scratch / "afl-fuzz").rglob("*") if p.is_file() and b"PLANTED" in p.read_bytes()]
+    assert planted == []
+
+
 REFUSED = """
 import sys
 from symcc_ulfm.errors import SymccUlfmError
@@ -272,6 +349,113 @@ def test_afl_refuses_cmplog_whose_binary_it_could_not_confine(tmp_path):
         with pytest.raises(PolicyError, match="CmpLog"):
             AflFuzzer(options={"afl_binary": str(marked), "extra_args": extra})
     AflFuzzer(options={"afl_binary": str(marked), "extra_args": ["-p", "fast"]}).close()  # other flags are taken
+
+
+def marked_builds(tmp_path: Path) -> tuple[Path, Path]:
+    """Two files that pass the check of an AFL build (an AFL build and its CmpLog build, for the
+    options' checks: never run)."""
+    from symcc_ulfm.executors.binary.afl_coverage import AFL_SHM_MARKER
+
+    (tmp_path / "prog").write_bytes(AFL_SHM_MARKER + b" main")
+    (tmp_path / "prog.cmplog").write_bytes(AFL_SHM_MARKER + b" cmplog")
+    return tmp_path / "prog", tmp_path / "prog.cmplog"
+
+
+def test_each_afl_fuzz_gets_the_flags_of_its_position_and_explicit_flags_win(tmp_path):
+    """The afl kind's command line by position (core.afl_diversity): the main instance with CmpLog
+    ``-l 2AT`` through the launcher (``-c`` is the launcher's interpreter), a secondary with its own
+    schedule and no trimming; ``extra_args`` overrides the variant's flag of the same name;
+    ``diversity: off`` is the plain ``-M``. The identity names the CmpLog build and the diversity,
+    never the position: every instance of a campaign has the launch's identity."""
+    if not afl_available():
+        pytest.skip(AFL_MISSING)
+    from symcc_ulfm.core.afl_diversity import PLAIN
+    from symcc_ulfm.executors.fuzzers.afl_command import flags, variant_of
+
+    main, cmplog = marked_builds(tmp_path)
+    launcher = sys.executable
+    first = variant_of("guide", (0, 2), cmplog=True)
+    assert first.main and flags(first, [], launcher) == ["-c", launcher, "-l", "2AT"]
+    second = variant_of("guide", (1, 2), cmplog=True)
+    assert not second.main and flags(second, [], launcher) == ["-p", "explore"]
+    assert second.env() == {"AFL_DISABLE_TRIM": "1"}
+    assert flags(second, ["-p", "fast", "-D"], launcher) == ["-p", "fast", "-D"]  # the explicit -p wins
+    assert flags(first, ["-l", "3"], launcher) == ["-c", launcher, "-l", "3"]
+    assert variant_of("off", (1, 2), cmplog=True) == PLAIN and flags(PLAIN, ["-D"], launcher) == ["-D"]
+    identities = []
+    for position in (None, [0, 2], [1, 2]):
+        fuzzer = AflFuzzer(options={"afl_binary": str(main), "cmplog_binary": str(cmplog),
+                                    "position": position})
+        identities.append(fuzzer.identity())
+        fuzzer.close()
+    assert identities[0] == identities[1] == identities[2]
+    assert identities[0]["cmplog_sha256"] == hashlib.sha256(cmplog.read_bytes()).hexdigest()
+    assert identities[0]["diversity"] == "guide"
+    plain = AflFuzzer(options={"afl_binary": str(main), "diversity": "off"})
+    assert plain.identity()["diversity"] == "off" and "cmplog_sha256" not in plain.identity()
+    plain.close()
+
+
+def test_afl_options_that_shape_its_command_line_are_checked(tmp_path):
+    if not afl_available():
+        pytest.skip(AFL_MISSING)
+    from symcc_ulfm.errors import PolicyError, TargetError
+
+    main, cmplog = marked_builds(tmp_path)
+    for options, field in (({"diversity": "some"}, "diversity"), ({"position": [2, 2]}, "position"),
+                           ({"position": [0]}, "position"), ({"extra_args": "-p fast"}, "extra_args")):
+        with pytest.raises(PolicyError, match=field):
+            AflFuzzer(options={"afl_binary": str(main), **options})
+    with pytest.raises(PolicyError, match="cmplog_binary"):  # a CmpLog build without the AFL build
+        AflFuzzer(options={"cmplog_binary": str(cmplog)})
+    persistent = tmp_path / "persistent.cmplog"
+    persistent.write_bytes(cmplog.read_bytes() + b"##SIG_AFL_PERSISTENT##")
+    with pytest.raises(TargetError, match="fork-server modes"):  # another program's build
+        AflFuzzer(options={"afl_binary": str(main), "cmplog_binary": str(persistent)})
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"\x7fELF not instrumented")
+    with pytest.raises(TargetError, match="cmplog_binary.*not AFL-instrumented"):
+        AflFuzzer(options={"afl_binary": str(main), "cmplog_binary": str(plain)})
+
+
+def test_every_afl_instance_takes_the_dictionary_and_its_own_position():
+    """What the runtime gives an afl instance (``at_position``): the campaign's options with its
+    position among the campaign's afl-fuzz processes; the dictionary (launch --dictionary or a
+    harness's) stays, for the main instance, the varied ones and the lent ones alike."""
+    from symcc_ulfm.executors import at_position, options_for, varies_by_position
+
+    dictionary = {"tokens": ["6b6579"], "sha256": "0" * 64}
+    options = {"afl_binary": "/x.afl", "dictionary": dictionary, "afl": {"extra_args": ["-D"]}}
+    for position in ((0, 3), (1, 3), (2, 3)):
+        given = options_for("afl", at_position("afl", options, position))
+        assert given["dictionary"] == dictionary and given["extra_args"] == ["-D"]
+        assert given["position"] == list(position)
+    assert varies_by_position("afl") and not varies_by_position("havoc")
+
+
+def test_the_launcher_runs_the_cmplog_build_where_afl_fuzz_asks_for_it(tmp_path):
+    """afl-fuzz starts ``-c PATH`` with the target's command line, its first word replaced by PATH,
+    and ``___AFL_EINS_ZWEI_POLIZEI___`` set (AFL++'s cmplog_exec_child): given ``-c`` the launcher's
+    interpreter, the launcher runs the CmpLog build there instead of the main build, with the
+    same arguments, confined the same way (its write outside the directory is refused)."""
+    if landlock.unavailable() is not None:
+        pytest.skip(landlock.unavailable())
+    allowed, outside = tmp_path / "allowed", tmp_path / "outside"
+    allowed.mkdir()
+    outside.mkdir()
+    for name in ("main", "cmplog"):
+        script = tmp_path / f"{name}.sh"
+        script.write_text(f'#!/bin/sh\necho {name} "$@" > "$1/ran"\necho {name} > "{outside}/{name}"\n')
+        script.chmod(0o755)
+    command = landlock.command([str(allowed)], [str(tmp_path / "main.sh"), str(allowed), "@@"],
+                               cmplog=str(tmp_path / "cmplog.sh"))
+    env = {"PATH": os.environ["PATH"]}
+    subprocess.run(command, env=env, capture_output=True, timeout=60)  # exits 2: its write outside failed
+    assert (allowed / "ran").read_text() == f"main {allowed} @@\n"
+    as_afl_fuzz = [sys.executable, *command[1:]]  # argv[0] replaced by the -c path: the same interpreter
+    subprocess.run(as_afl_fuzz, env={**env, landlock.CMPLOG_ENV: "1"}, capture_output=True, timeout=60)
+    assert (allowed / "ran").read_text() == f"cmplog {allowed} @@\n"
+    assert list(outside.iterdir()) == []  # neither build could write outside
 
 
 def test_havoc_fuzzes_a_python_target_contained_and_keeps_what_is_new(tmp_path):
@@ -333,20 +517,25 @@ def test_a_hybrid_campaign_survives_the_death_of_its_fuzzer_worker(twin, tmp_pat
 
 
 @pytest.mark.mpi
-def test_an_idle_symcc_worker_fuzzes_with_afl_until_it_has_inputs_again(twin, tmp_path):
+def test_an_idle_symcc_worker_fuzzes_with_afl_until_it_has_inputs_again(twin, twin_cmplog, tmp_path):
     """With one seed the SymCC worker soon has nothing to analyze: it is lent to the afl kind (its
     own afl-fuzz in ``lent-afl/``, stopped before each analysis and resumed after), its slices are
     published and attributed to afl, it still analyzes what the fuzzers find, and nothing is lost,
     counted twice or left running. The stand-in's coverage is soon exhausted (18 inputs in 60 s),
     so of a budget of 30 results the SymCC worker can only reach by analyses fewer than 30: the
-    rest are lent slices."""
+    rest are lent slices. The two afl-fuzz processes run the variants of their positions
+    (core.afl_diversity), as the workers' logs say: the afl worker's the main instance with CmpLog,
+    the lent one a secondary with its own schedule; both with the dictionary."""
     binary = stand_in(tmp_path / "build")
     seeds = json.dumps([b"ZZZZ".hex()])
+    dictionary = tmp_path / "tokens.dict"
+    dictionary.write_text('magic="SYM\\x80"\n')
     run = launch(tmp_path / "state", "--ranks", "3", "--warm-spares", "0", "--workers-per-master", "2",
                  "--worker-kinds", "afl:1,symcc:1", "--keep", "novel", "--slice", "0.2", "--failure-schedule", "",
                  "--stop-after", "30", "--deadline", "240", "--executor", "symcc", "--target", str(binary),
-                 "--executor-option", f"afl_binary={twin}", "--executor-option", f"seeds={seeds}",
-                 "--executor-option", "timeout_s=5")
+                 "--executor-option", f"afl_binary={twin}", "--executor-option", f"cmplog_binary={twin_cmplog}",
+                 "--executor-option", f"seeds={seeds}", "--executor-option", "timeout_s=5",
+                 "--dictionary", str(dictionary))
     verdict = run.verdict
     assert run.returncode == 0, run.stderr[-3000:] + json.dumps(verdict.get("problems"))
     assert run.outcome == "budget-reached"
@@ -359,6 +548,15 @@ def test_an_idle_symcc_worker_fuzzes_with_afl_until_it_has_inputs_again(twin, tm
     assert verdict["wal_slices"] == verdict["attribution"]["afl"]["works"]
     assert verdict["double_counted"] == 0 and verdict["lost_objects"] == 0
     assert afl_processes(run.state) == []
+    started = {(e["rank"], e["settings"]["role"]): e["settings"] for e in run.log_events("fuzzer-started")}
+    assert set(started) == {(1, "main"), (2, "secondary")}, started
+    main, lent = started[1, "main"], started[2, "secondary"]
+    assert main["position"] == [0, 2] and main["cmplog"] == "2AT" and main["schedule"] is None
+    assert main["argv"][main["argv"].index("-c") + 1] == sys.executable and "-M" in main["argv"]
+    assert lent["position"] == [1, 2] and lent["schedule"] == "explore" and lent["cmplog"] is None
+    assert "-c" not in lent["argv"] and "-S" in lent["argv"] and lent["env"] == {"AFL_DISABLE_TRIM": "1"}
+    for argv in (main["argv"], lent["argv"]):  # each takes the dictionary's tokens, written for -x
+        assert Path(argv[argv.index("-x") + 1]).name == "dictionary.txt"
 
 
 def lent_afl_processes(root: Path) -> list[int]:

@@ -56,20 +56,25 @@ def missing() -> str | None:
     return f"needs afl++ and clang ({', '.join(absent)} missing): apt-get install -y afl++ clang" if absent else None
 
 
-def _compile(compiler: str, out: Path, sources: list[str], *extra: str) -> directory.Build:
+def _compile(compiler: str, out: Path, sources: list[str], *extra: str, env: dict[str, str] | None = None,
+             ) -> directory.Build:
     out.parent.mkdir(parents=True, exist_ok=True)
     flags = ["-g", "-O1", *extra]
-    subprocess.run([compiler, *flags, "-o", str(out), *sources], check=True, env={**os.environ, "AFL_QUIET": "1"})
+    subprocess.run([compiler, *flags, "-o", str(out), *sources], check=True,
+                   env={**os.environ, "AFL_QUIET": "1", **(env or {})})
     version = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=True).stdout
     return directory.Build(str(out.relative_to(out.parents[1])), directory.sha256_file(out),
                            version.splitlines()[0], flags)
 
 
-def build_harness(root: Path, sanitizer: bool = True) -> directory.Harness:
-    """The AFL++ build (and the sanitizer build) of the fixture in ``root``, its manifest written."""
+def build_harness(root: Path, sanitizer: bool = True, cmplog: bool = False) -> directory.Harness:
+    """The AFL++ build (the sanitizer build, its CmpLog build) of the fixture in ``root``, its manifest written."""
     root.mkdir(parents=True, exist_ok=True)
     source = str(FIXTURE / "planted_fuzzer.c")
     builds = {"afl": _compile("afl-clang-fast", root / "afl" / "planted_fuzzer", [source, str(AFL_DRIVER)])}
+    if cmplog:
+        builds["cmplog"] = _compile("afl-clang-fast", root / "cmplog" / "planted_fuzzer", [source, str(AFL_DRIVER)],
+                                    env={"AFL_LLVM_CMPLOG": "1"})
     if sanitizer:
         driver = root / "driver.c"
         driver.write_text(DRIVER)

@@ -15,8 +15,8 @@ AFL_MISSING = "afl++ not installed (afl-cc and afl-showmap not on PATH): apt-get
 FLAGS = ("-O0", "-Wall", "-Wextra", "-Werror")
 
 
-def compile_c(compiler: str, out: Path, source: Path, *flags: str) -> Path:
-    env = {**os.environ, "AFL_QUIET": "1"}
+def compile_c(compiler: str, out: Path, source: Path, *flags: str, env: dict[str, str] | None = None) -> Path:
+    env = {**os.environ, "AFL_QUIET": "1", **(env or {})}
     # flags after the source: a -l there resolves the source's references to the runtime
     subprocess.run([compiler, *FLAGS, "-o", str(out), str(source), *flags], check=True, env=env)
     return out
@@ -44,3 +44,11 @@ def afl_available() -> bool:
 def afl_twin(directory: Path) -> Path:
     """The same program built with afl-cc (the caller checks :func:`afl_available`)."""
     return compile_c("afl-cc", directory / "fake_symcc.afl", SOURCE, "-DAFL_TWIN")
+
+
+CMPLOG = {"AFL_LLVM_CMPLOG": "1"}  # afl-cc's CmpLog build (afl-fuzz's -c)
+
+
+def cmplog_twin(directory: Path) -> Path:
+    """The AFL twin's CmpLog build."""
+    return compile_c("afl-cc", directory / "fake_symcc.cmplog", SOURCE, "-DAFL_TWIN", env=CMPLOG)

@@ -1,7 +1,8 @@
 """``launch --harness DIR``: a campaign of AFL++ builds alone (the ``native`` executor beside ``afl``
 workers, no SymCC) on the harness fixture (``tests/fixtures/harness``: a libFuzzer harness with a
-planted SIGSEGV one byte from its seed), built in the test with afl-clang-fast, libAFLDriver and
-clang's sanitizers (``tests/helpers/harness_builds``), under real ``mpiexec --with-ft ulfm``.
+planted SIGSEGV one byte from its seed), built in the test with afl-clang-fast (and its CmpLog
+build), libAFLDriver and clang's sanitizers (``tests/helpers/harness_builds``), under real
+``mpiexec --with-ft ulfm``.
 
 The campaign kills its first afl worker (rank 1) in generation 0 and ends by a count (every worker
 of generation 1 has its slices committed); it passes the oracle and holds the planted crash as a
@@ -39,7 +40,7 @@ def campaign(tmp_path_factory):
     if reason:
         pytest.skip(reason)
     base = tmp_path_factory.mktemp("harness-campaign")
-    harness = build_harness(base / "planted")
+    harness = build_harness(base / "planted", cmplog=True)
     run = launch(base / "state", "--harness", str(harness.root), "--worker-kinds", "afl:2", "--ranks", "4",
                  "--warm-spares", "1", "--workers-per-master", "2", "--failure-schedule", "0:1", "--slice", "1",
                  "--stop-after", "15", "--deadline", "300", timeout=400)
@@ -69,6 +70,16 @@ def test_an_afl_only_campaign_survives_its_killed_worker_and_finds_the_planted_c
     assert options["afl_binary"] == str(harness.path("afl")) and options["args"] == ["-"]
     assert options["harness"]["manifest"] == str(harness.root / "harness.json")
     assert "dictionary" in options  # the harness's, for afl-fuzz -x
+    assert options["cmplog_binary"] == str(harness.path("cmplog"))  # for afl-fuzz -c, through the launcher
+    # each afl-fuzz runs the variant of its position (core.afl_diversity), as the workers log it:
+    # rank 2, a secondary beside rank 1 in generation 0, is the main instance (CmpLog) once rank 1 died
+    started = [(e["generation"], e["rank"], e["settings"]) for e in run.log_events("fuzzer-started")]
+    assert all("-x" in settings["argv"] for _, _, settings in started)  # the harness's dictionary, everywhere
+    assert {(g, r): s["role"] for g, r, s in started if g == 1} == {(1, 2): "main", (1, 3): "secondary"}, started
+    assert all(s["role"] == "secondary" for g, r, s in started if (g, r) == (0, 2)), started
+    for _, _, settings in started:
+        argv = settings["argv"]
+        assert ("-c" in argv) == (settings["role"] == "main") == (settings["cmplog"] == "2AT"), settings
     finding = planted_finding(run.state)
     assert "AddressSanitizer" in finding["signature"], finding
 

@@ -31,6 +31,7 @@ def test_without_a_symcc_build_the_campaign_is_native_on_the_sanitizer_build_and
     executor, target, options, kinds = from_harness(harness, 3)
     assert (executor, target, kinds) == ("native", str(tmp_path / "sanitizer" / "h"), "afl:3")
     assert options["afl_binary"] == str(tmp_path / "afl" / "h") and options["sanitizer_binary"] == target
+    assert options["cmplog_binary"] == str(tmp_path / "cmplog" / "h")  # afl-fuzz's -c, through the launcher
     assert options["args"] == ["@@"]
     assert options["harness"] == {"manifest": str(tmp_path / "harness.json"),
                                   "sha256": directory.sha256_file(tmp_path / "harness.json")}
@@ -40,7 +41,7 @@ def test_with_a_symcc_build_it_is_the_executor_beside_one_afl_worker(tmp_path):
     harness = made(tmp_path, "afl", "symcc")
     executor, target, options, kinds = from_harness(harness, 3)
     assert (executor, target, kinds) == ("symcc", str(tmp_path / "symcc" / "h"), "afl:1,symcc:2")
-    assert "sanitizer_binary" not in options
+    assert "sanitizer_binary" not in options and "cmplog_binary" not in options  # a harness without them
     assert from_harness(made(tmp_path / "afl-only", "afl"), 2)[::3] == ("native", "afl:2")  # the AFL build it runs
 
 
@@ -53,9 +54,10 @@ def launch(tmp_path, *args: str) -> subprocess.CompletedProcess:
     (["--target", "x"], "--harness: --harness DIR names the executor and its target; not with --target"),
     (["--executor", "symcc"], "not with --executor"),
     (["--executor-option", "afl_binary=/bin/true"], "--executor-option: afl_binary is the harness's"),
+    (["--executor-option", "cmplog_binary=/bin/true"], "--executor-option: cmplog_binary is the harness's"),
 ])
 def test_what_the_harness_names_is_not_given_again(tmp_path, args, named):
-    made(tmp_path / "h", "afl")
+    made(tmp_path / "h", "afl", "cmplog")
     done = launch(tmp_path, "--harness", str(tmp_path / "h"), *args)
     assert done.returncode == 2 and named in done.stderr, done.stderr
     assert not (tmp_path / "state").exists()

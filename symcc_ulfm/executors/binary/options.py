@@ -2,7 +2,8 @@
 fuzzer: their defaults and checks (a PolicyError or TargetError naming the option), and the SymCC
 runtime variables a campaign may set.
 
-``sanitizer_binary`` is the build every kind takes an input's outcome from when the input did not
+``cmplog_binary`` is the AFL build's CmpLog build, which only the ``afl`` kind runs (afl-fuzz's
+``-c``). ``sanitizer_binary`` is the build every kind takes an input's outcome from when the input did not
 end cleanly on the AFL build (the AFL twin's direct run, a SymCC run's confirmation, a replay), so
 that a finding has one signature, its sanitizer report, whichever kind found it. ``harness`` is
 what ``launch --harness`` records of the harness directory it took the builds from: the path and
@@ -38,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
     "afl_binary": None,
     "afl_showmap": None,  # afl-showmap on PATH when afl_binary is set
     "sanitizer_binary": None,  # the build that decides the outcome of an input that fails (a sanitizer build)
+    "cmplog_binary": None,  # the AFL build with CmpLog (AFL_LLVM_CMPLOG=1): afl-fuzz's -c (the afl kind)
     "harness": None,  # {"manifest": ..., "sha256": ...}: the harness directory's manifest (launch --harness)
     "seeds": None,  # DEFAULT_SEEDS: zero bytes of several lengths, all of them symbolic
     "max_output_bytes": 1024 * 1024,
@@ -92,6 +94,7 @@ class SymccOptions:
     afl_binary: Any
     afl_showmap: Any
     sanitizer_binary: Any
+    cmplog_binary: Any
     harness: dict[str, str] | None
 
 
@@ -120,8 +123,11 @@ def parse_options(options: dict[str, Any]) -> SymccOptions:
     seeds = _seeds(opts["seeds"])
     if opts["afl_showmap"] is not None and opts["afl_binary"] is None:
         raise PolicyError("executor_options.afl_showmap", "only used with afl_binary (the AFL-instrumented twin)")
+    if opts["cmplog_binary"] is not None and opts["afl_binary"] is None:
+        raise PolicyError("executor_options.cmplog_binary", "only used with afl_binary (afl-fuzz's main target)")
     return SymccOptions(args, input_mode, timeout_s, measure_timeout_s, max_output_bytes, env, seeds,
-                        opts["afl_binary"], opts["afl_showmap"], opts["sanitizer_binary"], _harness(opts["harness"]))
+                        opts["afl_binary"], opts["afl_showmap"], opts["sanitizer_binary"], opts["cmplog_binary"],
+                        _harness(opts["harness"]))
 
 
 

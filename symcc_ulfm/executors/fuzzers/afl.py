@@ -2,8 +2,9 @@
 
 The worker's fuzzer is one ``afl-fuzz`` process that runs for as long as the worker keeps this
 kind (across slices and generations), started at the first slice in the worker's scratch
-directory: ``-i IN -o SYNC -M worker`` on the AFL twin of the campaign's target (the
-executor's ``afl_binary``, with its ``args``; ``@@`` is AFL's own). Each slice
+directory: ``-i IN -o SYNC -M worker`` (or ``-S worker``) on the AFL twin of the campaign's target
+(the executor's ``afl_binary``, with its ``args``; ``@@`` is AFL's own), with the flags of its
+variant (below). Each slice
 (``core.slices``) waits for the slice's seconds and returns what afl-fuzz kept meanwhile:
 its own new ``queue/`` entries (not those it imported) and its new ``crashes/`` and ``hangs/``; the
 worker measures them on the same twin (``afl-showmap``, ``executors.binary.afl_coverage``; a failing
@@ -11,14 +12,26 @@ input's outcome from the campaign's ``sanitizer_binary`` when it has one), so th
 and findings are those of every other worker. The executor beside it is ``symcc`` (a hybrid
 campaign) or ``native`` (a campaign of AFL++ builds alone, ``executors.native``). A slice's
 ``executions`` are afl-fuzz's own since the slice before (its ``execs_done``; see
-:meth:`AflFuzzer._executions`), its notes the map size (``map_size``) that afl-fuzz fuzzes with.
+:meth:`AflFuzzer._executions`), its notes the map size (``map_size``) that afl-fuzz fuzzes with,
+and in the slice that started afl-fuzz its ``settings`` (position, variant, command line), which
+the worker logs.
+
+Each afl-fuzz of a campaign runs the variant of its position among the campaign's
+(``core.afl_diversity``, AFL++'s advice for many instances; the runtime gives the position as the
+own option ``position``): the first a main instance with CmpLog ``-l 2AT``, the others secondaries
+with their own power schedules, MOpt on some, CmpLog on one more, no trimming on half.
+``diversity: "off"`` runs every afl-fuzz as the same main instance without CmpLog (the plain
+``-M`` arrangement). CmpLog needs the CmpLog build (``cmplog_binary``, afl-fuzz's ``-c``), which
+runs confined like the main build (``.afl_command``); the identity pins its SHA-256 and names the
+diversity, so a position's flags follow from the identity and the layout.
 
 What the other workers found reaches afl-fuzz through its own import: :meth:`offer` writes them
 into ``SYNC/campaign/queue/`` as a foreign instance's queue, named ``id:NNNNNN,orig:<sha>`` densely
-from 000000 in the order offered, at most 1 MiB and never empty (what afl-fuzz skips). As ``-M``
-(a main instance; a ``-S`` secondary imports only from the main) with ``AFL_IMPORT_FIRST`` and
-``AFL_SYNC_TIME=1`` it imports them at start and then every 30 s (half the sync time: AFL++
-4.04c's rule for a main instance; its sync time is in whole minutes).
+from 000000 in the order offered, at most 1 MiB and never empty (what afl-fuzz skips). With
+``AFL_IMPORT_FIRST`` and ``AFL_SYNC_TIME=1`` it imports them at start and then, as ``-M``, every
+30 s (half the sync time: AFL++ 4.04c's rule for a main instance; its sync time is in whole
+minutes), as ``-S`` every 60 s; a secondary imports only from a main instance's directory, so
+for one the foreign directory holds an ``is_main_node`` mark.
 
 afl-fuzz writes its directory; the target may not. afl-fuzz starts the target through
 :mod:`..sandbox.landlock` (``python -I -S landlock.py --rw afl-target -- BINARY ARGS``), which
@@ -30,7 +43,7 @@ measurements) are confined the same way to their run directories. So what is col
 the kind is refused (CapabilityError). afl-fuzz is told what its own check of the binary would
 have found (it cannot check a launcher): ``AFL_SKIP_BIN_CHECK``, the binary's map size
 (``AFL_DUMP_MAP_SIZE``, from a confined run) as ``AFL_MAP_SIZE``, and persistent and deferred
-fork-server modes by the binary's signatures, as AFL++'s ``check_binary`` sets them.
+fork-server modes by the binary's signatures, as AFL++'s ``check_binary`` sets them (``.afl_builds``).
 
 The fuzzer is hosted in the worker's sandbox child like the symcc executor (``hosted``), a
 child subreaper (``reaps_own_orphans``): afl-fuzz is that child's child, in a session of its own with
@@ -39,8 +52,9 @@ afl-fuzz again, resuming its directory (``AFL_AUTORESUME``), as it does for an a
 Its own
 options (``executor_options.afl``): ``afl_fuzz`` (default: on PATH), ``dictionary`` (a file in AFL's
 ``-x`` format; ``launch --dictionary`` gives every kind that takes one its tokens instead, written
-back as ``afl-fuzz/dictionary.txt`` for ``-x``), ``extra_args`` (more afl-fuzz flags, e.g. ``["-p", "fast"]``; no ``-c``, alone or in a cluster of
-flags: a CmpLog binary would run unconfined).
+back as ``afl-fuzz/dictionary.txt`` for ``-x``; every variant takes it), ``extra_args`` (more
+afl-fuzz flags, e.g. ``["-p", "fast"]``, which win over the variant's; no ``-c``: the kind's),
+``diversity`` (``guide``, the default, or ``off``).
 """
 
 from __future__ import annotations
@@ -49,7 +63,6 @@ import contextlib
 import ctypes
 import hashlib
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -59,7 +72,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.slices import is_descriptor
-from ...errors import CapabilityError, PolicyError, TargetError
+from ...errors import CapabilityError, TargetError
 from ..base import Fuzzer, Measurement, RunResult
 from ..binary.afl_coverage import AflTwin, check_instrumented, which_showmap
 from ..binary.options import DEFAULTS as SYMCC_DEFAULTS
@@ -69,18 +82,17 @@ from ..dictionary import afl_text, tokens_of
 from ..sandbox import landlock
 from ..sandbox.frames import MAX_EXECUTIONS
 from ..sandbox.reaper import is_subreaper
+from .afl_builds import START_S, cmplog_sha256, dump_map_size, modes_of, read_file
+from .afl_command import check_diversity, check_extra, check_position, flags, variant_of
 from .afl_files import count, execs_done, plotted_execs, read_entry, stats_of
 
-VERSION = 1
-OWN = {"afl_fuzz": None, "dictionary": None, "extra_args": []}
+VERSION = 2
+OWN = {"afl_fuzz": None, "dictionary": None, "extra_args": [], "diversity": "guide", "position": None}
 AFL_MAX_FILE = 1024 * 1024  # afl-fuzz skips larger inputs (MAX_FILE) and empty ones
 INSTANCE = "worker"
 FOREIGN = "campaign"
 TARGET_DIR = "afl-target"  # beside afl-fuzz's directory: the only one its target may write
-# what AFL++'s check_binary looks for in a binary (and sets for the target) when afl-fuzz can check it
-_MODES = {b"##SIG_AFL_PERSISTENT##": "__AFL_PERSISTENT", b"##SIG_AFL_DEFER_FORKSRV##": "__AFL_DEFER_FORKSRV"}
 FORKSRV_INIT_MS = 10_000  # the confined start of the fork server: a Python start-up before the binary
-START_S = 15.0  # afl-fuzz's start: calibration of the initial inputs (AFL_FAST_CAL)
 PR_SET_PDEATHSIG = 1
 # afl-fuzz's environment wherever it runs (this kind, a study's afl system, the benchmarks): no UI,
 # no CPU binding of its own (the caller pins it), a fast calibration
@@ -102,6 +114,7 @@ class AflFuzzer(Fuzzer):
     reaps_own_orphans = True
     uses_dictionary = True
     keeps_running_between_slices = True  # afl-fuzz
+    varies_by_position = True  # core.afl_diversity
 
     def __init__(self, target: str | None = None, options: dict[str, Any] | None = None):
         options = dict(options or {})
@@ -114,41 +127,42 @@ class AflFuzzer(Fuzzer):
         if reason is not None:
             raise CapabilityError(f"the afl kind confines the writes of its target with Landlock: {reason}")
         self._binary = os.path.abspath(symcc.afl_binary)
-        data = _read_file("executor_options.afl_binary", self._binary)
+        data = read_file("executor_options.afl_binary", self._binary)
         check_instrumented(symcc.afl_binary, data)
-        self._modes = {env: "1" for signature, env in _MODES.items() if signature in data}
+        self._modes = modes_of(data)
         self._binary_sha256 = hashlib.sha256(data).hexdigest()
+        self._cmplog: str | None = None  # the CmpLog build (afl-fuzz's -c, through the launcher)
+        self._cmplog_sha256: dict[str, str] = {}
+        if symcc.cmplog_binary is not None:
+            self._cmplog = os.path.abspath(symcc.cmplog_binary)
+            self._cmplog_sha256 = {"cmplog_sha256": cmplog_sha256(self._cmplog, self._modes)}
         self._args = symcc.args
         self._timeout_ms = max(5, round(symcc.measure_timeout_s * 1000))
         fuzz = own.get("afl_fuzz") or shutil.which("afl-fuzz")
         if not fuzz:
             raise TargetError("executor_options.afl.afl_fuzz", "afl-fuzz not on PATH: install AFL++ (apt-get install afl++)")
         self._afl_fuzz = os.path.abspath(fuzz)
-        self._afl_fuzz_sha256 = hashlib.sha256(_read_file("executor_options.afl.afl_fuzz", self._afl_fuzz)).hexdigest()
+        self._afl_fuzz_sha256 = hashlib.sha256(read_file("executor_options.afl.afl_fuzz", self._afl_fuzz)).hexdigest()
         dictionary = own.get("dictionary")
         self._dictionary: str | None = None  # a file of AFL's -x format
         self._tokens: tuple[bytes, ...] = ()  # or the tokens of launch --dictionary, written as one at start
         self._dictionary_sha256 = None
         if isinstance(dictionary, str):
             self._dictionary = os.path.abspath(dictionary)
-            self._dictionary_sha256 = hashlib.sha256(_read_file("executor_options.afl.dictionary",
-                                                                self._dictionary)).hexdigest()
+            self._dictionary_sha256 = hashlib.sha256(read_file("executor_options.afl.dictionary",
+                                                               self._dictionary)).hexdigest()
         elif dictionary is not None:
             self._tokens = tokens_of(dictionary)
             self._dictionary_sha256 = dictionary["sha256"]
-        self._extra = own.get("extra_args", [])
-        if not isinstance(self._extra, list) or not all(isinstance(a, str) for a in self._extra):
-            raise PolicyError("executor_options.afl.extra_args", f"{self._extra!r}: expected a list of strings")
-        if any(arg.startswith("-") and not arg.startswith("--") and "c" in arg for arg in self._extra):
-            raise PolicyError("executor_options.afl.extra_args", "-c (also in a cluster such as -dc or -c./cmplog, or "
-                                                                 "as another option's attached value): afl-fuzz would "
-                                                                 "run the CmpLog binary itself, where its writes are "
-                                                                 "not confined")
+        self._extra = check_extra(own.get("extra_args", OWN["extra_args"]))
+        self._diversity = check_diversity(own.get("diversity", OWN["diversity"]))
+        self._position = check_position(own.get("position"))
+        self._variant = variant_of(self._diversity, self._position, self._cmplog is not None)
         self._sanitizer: dict[str, str] = {}  # the build that decides a failing input's outcome, if any
         judge = None
         if symcc.sanitizer_binary is not None:
             judge = os.path.abspath(symcc.sanitizer_binary)
-            sanitizer_data = _read_file("executor_options.sanitizer_binary", judge)
+            sanitizer_data = read_file("executor_options.sanitizer_binary", judge)
             self._sanitizer = {"sanitizer_sha256": hashlib.sha256(sanitizer_data).hexdigest()}
         self._twin = AflTwin(self._binary, symcc.afl_showmap or which_showmap(), self._args, symcc.measure_timeout_s,
                              confined=True, judge=judge)
@@ -163,13 +177,15 @@ class AflFuzzer(Fuzzer):
         self._execs = 0  # afl-fuzz's count of executions (execs_done) up to which the slices returned them
         self._started_at = 0.0  # the wall time the running afl-fuzz was started
         self.starts = 0
+        self._settings: dict[str, Any] = {}  # how the running afl-fuzz was started: its variant and argv
 
     # -- the Fuzzer interface ------------------------------------------------------------------
 
     def identity(self) -> dict[str, Any]:
         return {"executor": self.name, "version": VERSION, "afl_binary_sha256": self._binary_sha256,
                 "args": self._args, "timeout_ms": self._timeout_ms, "afl_fuzz_sha256": self._afl_fuzz_sha256,
-                "dictionary_sha256": self._dictionary_sha256, "extra_args": self._extra, **self._sanitizer}
+                "dictionary_sha256": self._dictionary_sha256, "extra_args": self._extra, "diversity": self._diversity,
+                **self._cmplog_sha256, **self._sanitizer}
 
     def offer(self, inputs: list[bytes]) -> None:
         self._offered += [data for data in inputs if 0 < len(data) <= AFL_MAX_FILE
@@ -184,6 +200,7 @@ class AflFuzzer(Fuzzer):
         notes: dict[str, Any] = {}
         if self._process is None or self._process.poll() is not None:
             notes["started"] = self._start()
+            notes["settings"] = self._settings  # what the worker logs (Event.FUZZER_STARTED)
         end = started + float(descriptor["seconds"])
         while time.monotonic() < end and self._process.poll() is None:
             time.sleep(min(0.05, max(0.0, end - time.monotonic())))
@@ -258,21 +275,29 @@ class AflFuzzer(Fuzzer):
                 (inputs / f"{index:06d}").write_bytes(data)
             self._offered = []
             (sync / FOREIGN / "queue").mkdir(parents=True, exist_ok=True)
+        main_mark = sync / FOREIGN / "is_main_node"  # a secondary imports only from a main instance's queue
+        if self._variant.main:
+            main_mark.unlink(missing_ok=True)
+        else:
+            main_mark.touch()
         if self._tokens and self._dictionary is None:
             self._dictionary = str(root / "dictionary.txt")
             Path(self._dictionary).write_bytes(afl_text(self._tokens))
         target_dir = self._base() / TARGET_DIR
         target_dir.mkdir(exist_ok=True)
-        target = landlock.command([str(target_dir)], [self._binary, *self._args])
-        env = {**clean_env(), **_ENV, **self._modes, "TMPDIR": str(target_dir),
+        target = landlock.command([str(target_dir)], [self._binary, *self._args], self._cmplog)
+        env = {**clean_env(), **_ENV, **self._modes, **self._variant.env(), "TMPDIR": str(target_dir),
                "AFL_FORKSRV_INIT_TMOUT": str(max(FORKSRV_INIT_MS, 10 * self._timeout_ms))}
         if self._map_size is None:
-            self._map_size = self._dump_map_size(target_dir)
+            self._map_size = dump_map_size(self._binary, target_dir)
         if self._map_size:
             env["AFL_MAP_SIZE"] = self._map_size
-        argv = [self._afl_fuzz, "-i", "-" if resume else str(inputs), "-o", str(sync), "-M", INSTANCE,
-                "-t", str(self._timeout_ms), "-m", "none", *(["-x", self._dictionary] if self._dictionary else []),
-                *self._extra, "--", *target]
+        argv = [self._afl_fuzz, "-i", "-" if resume else str(inputs), "-o", str(sync),
+                "-M" if self._variant.main else "-S", INSTANCE, "-t", str(self._timeout_ms), "-m", "none",
+                *(["-x", self._dictionary] if self._dictionary else []),
+                *flags(self._variant, self._extra, target[0] if self._cmplog else None), "--", *target]
+        self._settings = {"position": list(self._position), **self._variant.to_json(), "argv": argv[1:],
+                         "env": self._variant.env()}
         log = open(root / "afl-fuzz.log", "ab")  # noqa: SIM115 - the child keeps it; closed below
         self._started_at = time.time()
         try:
@@ -286,32 +311,6 @@ class AflFuzzer(Fuzzer):
         self._wait_started(root, sync)
         self._flush_offered()
         return "resumed" if resume else "fresh"
-
-    def _dump_map_size(self, target_dir: Path) -> str:
-        """The size of the binary's coverage map as its AFL++ runtime reports it (``AFL_DUMP_MAP_SIZE``:
-        it prints it and exits), run confined like afl-fuzz runs it; "" where it reports none."""
-        process = subprocess.Popen(landlock.command([str(target_dir)], [self._binary]), stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=target_dir,
-                                   env={**clean_env(), "TMPDIR": str(target_dir), "AFL_DUMP_MAP_SIZE": "1"},
-                                   start_new_session=True)
-        out, until = b"", time.monotonic() + START_S
-        try:
-            while len(out) < 64:
-                left = until - time.monotonic()
-                if left <= 0 or not select.select([process.stdout], [], [], left)[0]:
-                    raise TargetError("executor_options.afl_binary", f"{self._binary} did not report its map size "
-                                                                     f"(AFL_DUMP_MAP_SIZE) within {START_S:.0f} s")
-                chunk = os.read(process.stdout.fileno(), 64)
-                if not chunk:
-                    break
-                out += chunk
-        finally:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)  # not reaped yet: its pid still names its group
-            process.stdout.close()
-            process.wait()
-        size = out.strip()
-        return size.decode() if size.isdigit() and len(size) <= 9 else ""
 
     def _adopt_directory(self, sync: Path) -> None:
         for sub in ("queue", "crashes", "hangs"):
@@ -408,13 +407,6 @@ class AflFuzzer(Fuzzer):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-
-
-def _read_file(field: str, path: str) -> bytes:
-    if not os.path.isfile(path):
-        raise TargetError(field, f"{path}: no such file")
-    with open(path, "rb") as handle:
-        return handle.read()
 
 
 def _die_with_parent() -> None:

@@ -7,6 +7,12 @@ Linux's Landlock LSM (5.13+, unprivileged) restricts a process and everything it
 the target, not afl-fuzz, is confined). It imports nothing but the standard library, so that it
 runs as a file without the package.
 
+afl-fuzz starts a CmpLog build (``-c``) with the main target's command line, its first word
+replaced by the ``-c`` path, and :data:`CMPLOG_ENV` set (AFL++'s ``cmplog_exec_child``). Given
+``-c`` the interpreter of that command line and ``--cmplog BUILD`` in it, the CmpLog fork server
+is this same launcher: where :data:`CMPLOG_ENV` is set it executes ``BUILD`` instead of the
+command's first word, with the command's arguments, confined the same way.
+
 A confined process may create, write, truncate, rename, link or remove files only beneath its
 ``--rw`` directories and ``/dev`` (``/dev/null``, a terminal, a sandbox's private ``/dev/shm``),
 by whatever path it names them: Landlock checks the file a path resolves to, so a path through
@@ -33,6 +39,7 @@ _WRITE_FILE, _REMOVE_DIR, _REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
 _MAKE = sum(1 << bit for bit in range(6, 13))  # character device, directory, regular file, socket, FIFO, block, symlink
 _REFER, _TRUNCATE = 1 << 13, 1 << 14  # ABI 2 (rename and link across directories), ABI 3
 ALWAYS_WRITABLE = ("/dev",)
+CMPLOG_ENV = "___AFL_EINS_ZWEI_POLIZEI___"  # set by afl-fuzz for its CmpLog fork server (AFL++ 3.0 and later)
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -114,23 +121,30 @@ def confine(writable: list[str]) -> None:
         os.close(fd)
 
 
-def command(writable: list[str], argv: list[str]) -> list[str]:
-    """``argv`` started confined to ``writable`` (this file as a script, in a Python without site)."""
+def command(writable: list[str], argv: list[str], cmplog: str | None = None) -> list[str]:
+    """``argv`` started confined to ``writable`` (this file as a script, in a Python without site);
+    ``cmplog``: the build executed instead of ``argv[0]`` when afl-fuzz starts the command as its
+    CmpLog target (``-c`` the command's first word, this Python)."""
     return [sys.executable, "-I", "-S", os.path.abspath(__file__),
-            *[arg for directory in writable for arg in ("--rw", os.path.abspath(directory))], "--", *argv]
+            *[arg for directory in writable for arg in ("--rw", os.path.abspath(directory))],
+            *(["--cmplog", os.path.abspath(cmplog)] if cmplog else []), "--", *argv]
 
 
 def main(argv: list[str]) -> int:
-    writable = []
-    while len(argv) > 1 and argv[0] == "--rw":
-        writable.append(argv[1])
+    writable, cmplog = [], None
+    while len(argv) > 1 and argv[0] in ("--rw", "--cmplog"):
+        if argv[0] == "--rw":
+            writable.append(argv[1])
+        else:
+            cmplog = argv[1]
         argv = argv[2:]
     if len(argv) < 2 or argv[0] != "--":
-        print("usage: landlock.py [--rw DIR]... -- COMMAND...", file=sys.stderr)
+        print("usage: landlock.py [--rw DIR]... [--cmplog BUILD] -- COMMAND...", file=sys.stderr)
         return 2
+    command = [cmplog, *argv[2:]] if cmplog and os.environ.get(CMPLOG_ENV) else argv[1:]
     try:
         confine(writable)
-        os.execv(argv[1], argv[1:])
+        os.execv(command[0], command)
     except OSError as exc:
         print(f"symcc-ulfm landlock: {exc}", file=sys.stderr)
     return 70
