@@ -78,11 +78,6 @@ def _triage_target(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", help="with --input: built-in name, module:function, file.py:function or a binary")
     p.add_argument("--executor", default=REFERENCE["executor"], help="with --input")
     p.add_argument("--executor-option", action="append", metavar="KEY=VALUE", help="with --input (repeatable)")
-    p.add_argument("--concolic-order", choices=("seed", "edge"), default="seed",
-                   help="what an analysis worker gets next: seeds, then inputs that added coverage, shorter first "
-                        "(seed, as SymCC's fuzzing helper); or the inputs whose paths have the most edges no "
-                        "analysis was on, skipping those with none, with a campaign-wide record of the branches "
-                        "tried that no worker tries again (edge)")
     p.add_argument("--isolation", choices=("namespaces", "none"), default=REFERENCE["isolation"], help="with --input")
 
 
@@ -253,11 +248,6 @@ def build_parser() -> CommandParser:
                    help="stop after this many runs of the executor (no clock without --seconds)")
     p.add_argument("--out", required=True, help="a new directory for what it finds (one explore per directory; "
                                                 "its JSON's \"stopped\" says why it stopped)")
-    p.add_argument("--concolic-order", choices=("seed", "edge"), default="seed",
-                   help="what an analysis worker gets next: seeds, then inputs that added coverage, shorter first "
-                        "(seed, as SymCC's fuzzing helper); or the inputs whose paths have the most edges no "
-                        "analysis was on, skipping those with none, with a campaign-wide record of the branches "
-                        "tried that no worker tries again (edge)")
     p.add_argument("--isolation", choices=("namespaces", "none"), default=REFERENCE["isolation"],
                    help="run the target in namespaces where it cannot write the campaign's files (default), or not")
     p.add_argument("--json", action="store_true")
