@@ -73,10 +73,6 @@ class BranchRecord:
         self._sent[worker] = start + len(out)
         return out
 
-    def behind(self, worker: int) -> int:
-        """How many ids ``worker`` has still to be sent."""
-        return len(self._order) - self._sent.get(worker, 0)
-
 
 class Analyzed:
     """The coverage ids on analyzed paths, rebuilt in any order from the facts of done records: an
@@ -111,15 +107,9 @@ class Analyzed:
         self.ids.update(new)
         return new
 
-    def known(self, input_hash: str) -> bool:
-        return input_hash in self._coverage
-
     def score(self, input_hash: str) -> int | None:
         """The input's coverage ids on no analyzed path; None when its coverage is not known."""
         ids = self._coverage.get(input_hash)
         if ids is None:
             return None
         return sum(1 for i in ids if i not in self.ids)
-
-    def coverage_of(self, input_hash: str) -> tuple[int, ...] | None:
-        return self._coverage.get(input_hash)

@@ -204,9 +204,9 @@ class SymccExecutor(Executor):
             written = source.read(MAP_BYTES + 1)
         if len(written) != MAP_BYTES:
             return []
-        held = int.from_bytes(self._bits, "little")
-        new = (int.from_bytes(written, "little") & ~held).to_bytes(MAP_BYTES, "little")
-        self._bits = bytearray((held | int.from_bytes(new, "little")).to_bytes(MAP_BYTES, "little"))
+        held, run = int.from_bytes(self._bits, "little"), int.from_bytes(written, "little")
+        new = (run & ~held).to_bytes(MAP_BYTES, "little")
+        self._bits = bytearray((held | run).to_bytes(MAP_BYTES, "little"))
         return [8 * offset + place for offset, byte in enumerate(new) if byte for place in range(8) if byte >> place & 1]
 
     def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
