@@ -135,6 +135,11 @@ def build_parser() -> CommandParser:
     p.add_argument("--idle", choices=("fuzz", "wait"), default="fuzz",
                    help="what an analysis worker with nothing to analyze does in a campaign with a fuzzer kind: "
                         "runs slices of the first fuzzer kind of --worker-kinds until inputs come (fuzz), or waits")
+    p.add_argument("--concolic-order", choices=("seed", "edge"), default="seed",
+                   help="what an analysis worker gets next: seeds, then inputs that added coverage, shorter first "
+                        "(seed, as SymCC's fuzzing helper); or the inputs whose paths have the most edges no "
+                        "analysis was on, skipping those with none, with a campaign-wide record of the branches "
+                        "tried that no worker tries again (edge)")
     p.add_argument("--isolation", choices=("namespaces", "none"), default=REFERENCE["isolation"],
                    help="target code runs in user, mount and PID namespaces where the campaign's files are "
                         "read-only and every process it starts dies with its sandbox (default); none: only where "

@@ -21,6 +21,7 @@ from .limits import MAX_OBJECT_BYTES
 VERSION = 1
 MAX_COVERAGE_IDS = 1 << 20
 MAX_TEXT = 4096  # characters of a string field (a RESULT's error, a STOP's reason)
+MAX_TRIED_IDS = 8192  # ids of the branch record (core.master.branches) one message carries
 
 
 def _int(v: Any) -> bool:
@@ -69,6 +70,12 @@ def is_hint(v: Any) -> bool:
     )
 
 
+def is_tried(v: Any) -> bool:
+    """Ids of the campaign's branch record (``core.master.branches``): at most
+    :data:`MAX_TRIED_IDS`, each as a coverage id is."""
+    return isinstance(v, list) and len(v) <= MAX_TRIED_IDS and is_coverage(v)
+
+
 def _candidates(v: Any) -> bool:
     return isinstance(v, list) and all(
         isinstance(c, dict)
@@ -94,10 +101,15 @@ def _tokens(v: Any) -> bool:
     return isinstance(v, list) and len(v) <= 64 and all(map(_token, v))
 
 
+_ITEM = {"input_hash", "priority", "hint", "length"}
+
+
 def _items(v: Any) -> bool:
+    """Inputs a master hands to their owner; with their coverage when the campaign chooses by
+    uncovered edges (``core.master.frontier``)."""
     return isinstance(v, list) and all(
         isinstance(i, dict)
-        and set(i) == {"input_hash", "priority", "hint", "length"}
+        and (set(i) == _ITEM or (set(i) == _ITEM | {"coverage"} and is_coverage(i["coverage"])))
         and is_sha256_hex(i["input_hash"])
         and _int(i["priority"])
         and _int(i["length"])
@@ -122,10 +134,19 @@ SCHEMAS: dict[str, dict[str, Callable[[Any], bool]]] = {
     # the coordinator's decision (core.master.termination): "exhausted" or "budget"
     "EXHAUSTED": {"generation": _int, "master": _int, "reason": _str},
 }
+# Fields added after version 1, lists that a message leaves out when empty (``encode`` does; a reader
+# takes a missing one as []): the branch record (core.master.branches) handed down with a WORK,
+# reported up in a RESULT, and shared with the analyzed edges in a FRONTIER.
+OPTIONAL: dict[str, dict[str, Callable[[Any], bool]]] = {
+    "WORK": {"tried": is_tried},
+    "RESULT": {"tried": is_tried},
+    "FRONTIER": {"tried": is_tried, "analyzed": is_coverage},
+}
 
 
 def encode(kind: str, limit: int, **fields: Any) -> bytes:
-    message = {"v": VERSION, "type": kind, **fields}
+    optional = OPTIONAL.get(kind, {})
+    message = {"v": VERSION, "type": kind, **{k: v for k, v in fields.items() if k not in optional or v}}
     _validate(message)
     data = canonical_json(message)
     if len(data) > limit:
@@ -153,13 +174,17 @@ def _validate(message: Any) -> None:
     schema = SCHEMAS.get(kind) if isinstance(kind, str) else None
     if schema is None:
         raise ProtocolError(f"unknown message type {kind!r}")
-    extra = set(message) - set(schema) - {"v", "type"}
+    optional = OPTIONAL.get(kind, {})
+    extra = set(message) - set(schema) - set(optional) - {"v", "type"}
     if extra:
         raise ProtocolError(f"{kind}: unexpected fields {sorted(extra)}")
     for name, check in schema.items():
         if name not in message:
             raise ProtocolError(f"{kind}: missing field {name!r}")
         if not check(message[name]):
+            raise ProtocolError(f"{kind}: invalid field {name!r}")
+    for name, check in optional.items():
+        if name in message and not check(message[name]):
             raise ProtocolError(f"{kind}: invalid field {name!r}")
 
 

@@ -72,6 +72,8 @@ class RunResult:
     findings: list[Finding] = field(default_factory=list)
     # per candidate (None: none), coverage ids it was built to reach beyond what measuring it sees
     reaches: list[list[int]] | None = None
+    # ids the run added to the campaign's record of tried branches (Executor.learn), once it was handed one
+    tried: list[int] = field(default_factory=list)
 
 
 def _ignore(data: bytes | None) -> None:
@@ -162,6 +164,14 @@ class Executor(Target):
         (``concolic``) executes mutants of its input inside ``run``; ``mutate`` False asks it not
         to (the sandbox reruns a run without them when a mutant ended the process).
         """
+
+    def learn(self, tried: list[int]) -> None:  # noqa: B027 - optional hook: only kinds that keep a branch record
+        """Ids of the campaign's record of tried branches (``core.master.branches``) this process
+        has not been handed yet, as the master merged them; handed before a run in edge order
+        (``policy.concolic_order``), even when there are none. A kind that keeps such a record
+        (``concolic``; ``symcc`` with a map file of its own) prunes by it from the first call on:
+        its runs do not try what is in it, and each run reports in :attr:`RunResult.tried` the ids
+        it added (what it tried, and for ``concolic`` the directions its path took). Others ignore it."""
 
 
 class Fuzzer(Target):

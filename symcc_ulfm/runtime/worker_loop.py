@@ -170,6 +170,7 @@ class WorkerLoop:
         candidates: list[dict] = []
         findings: list[dict] = []
         stats: dict[str, float] = {}
+        tried: list[int] = []  # what the run added to the campaign's record of tried branches (edge order)
         error = None
         try:
             held = self._held_for(work)
@@ -182,7 +183,7 @@ class WorkerLoop:
                 deaths = _deaths(held.executor)
                 self.staging.mark_running(self.gen, work["lease"])
                 try:
-                    candidates, findings, stats = self._analyze(work, data, held.executor)
+                    candidates, findings, stats, tried = self._analyze(work, data, held.executor)
                 finally:
                     self.staging.mark_running(self.gen, None)
                 stats["sandbox_deaths"] = _deaths(held.executor) - deaths
@@ -194,7 +195,7 @@ class WorkerLoop:
         self.executed += 1
         try:
             return envelope.encode("RESULT", self.limit, **fence, candidates=candidates, findings=findings,
-                                   stats=stats, error=error)
+                                   stats=stats, error=error, tried=tried)
         except ProtocolError:
             ctx.log.event("result-truncated", candidates=len(candidates), reason="RESULT over the message limit")
         while True:
@@ -262,11 +263,17 @@ class WorkerLoop:
             held.executor.offer(inputs)
             self.ctx.log.event(Event.OFFERED, count=len(fresh), inputs=fresh[:MAX_LOGGED_INPUTS], kind=held.kind)
 
-    def _analyze(self, work: dict, data: bytes, executor: Target) -> tuple[list[dict], list[dict], dict[str, float]]:
+    def _analyze(self, work: dict, data: bytes, executor: Target) -> tuple[list[dict], list[dict], dict[str, float],
+                                                                           list[int]]:
         """Run the input (a fuzzer: fuzz the slice), stage and measure its distinct children;
-        (candidates, findings, stats)."""
+        (candidates, findings, stats, the ids the run added to the campaign's record of tried
+        branches). In edge order an analysis is first handed the ids of that record the WORK
+        brought (``executors.base.Executor.learn``); a RESULT carries at most
+        ``core.envelope.MAX_TRIED_IDS`` of what it added (``core.master.branches``)."""
         lease = work["lease"]
         hint = work["hint"]
+        if not isinstance(executor, Fuzzer) and self.ctx.policy.concolic_order == "edge":
+            executor.learn(work.get("tried", []))
         result = executor.fuzz(hint) if isinstance(executor, Fuzzer) else executor.run(data, hint)
         if isinstance(executor, Fuzzer) and isinstance(result.notes.get("settings"), dict):  # its process started
             self.ctx.log.event(Event.FUZZER_STARTED, kind=hint["kind"], started=result.notes.get("started"),
@@ -310,7 +317,7 @@ class WorkerLoop:
         map_size = result.notes.get("map_size")  # a kind that measures with a coverage map says how large
         if type(map_size) is int and 0 < map_size <= MAX_COUNT:
             stats["map_size"] = map_size
-        return candidates, list(reports.values())[:MAX_PER_RESULT], stats
+        return candidates, list(reports.values())[:MAX_PER_RESULT], stats, result.tried[:envelope.MAX_TRIED_IDS]
 
 
 def _error_text(exc: Exception) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from symcc_ulfm.executors.concolic import ConcolicExecutor
 from symcc_ulfm.executors.concolic.expressions import expr as E
-from symcc_ulfm.executors.concolic.search import Slicer
+from symcc_ulfm.executors.concolic.search import MAX_VISITS, Slicer
 
 SITE_SCRIPT = textwrap.dedent("""
     import sys, time
@@ -180,3 +180,43 @@ def test_exactly_solved_children_never_diverge(name):
         queue.extend(zip(result.candidates, result.hints, strict=True))
     assert len(verdicts) >= 10
     assert not any(verdicts)
+
+
+# -- the campaign's record of tried branches (edge order, core.master.branches) -----------------------
+
+
+def test_without_a_record_nothing_is_reported_and_nothing_pruned():
+    executor = ConcolicExecutor("tlv", SOLVER_ONLY)
+    (seed,) = executor.seeds()
+    result = executor.run(seed)
+    assert result.tried == [] and result.notes["skipped_tried"] == 0 and result.candidates
+
+
+UNHURRIED = {"mutations": 0, "run_timeout_s": 600}  # bounded by counts (max_children, max_branches_per_run)
+
+
+def test_a_worker_handed_another_workers_record_tries_none_of_its_branches_again():
+    first = ConcolicExecutor("tlv", UNHURRIED)
+    first.learn([])  # edge order: a record, empty so far
+    (seed,) = first.seeds()
+    ran = first.run(seed)
+    assert ran.candidates and ran.notes["attempts"] and len(set(ran.tried)) == len(ran.tried)
+    other = ConcolicExecutor("tlv", UNHURRIED)  # another worker's process, handed the campaign's record
+    other.learn(ran.tried)
+    again = other.run(seed)
+    assert not set(again.tried) & set(ran.tried)
+    assert again.notes["skipped_tried"] >= ran.notes["attempts"]  # the same path: every flip tried is skipped
+    assert not set(again.candidates) & set(ran.candidates)
+
+
+def test_the_record_keys_a_loops_iterations_apart(crc_target):
+    executor = ConcolicExecutor(crc_target, {"mutations": 0, "site_budget": 1000, "max_branches_per_run": 1000,
+                                             "max_children": 1000, "run_timeout_s": 600})
+    executor.learn([])
+    result = executor.run(bytes(range(32)))
+    # the loop's test is one site: its first MAX_VISITS - 1 iterations are branches of their own, the
+    # later ones one branch, tried once
+    notes = result.notes
+    assert notes["branches"] == 32 * 8 + 1 and notes["attempts"] <= MAX_VISITS + 1
+    assert notes["attempts"] + notes["skipped_tried"] == notes["branches"]  # each flip tried once, then skipped
+    assert len(set(result.tried)) == len(result.tried) == 2 * notes["attempts"]  # and the direction taken

@@ -240,3 +240,37 @@ def test_a_child_the_target_killed_is_forked_again_from_the_server_without_a_new
     finally:
         sandbox.close()
     assert sandbox._proc is None
+
+
+def test_the_branch_record_reaches_the_child_and_a_replacement_child_gets_all_of_it(tmp_path):
+    """Edge order (core.master.branches): what the executor was handed goes to the child with its next
+    run; a child forked after a death is handed the whole record again, so it prunes as before."""
+    path = tmp_path / "gate.py"
+    path.write_text(textwrap.dedent('''
+        import os
+
+        def parse(data: bytes) -> str:
+            if data[:1] == b"K":
+                os.kill(os.getpid(), 9)
+            if data[1:2] == b"x":
+                return "x"
+            return "ok"
+    '''))
+    options = {"mutations": 0, "run_timeout_s": 600}
+    sandbox = create("concolic", f"{path}:parse", options, scratch=tmp_path)
+    try:
+        sandbox.learn([])
+        first = sandbox.run(b"ab")
+        assert first.candidates and first.tried
+        other = create("concolic", f"{path}:parse", options, scratch=tmp_path)
+        try:
+            other.learn(first.tried)
+            assert other.run(b"ab").candidates == []  # every branch of the path was tried elsewhere
+            child = other._pid
+            assert other.measure(b"K").outcome.signature == "SIGKILL"  # the child dies; another is forked
+            again = other.run(b"ab")
+            assert other._pid != child and again.candidates == [] and again.notes["skipped_tried"]
+        finally:
+            other.close()
+    finally:
+        sandbox.close()

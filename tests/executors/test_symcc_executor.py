@@ -41,7 +41,7 @@ from symcc_ulfm.executors.binary.options import DEFAULT_SEED_LENGTHS
 from symcc_ulfm.executors.binary.runs import classify_exit, run_binary
 from symcc_ulfm.executors.sandbox import isolation
 from symcc_ulfm.executors.sandbox.parent import Sandbox
-from symcc_ulfm.executors.symcc.adapter import NO_COVERAGE, SymccExecutor
+from symcc_ulfm.executors.symcc.adapter import MAP_BYTES, NO_COVERAGE, SymccExecutor
 from symcc_ulfm.executors.symcc.target import read_dynamic
 from symcc_ulfm.launch.prepare import check_executor
 
@@ -552,6 +552,47 @@ def test_an_absolute_coverage_map_is_shared(stand_in, tmp_path):
     options = {"env": {"SYMCC_AFL_COVERAGE_MAP": str(tmp_path / "shared.map")}}
     assert SymccExecutor(target=str(stand_in), options=options).run(b"XXXX").candidates == [b"SXXX", b"ZXXX"]
     assert SymccExecutor(target=str(stand_in), options=options).run(b"XXXX").candidates == []
+
+
+def test_a_map_file_shorter_than_qsyms_two_maps_is_an_empty_map(stand_in, private_tmp):
+    options = {"env": {"SYMCC_AFL_COVERAGE_MAP": "qsym.map"}}
+    worker = SymccExecutor(target=str(stand_in), options=options)
+    assert worker.run(b"XXXX").candidates == [b"SXXX", b"ZXXX"]
+    assert (worker.scratch_root / "qsym.map").stat().st_size == MAP_BYTES  # the trace map, then the context map
+    (worker.scratch_root / "qsym.map").write_bytes(b"\xff" * (MAP_BYTES - 1))
+    assert worker.run(b"XXXX").candidates == [b"SXXX", b"ZXXX"]
+
+
+def _bits(data: bytes) -> set[int]:
+    return {8 * offset + place for offset, byte in enumerate(data) for place in range(8) if byte >> place & 1}
+
+
+def test_in_edge_order_the_map_holds_the_campaigns_record_and_a_run_reports_the_bits_it_set(stand_in, private_tmp):
+    options = {"env": {"SYMCC_AFL_COVERAGE_MAP": "qsym.map"}}
+    first = SymccExecutor(target=str(stand_in), options=options)
+    first.learn([])  # edge order: a record, empty so far
+    ran = first.run(b"XXXX")
+    assert ran.candidates == [b"SXXX", b"ZXXX"]
+    assert set(ran.tried) == _bits((first.scratch_root / "qsym.map").read_bytes()) != set()
+    assert first.run(b"XXXX").tried == []  # it set nothing new
+    other = SymccExecutor(target=str(stand_in), options=options)  # another worker: a map of its own ...
+    other.learn(ran.tried)  # ... holding the campaign's record
+    again = other.run(b"XXXX")
+    assert again.candidates == [] and again.tried == []
+    assert other.run(b"SXXX").candidates  # a path with branches nobody tried
+    third = SymccExecutor(target=str(stand_in), options=options)
+    third.learn([])
+    assert third.run(b"XXXX").candidates == [b"SXXX", b"ZXXX"]  # the record, not the worker, pruned
+
+
+def test_a_shared_map_or_none_keeps_no_record(stand_in, tmp_path, private_tmp):
+    shared = SymccExecutor(target=str(stand_in), options={"env": {"SYMCC_AFL_COVERAGE_MAP": str(tmp_path / "m")}})
+    shared.learn([1, 2, 3])
+    assert shared.run(b"XXXX").tried == [] and not _bits((tmp_path / "m").read_bytes()) & {1, 2, 3}
+    plain = SymccExecutor(target=str(stand_in), options={})
+    plain.learn([1])
+    ran = plain.run(b"XXXX")
+    assert ran.tried == [] and ran.candidates == [b"SXXX", b"ZXXX"]
 
 
 def test_scratch_of_dead_executors_is_removed_at_start_live_ones_kept(stand_in, tmp_path):

@@ -146,6 +146,7 @@ class Scenario:
     keep: str = "all"
     idle: str = "fuzz"  # what an analysis worker with nothing to analyze does (core.policy)
     stop_after: int = 0  # a budget by count: results per worker that end the campaign (core.master.termination)
+    order: str = "seed"  # what analysis workers get next (core.master.frontier)
 
 
 def policy_of(scenario: Scenario) -> Policy:
@@ -154,7 +155,7 @@ def policy_of(scenario: Scenario) -> Policy:
                         max_message_bytes=LIMIT, stop_when_exhausted=scenario.stop_when_exhausted,
                         timeouts={"lease_s": scenario.lease_s, "shutdown_grace_s": scenario.grace_s},
                         worker_kinds=scenario.worker_kinds, keep=scenario.keep, slice_s=0.2, idle=scenario.idle,
-                        stop_after=scenario.stop_after)
+                        stop_after=scenario.stop_after, concolic_order=scenario.order)
 
 
 def prepare(root: Path, scenario: Scenario, started_at: float) -> None:
@@ -1248,6 +1249,61 @@ def check_replayed(root: Path, observed: dict[int, dict]) -> None:
     assert len(seed_commits) == 1 and seed_commits[0]["generation"] == 1  # counted once, by the replay
     assert stop_reasons(root, W1) == ["exhausted"]
     check_counted_once(root)
+# -- concolic work by edge (core.master.branches) ------------------------------------------------------------
+
+EDGE_CHILDREN = tuple(owned_by(MASTER, "edge", 5))
+EDGE_COVERAGE = ([1, 2, 3], [1, 2], [1], [2], [3])  # the first child's path holds every edge of the others'
+EDGE_TRIED = list(range(1000, 1060))  # more ids than one WORK under LIMIT carries (core.master.branches.room)
+EDGE_FIRST = "edge-order-first-stage.json"
+
+
+def play_edge_order(bench) -> dict:
+    """Answer the seed with children and tried branches; hold the first leases, answer the best
+    child alone and let its analysis be counted before the other leases are answered."""
+    ready(bench)
+    seed = next_work(bench)
+    candidates = staged(bench, seed, list(EDGE_CHILDREN))
+    for candidate, coverage in zip(candidates, EDGE_COVERAGE, strict=True):
+        candidate["coverage"] = coverage
+    send(bench, W1, MASTER, DATA, result(bench, seed, candidates=candidates, tried=EDGE_TRIED))
+    held = hold(bench, PIPELINE - 1)
+    send(bench, W1, MASTER, DATA, result(bench, held[0]))
+    bench.wait_for(lambda: [e for e in events(bench.root, MASTER, "commit") if e["work_hash"] == held[0]["work_hash"]],
+                   "the first child's analysis counted")
+    for work in held[1:]:
+        send(bench, W1, MASTER, DATA, result(bench, work))
+    rest = serve(bench, empty_results(bench))
+    works = [seed, *held]
+    observed = {**rest, "works": [w["input_hash"] for w in works] + rest["works"],
+                "tried": [w.get("tried", []) for w in works]}
+    (bench.root / EDGE_FIRST).write_text(json.dumps(observed))  # the next stage's play replaces what it returns
+    return observed
+
+
+def play_edge_order_resumed(bench) -> dict:
+    ready(bench, generation=1)
+    return serve(bench, empty_results(bench))
+
+
+def check_edge_order(root: Path, observed: dict[int, dict]) -> None:
+    stage = json.loads((root / EDGE_FIRST).read_text())
+    first = stage["works"]
+    assert first[0] == sha(SEED) and first[1] == sha(EDGE_CHILDREN[0])  # the most edges no analysis was on
+    # the record goes down in bounded deltas, each id once, in the order the master merged it
+    deltas = stage["tried"]
+    assert deltas[0] == [] and sum(deltas, []) == EDGE_TRIED and all(0 < len(d) < len(EDGE_TRIED) for d in deltas[1:3])
+    assert wal_state(root, SEED)["manifest"]["tried"] == EDGE_TRIED
+    skipped = {g: [e["input_hash"] for e in events(root, MASTER, "input-skipped") if e["generation"] == g] for g in (0, 1)}
+    assert skipped[0] and not set(skipped[0]) & set(first)
+    assert set(skipped[0]) | set(first[1:]) == {sha(c) for c in EDGE_CHILDREN}
+    assert sorted(skipped[1]) == sorted(skipped[0])  # the new master rebuilt the same decision from the WAL
+    assert observed[W1]["works"] == [] and observed[W1]["stop"] == "exhausted"  # nothing left to analyze
+    stops = events(root, MASTER, "master-stop")
+    assert [s["totals"]["skipped"] for s in stops] == [len(skipped[0]), len(skipped[0])]
+    assert stage["stop"] == "exhausted"
+    check_counted_once(root)
+
+
 POISON = b"poison input"  # generation 2 has one group: master 0 owns every input
 
 
@@ -1437,6 +1493,10 @@ SCENARIOS = (
                                                    before=resumed)),
              check_replayed, options=FINITE),
     Scenario("poison-quarantined", (Stage({MASTER: MASTER_ROLE}),), check_quarantined, setup=poisoned, seeds=()),
+    Scenario("edge-order-skips-and-a-new-master-skips-again",
+             (Stage({MASTER: MASTER_ROLE, W1: play_edge_order, PEER: Peer()}),
+              Stage({MASTER: MASTER_ROLE, W1: play_edge_order_resumed, PEER: Peer()}, before=resumed)),
+             check_edge_order, order="edge"),
     # worker kinds: a fuzzer's slices beside an analysis worker, one corpus
     Scenario("fuzzer-slices-feed-the-analysis-worker", (Stage({MASTER: MASTER_ROLE, W1: WORKER_ROLE,
                                                                W2: WORKER_ROLE, PEER: Peer()}),),

@@ -38,12 +38,14 @@ def test_a_resume_names_every_field_that_differs_with_both_values_and_writes_not
     before = _listing(state.root)
     done = subprocess.run([sys.executable, "-m", "symcc_ulfm", "launch", "--state-dir", str(state.root), "--resume",
                            "--workers-per-master", "3", "--executor-option", "cost_s=0.5", "--executor-option",
-                           "children=2", "--deadline", "5", "--timeout", "lease_s=90", "--keep", "novel"],
+                           "children=2", "--deadline", "5", "--timeout", "lease_s=90", "--keep", "novel",
+                           "--concolic-order", "edge"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     for named in ("workers_per_master: stored 2, given 3", "executor_options.cost_s: stored 0.02, given 0.5",
                   "executor_options.children: stored (not set), given 2", "deadline_s: stored 6.0, given 5.0",
                   "timeouts.lease_s: stored 60.0, given 90.0", 'keep: stored "all", given "novel"',
+                  'concolic_order: stored "seed", given "edge"',
                   f"symcc-ulfm launch --state-dir {state.root} --resume"):
         assert named in done.stderr, done.stderr
     assert "ranks:" not in done.stderr  # not given, not compared

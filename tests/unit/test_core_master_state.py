@@ -410,7 +410,7 @@ def test_a_refused_result_requeues_its_input_until_it_is_dropped():
                                                             ("retry", True, True), ("refused", False, True)])
 def test_a_lease_that_cannot_be_taken_is_released_and_the_next_input_tried(outcome, requeued, logged):
     model = started(corpus=[h(1), h(2)], workers=(1,))
-    first = model.state.queue._queue[0][3]
+    first = model.state.queue._queue[0][-1]
     model.lease_outcome[first] = outcome
     if outcome == "committing":
         model.records[h(("work", first))] = {"work_hash": h(("work", first)), "state": "committing",
@@ -419,7 +419,7 @@ def test_a_lease_that_cannot_be_taken_is_released_and_the_next_input_tried(outco
     performed = model.feed(ev.Tick(2.0))
     assert isinstance(performed[[type(i) for i in performed].index(ev.Lease) + 1], ev.Release)
     assert [w["input_hash"] for w in model.sent("WORK")] != [first]
-    assert (first in [q[3] for q in model.state.queue._queue]) == requeued
+    assert (first in [q[-1] for q in model.state.queue._queue]) == requeued
     assert bool(model.logs("lease-refused")) == logged
     if outcome == "committing":  # replayed in the same batch, under its held lock
         kinds = [type(i) for i in performed]
@@ -687,3 +687,58 @@ def test_the_state_the_parts_of_the_machine_share_is_declared_once():
         assert assigned - declared - ({"_handlers", "_steps"} if part is machine else set()) == set(), part.__name__
         if part is not machine:  # the machine is where the parts meet
             assert read - shared - own == set(), part.__name__
+
+
+# -- concolic work by edge (core.master.branches) ---------------------------------------------------
+
+
+def _answer_in_turn(model: Model, coverage: dict[int, list[int]], tried: dict[str, list[int]], until: float) -> None:
+    """Worker 1 answers its leases one at a time, in order (children by name, with their coverage),
+    and the master ticks between answers."""
+    answered, now = 0, 2.0
+    while now < until:
+        works = model.sent("WORK")
+        if answered < len(works):
+            work = works[answered]
+            answered += 1
+            names = coverage if work["input_hash"] == h(1) else {}
+            cands = [{"sha256": h(n), "length": 1, "coverage": cov, "hint": None} for n, cov in names.items()]
+            fence = {k: work[k] for k in ("generation", "shard", "lease", "work_hash", "input_hash", "worker")}
+            model.feed(ev.FromWorker(now, 1, envelope.encode(
+                "RESULT", LIMIT, **fence, candidates=cands, findings=[], stats={"seconds": 0.01}, error=None,
+                tried=tried.get(work["input_hash"], []))))
+        for _ in range(3):
+            now += 1.0
+            model.feed(ev.Tick(now))
+
+
+@pytest.mark.parametrize("order", ["seed", "edge"])
+def test_in_edge_order_the_record_goes_up_in_manifests_and_down_with_the_leases(order):
+    model = started(corpus=[h(1)], workers=(1,), order=order)
+    model.feed(ev.FromWorker(2.0, 1, ready(1)))
+    model.feed(ev.Tick(2.0))
+    _answer_in_turn(model, {7: [7], 8: [8]}, {h(1): [5, 6], h(7): [9]}, until=40.0)
+    manifests = {r["input_hash"]: r["manifest"] for r in model.records.values()}
+    works = model.sent("WORK")
+    assert [w["input_hash"] for w in works] == [h(1), h(7), h(8)]
+    if order == "seed":  # the old order: no record kept, none handed down
+        assert all("tried" not in m for m in manifests.values()) and all("tried" not in w for w in works)
+        return
+    assert manifests[h(1)]["tried"] == [5, 6] and manifests[h(7)]["tried"] == [9]
+    assert "tried" not in works[0] and works[1]["tried"] == [5, 6]  # each id goes to a worker once
+    assert works[2].get("tried", []) in ([], [9])
+    assert model.state.frontier.branches._order == [5, 6, 9]
+
+
+def test_in_edge_order_an_input_whose_edges_were_all_analyzed_is_skipped_logged_and_counted():
+    model = started(corpus=[h(1)], workers=(1,), order="edge")
+    model.feed(ev.FromWorker(2.0, 1, ready(1)))
+    model.feed(ev.Tick(2.0))
+    children = {10: [1, 2, 3], 11: [1, 2], 12: [1], 13: [2], 14: [3]}
+    _answer_in_turn(model, children, {}, until=80.0)
+    leased = [w["input_hash"] for w in model.sent("WORK")]
+    skipped = [line.fields["input_hash"] for line in model.logs("input-skipped")]
+    assert leased[:2] == [h(1), h(10)]  # the seed, then the child with the most edges no analysis was on
+    assert skipped and not set(skipped) & set(leased) and set(skipped) | set(leased) == {h(1), *map(h, children)}
+    assert model.state.frontier.totals["skipped"] == len(skipped)
+    assert model.state.status().idle  # a skipped input is settled: nothing is left queued

@@ -42,6 +42,7 @@ class MasterConfig:
     keep: str = "all"  # "novel": only candidates that add coverage (or first hold a finding) enter the corpus
     idle_kind: str | None = None  # the fuzzer kind an analysis worker with nothing to analyze runs (None: it waits)
     stop_after: int = 0  # results per worker in this generation that spend the budget (core.master.termination)
+    order: str = "seed"  # what analysis workers get next: "seed" or "edge" order (core.master.frontier)
 
     def kind_of(self, worker: int) -> str:
         return self.kinds.get(worker, self.executor)
@@ -108,7 +109,7 @@ class MasterFields(ABC):
     def __init__(self, config: MasterConfig):
         self.config = config
         self.gen = config.generation
-        self.frontier = Frontier(config.me, config.masters, config.generation, config.limit)
+        self.frontier = Frontier(config.me, config.masters, config.generation, config.limit, config.order)
         self.queue = self.frontier.queue
         self.ready: set[int] = set()  # workers that sent READY
         self.outstanding: dict[int, deque[Outstanding]] = {w: deque() for w in config.workers}  # leases, in order

@@ -21,6 +21,7 @@ from ..envelope import Fence
 from ..schedule import Phase
 from ..slices import descriptor, slice_hash
 from . import events as ev
+from .branches import room
 from .fields import MasterFields, Outstanding, Round
 from .frontier import signatures
 from .manifest import result_manifest
@@ -89,8 +90,9 @@ class CommitRounds(MasterFields):
         marked = signatures(findings) - self.frontier.signatures
         self.frontier.signatures |= marked
         kind = held.slice["kind"] if held.slice is not None else self.config.kind_of(worker)  # a lent worker's too
+        tried = message.get("tried", []) if self.frontier.by_edge and held.slice is None else ()
         manifest = result_manifest(self.gen, self.config.me, worker, kind, fence, kept,
-                                   dropped, findings, message["stats"], message["error"], held.slice)
+                                   dropped, findings, message["stats"], message["error"], held.slice, tried)
         self._round.current = (worker, message, held, judged, marked)
         self._ask(ev.WriteManifest, Step.COMMITTING, fence.work_hash, held.lease, manifest)
 
@@ -184,6 +186,7 @@ class CommitRounds(MasterFields):
         r.leasing_slice = None
         if r.slots:
             input_hash = self.queue.next_input()
+            self._skipped()
             if input_hash is not None:
                 r.leasing = input_hash
                 self._ask(ev.Lease, Step.LEASED, r.slots[0], input_hash)
@@ -203,6 +206,14 @@ class CommitRounds(MasterFields):
             return
         self._ask(ev.Barrier, Step.ROUND_SYNCED)
 
+    def _skipped(self) -> None:
+        """Settle the inputs the queue found with nothing left to analyze (edge order,
+        ``core.master.frontier``): logged one by one and counted, never leased."""
+        for input_hash in self.queue.skipped:
+            self.frontier.totals["skipped"] += 1
+            self._log("input-skipped", input_hash=input_hash, reason="every edge of its path was analyzed")
+        self.queue.skipped.clear()
+
     def _leased(self, fact: ev.Leased) -> None:
         r = self._round
         sliced = r.leasing_slice
@@ -220,7 +231,10 @@ class CommitRounds(MasterFields):
             priority = self.frontier.priority_of(input_hash)
             self.outstanding[worker].append(Outstanding(fence, fact.lease, priority, sliced))
             hint = sliced if sliced is not None else self.frontier.hints.get(input_hash)
-            r.work_out.append((worker, envelope.encode("WORK", self.config.limit, **fence.fields(), hint=hint)))
+            tried = [] if sliced is not None or not self.frontier.by_edge else \
+                self.frontier.branches.delta(worker, room(self.config.limit))
+            r.work_out.append((worker, envelope.encode("WORK", self.config.limit, **fence.fields(), hint=hint,
+                                                       tried=tried)))
             return self._to_leased()
         self._emit(ev.Release, fact.token)
         if sliced is not None:

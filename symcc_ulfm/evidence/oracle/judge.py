@@ -58,7 +58,7 @@ class _Judge(MembershipChecks, FindingChecks, LogChecks, WalChecks):
 def check_exhausted(j: _Judge, policy: dict, records: dict, names: list[str], dropped: set[str], outcome: dict,
                     final: dict) -> None:
     """An early end is only right when nothing was left: every corpus object analyzed (a done
-    record), the input of a finding never expanded, or logged as dropped; no record in flight."""
+    record), the input of a finding never expanded, or logged as dropped or skipped; no record in flight."""
     if not policy.get("stop_when_exhausted", False):
         j.fail("outcome.json says exhausted, but the policy runs to the deadline")
         return

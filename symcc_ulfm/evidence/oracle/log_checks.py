@@ -24,7 +24,9 @@ class LogChecks:
         """
         logged: dict[str, dict] = {}
         injected = []
-        dropped: set[str] = set()  # inputs a master gave up on (rejected results, refused leases)
+        # inputs a master gave up on (rejected results, refused leases) or, choosing by uncovered edges,
+        # skipped because every edge of their paths had been analyzed
+        dropped: set[str] = set()
         capabilities: dict[int, dict] = {}
         torn = []
         for path in sorted((self.root / "logs").glob("rank-*.jsonl")):
@@ -46,7 +48,7 @@ class LogChecks:
                     logged[event["work_hash"]] = event
                 elif event.get("event") == "inject":
                     injected.append(event)
-                elif event.get("event") in ("input-dropped", "lease-refused"):
+                elif event.get("event") in ("input-dropped", "lease-refused", "input-skipped"):
                     dropped.add(event.get("input_hash"))
                 elif event.get("event") == "capability":
                     capabilities[event["rank"]] = event["facts"]

@@ -210,6 +210,14 @@ class ConcolicExecutor(PythonTarget, Executor):
         )
         self._words: dict[bytes, None] = {}  # dictionary words seen by symbolic runs, newest first
         self._partners: dict[bytes, None] = {}  # recent inputs and kept mutants, splice partners
+        self._record: set[int] | None = None  # the campaign's record of tried branches, once handed one (learn)
+
+    def learn(self, tried: list[int]) -> None:
+        """The campaign's record of tried branches (:mod:`.search`: a branch direction and the hit
+        class of its occurrence); from now on the search prunes by it and adds to it."""
+        if self._record is None:
+            self._record = set()
+        self._record.update(tried)
 
     def seeds(self) -> list[bytes]:
         return self.target_seeds()
@@ -282,7 +290,7 @@ class ConcolicExecutor(PythonTarget, Executor):
             notes["diverged"] = self._diverged(recorded.entries, lineage)
             notes["predicted_by"] = "optimistic" if lineage.optimistic else "exact"
         bound = lineage.bound if lineage is not None else 0
-        children, search = self._search.expand(data, recorded.entries, bound, deadline)
+        children, search = self._search.expand(data, recorded.entries, bound, deadline, self._record)
         extra = {"repair_runs": 0, "repaired": 0, "queries": 0, "solver_seconds": 0.0}
         budget = [self.options["max_repairs"]]
         candidates: list[bytes] = []
@@ -307,7 +315,8 @@ class ConcolicExecutor(PythonTarget, Executor):
         notes.update(
             bound=bound, attempts=search.attempts, sat=search.sat, unsat=search.unsat, unknown=search.unknown,
             optimistic=search.optimistic, checksum=search.checksum, cache_hits=search.cache_hits,
-            skipped_site_budget=search.skipped_budget, repair_runs=extra["repair_runs"],
+            skipped_site_budget=search.skipped_budget, skipped_tried=search.skipped_tried,
+            repair_runs=extra["repair_runs"],
             repaired=extra["repaired"], compares=len(recorded.compares), i2s=len(proposals),
             mutations=mutants.executions, mutations_cut=mutants.cut, mutants_kept=len(mutants.kept),
             mutant_findings=len(mutants.findings), mutation_seconds=round(mutants.seconds, 6),
@@ -323,6 +332,7 @@ class ConcolicExecutor(PythonTarget, Executor):
             notes=notes,
             findings=findings,
             reaches=reaches + [[] for _ in candidates[len(reaches):]],
+            tried=search.tried,
         )
 
     def _callee_words(self, name: str) -> list[bytes]:

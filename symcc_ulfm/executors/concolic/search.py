@@ -19,7 +19,15 @@ Pruning, so that checksum and parsing loops do not explode:
 * at most one optimistic child per site and run (each may cost the executor several repair
   re-executions, and a checksum loop would otherwise ask for one per iteration);
 * a process-wide query cache remembers (site, direction, condition, slice) -> model or UNSAT, so
-  the same question is never sent to z3 twice; a cached model is re-patched into the new parent.
+  the same question is never sent to z3 twice; a cached model is re-patched into the new parent;
+* with the campaign's record of tried branches (``record``, ``core.master.branches``, in edge order):
+  a branch is keyed by its site, a direction and its occurrence on the path (the 1st, 2nd, ...
+  time the path reached the site, the :data:`MAX_VISITS`-th and later ones alike: a loop's
+  iterations are branches of their own, as QSYM's map counts a branch's visits), as a
+  ``core.coverage.branch_coverage`` id; a flip whose target key is in the record is skipped (some
+  run of the campaign tried it, or a path took that direction there), each flip attempted (solved
+  SAT, UNSAT or timed out) and each direction the path took join it, and the run reports the keys
+  it added (:attr:`SearchStats.tried`).
 
 Minimal change: a branch is first solved with every byte it does not read held at the parent's
 value (:meth:`GenerationalSearch._local`), so that a child differs from its parent only where
@@ -38,6 +46,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.coverage import branch_coverage
 from .expressions import expr as E
 from .expressions.path import PIN
 from .expressions.z3conv import SAT, Converter, solve
@@ -65,13 +74,18 @@ class SearchStats:
     checksum: int = 0
     cache_hits: int = 0
     skipped_budget: int = 0
+    skipped_tried: int = 0  # flips left out: their target was in the campaign's record
     attempts: int = 0
+    tried: list[int] = field(default_factory=list)  # keys this run added to the record
     optimistic_sites: set = field(default_factory=set)
 
     def add(self, answer) -> None:
         self.queries += 1
         self.solver_seconds += answer.seconds
         setattr(self, answer.status, getattr(self, answer.status) + 1)
+
+
+MAX_VISITS = 64  # occurrences of one site on a path that are branches of their own in the record
 
 
 def signature(previous: int, site: int, taken: bool) -> int:
@@ -261,8 +275,11 @@ class GenerationalSearch:
             stats.optimistic_sites.add(site)
         return model, model is not None
 
-    def expand(self, data: bytes, entries: list, bound: int, deadline: float) -> tuple[list[Child], SearchStats]:
+    def expand(self, data: bytes, entries: list, bound: int, deadline: float,
+               record: set[int] | None = None) -> tuple[list[Child], SearchStats]:
+        """The children of one path; with ``record`` (module docstring) pruned by it and added to it."""
         stats = SearchStats()
+        visits: dict[int, int] = {}  # site -> times the path reached it so far (at most MAX_VISITS)
         conv = Converter()
         conv.note_length(len(data))
         slicer = Slicer()
@@ -279,13 +296,23 @@ class GenerationalSearch:
                 continue
             index += 1
             taken = bool(node.val)
-            if index >= bound and self._eligible(site, negated, stats):
+            target = None  # the flip's key in the record, when there is one
+            if record is not None:
+                visits[site] = min(visits.get(site, 0) + 1, MAX_VISITS)
+                key = site * MAX_VISITS + visits[site] - 1
+                _note(record, branch_coverage(key, taken), stats)
+                target = branch_coverage(key, not taken)
+            if index >= bound and target is not None and target in record:
+                stats.skipped_tried += 1
+            elif index >= bound and self._eligible(site, negated, stats):
                 if len(children) >= self.max_children or stats.attempts >= self.max_branches:
                     break
                 if time.monotonic() > deadline:
                     break
                 stats.attempts += 1
                 negated[site] = negated.get(site, 0) + 1
+                if target is not None:
+                    _note(record, target, stats)
                 model, optimistic = self._solve_branch(data, node, not taken, site, slicer, conv, stats)
                 if optimistic and model is not None and model.get(E.LENGTH, len(data)) != len(data):
                     model = None  # repair keeps changed bytes by position: a resized child cannot be repaired
@@ -310,6 +337,13 @@ class GenerationalSearch:
             stats.skipped_budget += 1
             return False
         return True
+
+
+def _note(record: set[int], key: int, stats: SearchStats) -> None:
+    """Add a branch key to the record (and to what this run reports) unless it is there."""
+    if key not in record:
+        record.add(key)
+        stats.tried.append(key)
 
 
 def repair_query(data: bytes, entries: list, expected: tuple, keep: dict[int, int]) -> tuple | None:

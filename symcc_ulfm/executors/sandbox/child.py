@@ -21,7 +21,8 @@ own, so the parent can kill it and whatever it started.
 
 ``init`` (to the server: build the executor or fuzzer; the reply carries its identity, an
 executor's seeds, its limits and the target's files). Requests of a child: ``run`` (an
-executor's :meth:`~.base.Executor.run`, with ``"mutate": false`` passed on; a fuzzer's
+executor's :meth:`~.base.Executor.run`, with ``"mutate": false`` passed on, after
+:meth:`~.base.Executor.learn` of the request's ``tried`` when it has one; a fuzzer's
 :meth:`~.base.Fuzzer.fuzz` of the request's hint, its slice; every target execution it starts,
 and its end, is written into the execution slot the child got with its pipes (:mod:`.slot`), the
 input too when it is not the run's own), ``measure`` (inputs measured in order, one ``measured``
@@ -209,13 +210,15 @@ class Child:
         if isinstance(self.executor, Fuzzer):
             result = self.executor.fuzz(message.get("hint"))
         else:
+            if message.get("tried") is not None:
+                self.executor.learn(message["tried"])
             result = self.executor.run(data, message.get("hint"), message.get("mutate", True) is not False)
         self.executor.on_execution = _quiet
         findings = [{"outcome": f.outcome.to_json()} for f in result.findings]
         self.send({"type": "result", "hints": result.hints, "executions": result.executions,
                    "solver_queries": result.solver_queries, "solver_seconds": result.solver_seconds,
                    "seconds": result.seconds, "notes": result.notes, "candidates": len(result.candidates),
-                   "findings": findings, "reaches": result.reaches},
+                   "findings": findings, "reaches": result.reaches, "tried": result.tried},
                   [*result.candidates, *(f.data for f in result.findings)])
 
     def reproduce(self, message: dict, blobs: list[bytes]) -> None:

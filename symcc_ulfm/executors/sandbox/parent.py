@@ -71,6 +71,8 @@ class Sandbox(ChildProcess, Target):
         self._executing: bytes | None = None  # the input executing in the current request (see _exchange)
         self._served: bytes | None = None  # the input of the last reply the child sent (see _between_requests)
         self._late: list[Finding] = []  # protocol findings of bytes a child wrote between requests, for the next run
+        self._record: list[int] | None = None  # the branch record handed to this executor (Executor.learn), if any
+        self._taught = 0  # how much of it the current child was handed (none, after a restart)
         super().__init__({"type": "init", "executor": name, "target": target, "options": dict(options or {}),
                           "scratch": None if scratch is None else str(scratch)}, startup_s,
                          writable=[scratch] if isolated else None)
@@ -173,8 +175,10 @@ class Sandbox(ChildProcess, Target):
         started = time.monotonic()
         try:
             limit = self.run_limit_s + (float(hint["seconds"]) if sliced else 0.0)
-            message, blobs = self._exchange({"type": "run", "hint": hint, "mutate": mutate}, [data], data, "result",
-                                            limit)
+            request = {"type": "run", "hint": hint, "mutate": mutate}
+            if self._record is not None:  # what the child was not handed of the branch record (Executor.learn)
+                request["tried"], self._taught = self._record[self._taught:], len(self._record)
+            message, blobs = self._exchange(request, [data], data, "result", limit)
             return self._checked(self._result(message, blobs, time.monotonic() - started), data)
         except ChildDied as died:
             current = self._executing
@@ -274,7 +278,7 @@ class Sandbox(ChildProcess, Target):
         return RunResult(candidates=blobs[:count], hints=message["hints"], executions=message["executions"],
                          solver_queries=message["solver_queries"], solver_seconds=message["solver_seconds"],
                          seconds=message["seconds"], notes=message["notes"], findings=findings,
-                         reaches=message["reaches"])
+                         reaches=message["reaches"], tried=message.get("tried", []))
 
     def measure(self, data: bytes) -> Measurement:
         return self.measure_many([data])[0]
@@ -341,6 +345,17 @@ class SandboxedExecutor(Sandbox, Executor):
 
     def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
         return self._run(data, hint, mutate, sliced=False)
+
+    def learn(self, tried: list[int]) -> None:
+        """Kept here and handed to the child with its next run; a child forked after a death is
+        handed the whole record again."""
+        if self._record is None:
+            self._record = []
+        self._record.extend(tried)
+
+    def _restart(self) -> None:
+        super()._restart()
+        self._taught = 0
 
 
 class SandboxedFuzzer(Sandbox, Fuzzer):

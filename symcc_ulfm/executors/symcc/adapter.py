@@ -43,6 +43,16 @@ or hangs on every seed, the runtime refuses to start) is refused with a TargetEr
 A binary that is not SymCC-instrumented is refused when the executor is built
 (:mod:`.target`).
 
+The campaign's record of tried branches (edge order, ``core.master.branches``) is QSYM's: the bits of
+its coverage map file (:data:`MAP_BYTES`: the trace map, then the context map, as qsym's
+``AflTraceMap`` reads and commits them; a bit's id is its byte offset times 8 plus its place, least
+significant first). With a map of its own (``SYMCC_AFL_COVERAGE_MAP`` a plain file name) the executor
+keeps the record it was handed (:meth:`~SymccExecutor.learn`), writes it into the map before each run
+(what its own runs set is in it), and reports the bits the run set that it did not hold. The map is
+QSYM's runtime's, in the target's process: a hostile target can set bits, which only steers which
+branches others negate. A map shared by several workers (an absolute path) is not written: QSYM
+rewrites it unlocked, and other processes' bits would be reported as this run's.
+
 Coverage comes from an optional AFL-instrumented twin of the target measured in batches
 (:mod:`..binary.afl_coverage`). Without a twin there is no coverage: :meth:`~SymccExecutor.measure`
 returns an empty set and the identity and notes say "no coverage: content dedup only".
@@ -80,6 +90,7 @@ from .target import symcc_runtime
 
 VERSION = 2
 PREFLIGHT_SEEDS = 16  # seeds tried by preflight() before the target is refused
+MAP_BYTES = 2 * 65536  # QSYM's coverage map file: its trace map, then its context map
 
 
 class SymccExecutor(Executor):
@@ -113,6 +124,7 @@ class SymccExecutor(Executor):
         self._scratch: Scratch | None = None  # made at the first run: the runtime sets scratch_dir after __init__
         self._map = self._env.get("SYMCC_AFL_COVERAGE_MAP")
         self._run_env = dict(self._env)
+        self._bits: bytearray | None = None  # the campaign's record of tried branches, once handed one (learn)
         # Leftovers outside a run's process group can only be found by a child subreaper.
         self._adopt = is_subreaper()
 
@@ -161,9 +173,49 @@ class SymccExecutor(Executor):
                 self._run_env["SYMCC_AFL_COVERAGE_MAP"] = str(self._scratch.root / self._map)
         return self._scratch
 
+    def learn(self, tried: list[int]) -> None:
+        """Bits of QSYM's map (module docstring) to hold in this worker's map file; ignored without
+        a map of its own."""
+        if self._map is None or os.path.isabs(self._map):
+            return
+        if self._bits is None:
+            self._bits = bytearray(MAP_BYTES)
+        for bit in tried:
+            if bit < 8 * MAP_BYTES:
+                self._bits[bit >> 3] |= 1 << (bit & 7)
+
+    def _map_file(self) -> Path:
+        return Path(self._run_env["SYMCC_AFL_COVERAGE_MAP"])
+
+    def _write_map(self) -> None:
+        """The record into the map file, before a run (never through a link)."""
+        fd = os.open(self._map_file(), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(self._bits)
+
+    def _bits_set(self) -> list[int]:
+        """The bits the run set in the map file that the record did not hold (now held); none when
+        the file is not a whole map."""
+        try:
+            fd = os.open(self._map_file(), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return []
+        with os.fdopen(fd, "rb") as source:
+            written = source.read(MAP_BYTES + 1)
+        if len(written) != MAP_BYTES:
+            return []
+        held, run = int.from_bytes(self._bits, "little"), int.from_bytes(written, "little")
+        new = (run & ~held).to_bytes(MAP_BYTES, "little")
+        self._bits = bytearray((held | run).to_bytes(MAP_BYTES, "little"))
+        return [8 * offset + place for offset, byte in enumerate(new) if byte for place in range(8) if byte >> place & 1]
+
     def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
         started = time.monotonic()
+        if self._bits is not None:
+            self._workspace()
+            self._write_map()
         candidates, outcome, notes = self._symbolic(bytes(data))
+        tried = self._bits_set() if self._bits is not None else []
         findings = []
         if outcome.is_finding:
             confirmed = self.reproduce(data)
@@ -173,7 +225,7 @@ class SymccExecutor(Executor):
         if self._twin is not None and self._twin.map_size:
             notes["map_size"] = self._twin.map_size  # known once the twin measured an input
         return RunResult(candidates=candidates, executions=1 + outcome.is_finding,
-                         seconds=time.monotonic() - started, notes=notes, findings=findings)
+                         seconds=time.monotonic() - started, notes=notes, findings=findings, tried=tried)
 
     def reproduce(self, data: bytes) -> Outcome:
         """The outcome of a concrete run of the binary on ``data`` (no symbolic input, no solving)."""
