@@ -135,6 +135,10 @@ def build_parser() -> CommandParser:
     p.add_argument("--idle", choices=("fuzz", "wait"), default="fuzz",
                    help="what an analysis worker with nothing to analyze does in a campaign with a fuzzer kind: "
                         "runs slices of the first fuzzer kind of --worker-kinds until inputs come (fuzz), or waits")
+    p.add_argument("--mix", choices=("fixed", "adaptive"), default="fixed",
+                   help="the mix of kinds: --worker-kinds as given (fixed), or analysis slots lent to the fuzzer "
+                        "kind of --idle fuzz, even while inputs are queued, as far as each kind's new edges per "
+                        "CPU-second say (adaptive; docs/worker-kinds.md, 'The mix of kinds')")
     p.add_argument("--isolation", choices=("namespaces", "none"), default=REFERENCE["isolation"],
                    help="target code runs in user, mount and PID namespaces where the campaign's files are "
                         "read-only and every process it starts dies with its sandbox (default); none: only where "

@@ -61,6 +61,7 @@ def _policy_options(args: argparse.Namespace, harness: Harness | None) -> dict[s
         "keep": ("keep", args.keep),
         "slice_s": ("slice_s", args.slice_s),
         "idle": ("idle", args.idle),
+        "mix": ("mix", args.mix),
         "isolation": ("isolation", args.isolation),
     }
 

@@ -2,7 +2,7 @@
 
 Every rank reads the same ``policy.json`` and the ranks compare the SHA-256 at start-up; a
 mismatch fails closed. Rejections name the field and the accepted form. Fields added after the
-first format (``worker_kinds``, ``keep``, ``slice_s``, ``isolation``, ``idle``, ``stop_after``, ``stop_from``) are written
+first format (``worker_kinds``, ``keep``, ``slice_s``, ``isolation``, ``idle``, ``stop_after``, ``stop_from``, ``mix``) are written
 only when they differ from their defaults, so a policy that does not use them keeps its bytes and its SHA-256.
 """
 
@@ -86,6 +86,9 @@ class Policy(Canonical):
     # scheduled failure is still to end, every worker has that many results committed in it; 0: the deadline only
     stop_after: int = 0
     stop_from: int = 0
+    # the mix of kinds: "fixed" (worker_kinds as given) or "adaptive" (analysis slots lent to the idle kind by
+    # what each kind yields, core.master.mix)
+    mix: str = "fixed"
 
     def __post_init__(self):
         self._validate()
@@ -141,6 +144,12 @@ class Policy(Canonical):
             raise PolicyError("keep", f"{self.keep!r}: expected all or novel")
         if self.idle not in ("fuzz", "wait"):
             raise PolicyError("idle", f"{self.idle!r}: expected fuzz or wait")
+        if self.mix not in ("fixed", "adaptive"):
+            raise PolicyError("mix", f"{self.mix!r}: expected fixed or adaptive")
+        if self.mix == "adaptive" and (self.idle != "fuzz" or self.executor not in self.slots
+                                       or set(self.slots) == {self.executor}):
+            raise PolicyError("mix", "the adaptive mix lends analysis slots to the idle kind: it needs --idle fuzz "
+                                     "and --worker-kinds with slots of the executor and of a fuzzer kind")
         _int_in("stop_after", self.stop_after, 0, 10**9)
         _int_in("stop_from", self.stop_from, 0, 10**6)
         if self.stop_from and not self.stop_after:
@@ -200,6 +209,7 @@ class Policy(Canonical):
             **({"idle": self.idle} if self.idle != "fuzz" else {}),
             **({"stop_after": self.stop_after} if self.stop_after else {}),
             **({"stop_from": self.stop_from} if self.stop_from else {}),
+            **({"mix": self.mix} if self.mix != "fixed" else {}),
         }
 
 
@@ -240,7 +250,7 @@ def fields_of(policy: Policy) -> dict[str, Any]:
     too), with ``timeouts.NAME`` and ``executor_options.KEY`` one entry each: what a resume
     compares the options it is given with (:func:`differences`)."""
     data = {"worker_kinds": format_kinds(policy.worker_kinds), "keep": policy.keep, "slice_s": policy.slice_s,
-            "isolation": policy.isolation, "idle": policy.idle, **policy.to_json()}
+            "isolation": policy.isolation, "idle": policy.idle, "mix": policy.mix, **policy.to_json()}
     del data["format"]
     for nested in ("timeouts", "executor_options"):
         data.update({f"{nested}.{key}": value for key, value in data.pop(nested).items()})

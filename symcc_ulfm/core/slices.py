@@ -21,9 +21,12 @@ SLICE_FORMAT = "symcc-ulfm-slice/1"
 _KEYS = {"slice", "kind", "generation", "master", "worker", "seq", "seconds"}
 
 
-def descriptor(kind: str, generation: int, master: int, worker: int, seq: int, seconds: float) -> dict[str, Any]:
+def descriptor(kind: str, generation: int, master: int, worker: int, seq: int, seconds: float,
+               mix: str | None = None) -> dict[str, Any]:
+    """``mix``: the SHA-256 of the decision that lent an analysis worker this slice
+    (``core.master.mix``; the manifest records the decision), for such a slice only."""
     return {"slice": SLICE_FORMAT, "kind": kind, "generation": generation, "master": master, "worker": worker,
-            "seq": seq, "seconds": float(seconds)}
+            "seq": seq, "seconds": float(seconds), **({"mix": mix} if mix is not None else {})}
 
 
 def slice_hash(value: dict[str, Any]) -> str:
@@ -32,4 +35,4 @@ def slice_hash(value: dict[str, Any]) -> str:
 
 
 def is_descriptor(hint: Any) -> bool:
-    return isinstance(hint, dict) and set(hint) == _KEYS and hint["slice"] == SLICE_FORMAT
+    return isinstance(hint, dict) and set(hint) - {"mix"} == _KEYS and hint["slice"] == SLICE_FORMAT

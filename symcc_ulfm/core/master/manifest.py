@@ -5,7 +5,8 @@ lease token, input and work hash; for a fuzzer's slice its descriptor, ``core.sl
 the objects it publishes (SHA-256, length, whether it added coverage, the coverage and the
 search hint), the SHA-256s of the candidates it drops (``keep = novel``: staged, verified, adding
 nothing), ``generated`` (objects plus dropped: derived from what was staged, ``core.master.report``),
-its findings, the worker's statistics as reported and the worker's error. A quarantine manifest
+its findings, the worker's statistics as reported and the worker's error; a result's manifest
+also counts the edges it added (``new_edges``) and names the mix decision that lent its worker. A quarantine manifest
 (``core.master.poison``) settles an input that killed its workers: no objects, one ``crash``
 finding, and the strikes that condemned it.
 """
@@ -21,12 +22,18 @@ from .poison import SIGNATURE, Strike, detail
 
 def result_manifest(generation: int, master: int, worker: int, kind: str, fence: Fence, kept: Sequence[Judged],
                     dropped: list[str], findings: list[dict], stats: dict, error: str | None,
-                    slice_: dict | None = None) -> dict:
-    """The manifest of a RESULT the master verified against ``fence``."""
+                    slice_: dict | None = None, new_edges: int = 0, mix: dict | None = None) -> dict:
+    """The manifest of a RESULT the master verified against ``fence``: ``new_edges``, the edges its
+    kept objects added to the master's coverage, and ``mix``, the decision that lent the worker this
+    slice (``core.master.mix``), where there is one."""
     objects = [{"sha256": j.sha256, "length": j.length, "novel": j.novel, "coverage": list(j.coverage),
                 "hint": j.hint} for j in kept]
-    return _manifest(generation, master, worker, kind, fence.shard, fence.lease, fence.input_hash, fence.work_hash,
-                     objects, dropped, findings, stats, error, slice_)
+    manifest = _manifest(generation, master, worker, kind, fence.shard, fence.lease, fence.input_hash,
+                         fence.work_hash, objects, dropped, findings, stats, error, slice_)
+    manifest["new_edges"] = new_edges
+    if mix is not None:
+        manifest["mix"] = mix
+    return manifest
 
 
 def quarantine_manifest(generation: int, master: int, kind: str, shard: str, token: str, input_hash: str,
