@@ -1398,7 +1398,7 @@ def mix_decisions(root: Path, policy: dict | None = None, done: dict | None = No
     if done is None:
         done = {r["work_hash"]: r for r in records(root).values() if r["state"] == "done"}
     probe = MixProbe(policy)
-    snaps = [{"generation": 0, "active": list(range(RANKS)), "workers_per_master": 2}]
+    snaps = [{"generation": g, "active": list(range(RANKS)), "workers_per_master": 2} for g in (0, 1)]
     lent = probe.mix(policy, done, snaps)
     return done, probe.problems, lent
 
@@ -1419,7 +1419,9 @@ def check_mix_lends(root: Path, observed: dict[int, dict]) -> None:
     """The mix lends worker 2 to the fuzzer kind once its window holds next to no new edges: each
     decision is in its slice's manifest, named by its descriptor, and checks out against the WAL by
     the oracle's own rule (other slices of worker 2 are its idle ones, with an empty queue); it
-    analyzed before it was lent, and again when the mix explored."""
+    analyzed before it was lent, and again when the mix explored. The master of the next generation
+    (the job resumed) goes on from the WAL: its first decision starts from the last one recorded, its
+    windows from the done records of generation 0."""
     done, problems, counted = mix_decisions(root)
     assert problems == []
     lent = [r for r in done.values() if "mix" in r["manifest"]]
@@ -1428,8 +1430,15 @@ def check_mix_lends(root: Path, observed: dict[int, dict]) -> None:
                and r["manifest"]["slice"]["mix"] for r in lent)
     assert any(r["manifest"]["worker"] == W2 and r["manifest"]["slice"] is None for r in done.values())
     changes = events(root, MASTER, "mix")
-    assert changes[0]["lent"] == 0 and any(e["lent"] == 1 for e in changes)
-    assert stop_reasons(root, W1) == stop_reasons(root, W2) == ["budget"]
+    assert changes[0]["lent"] == 0 and any(e["lent"] == 1 for e in changes if e["generation"] == 0)
+    last = max((r["manifest"]["slice"]["seq"], r["manifest"]["mix"]["lent"]) for r in lent
+               if r["manifest"]["generation"] == 0)
+    restarted = next(e for e in changes if e["generation"] == 1)
+    assert restarted["previous"] == last[1]
+    later = [r["manifest"]["mix"] for r in sorted(lent, key=lambda r: r["manifest"]["slice"]["seq"])
+             if r["manifest"]["generation"] == 1]
+    assert later and any(done[e[0]]["manifest"]["generation"] == 0 for e in later[0]["window"]["simfuzz"])
+    assert stop_reasons(root, W1) == stop_reasons(root, W2) == ["budget", "budget"]
     check_counted_once(root)
 
 
@@ -1500,6 +1509,8 @@ SCENARIOS = (
              options={"cost_s": 0, "children": 1, "space": 4, "simfuzz": {"kept": 2, "space": 4}},
              worker_kinds="simfuzz:1,simulate:1", keep="novel"),
     Scenario("the-adaptive-mix-lends-an-analysis-worker", (Stage({MASTER: MASTER_ROLE, W1: WORKER_ROLE,
-                                                                  W2: WORKER_ROLE, PEER: Peer()}),),
+                                                                  W2: WORKER_ROLE, PEER: Peer()}),
+                                                           Stage({MASTER: MASTER_ROLE, W1: WORKER_ROLE,
+                                                                  W2: WORKER_ROLE, PEER: Peer()}, before=resumed)),
              check_mix_lends, stop_after=24, options=MIX, worker_kinds="simfuzz:1,simulate:1", mix="adaptive"),
 )
