@@ -3,8 +3,9 @@
 A fuzzer (``afl``, a Python fuzzer) runs on across leases; each lease asks it for what it kept
 during ``seconds`` more (queue entries, crashes, hangs), returned as candidates like a concolic
 worker's children and published through the WAL the same way. A slice is named by its
-*descriptor*, a flat object (kind, generation, master, worker, sequence number, seconds) that
-travels as the WORK's hint; its SHA-256 stands where an input's would (the record's
+*descriptor*, a flat object (kind, generation, master, worker, sequence number, seconds, and for
+a slice the adaptive mix lent an analysis worker the SHA-256 of its decision) that travels as the
+WORK's hint; its SHA-256 stands where an input's would (the record's
 ``input_hash``), so every slice is a work identity of its own and a re-run slice can never be
 counted as the one it replaces. The manifest records the descriptor, so anyone can check the
 hash. A slice that lapses (its worker or master died) is not leased again: a fuzzer's time is
