@@ -124,3 +124,10 @@ def test_the_oracles_rule_agrees_with_the_masters(analysis, fuzzer, slots, fuzze
         assert decision.lent < slots  # the floor
     recorded = decision.to_json()
     assert mix_checks.expected(recorded) == (recorded["lent"], recorded["reason"])
+
+
+def test_the_oracle_measures_records_of_older_wals_as_the_master_does():
+    for record in (done(1, "afl", edges=7, cpu=1.5), done(2, "symcc", novel=3, seconds=2.0),
+                   done(3, "symcc", edges=0, seconds=0.25)):
+        fact = fact_of(record)
+        assert mix_checks.measured(record["manifest"]) == (fact.edges, fact.cpu_s)
