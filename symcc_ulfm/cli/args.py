@@ -140,6 +140,10 @@ def build_parser() -> CommandParser:
                         "(seed, as SymCC's fuzzing helper); or the inputs whose paths have the most edges no "
                         "analysis was on, skipping those with none, with a campaign-wide record of the branches "
                         "tried that no worker tries again (edge)")
+    p.add_argument("--mix", choices=("fixed", "adaptive"), default="fixed",
+                   help="the mix of kinds: --worker-kinds as given (fixed), or analysis slots lent to the fuzzer "
+                        "kind of --idle fuzz, even while inputs are queued, as far as each kind's new edges per "
+                        "CPU-second say (adaptive; docs/worker-kinds.md, 'The mix of kinds')")
     p.add_argument("--isolation", choices=("namespaces", "none"), default=REFERENCE["isolation"],
                    help="target code runs in user, mount and PID namespaces where the campaign's files are "
                         "read-only and every process it starts dies with its sandbox (default); none: only where "

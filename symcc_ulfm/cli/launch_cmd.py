@@ -62,6 +62,7 @@ def _policy_options(args: argparse.Namespace, harness: Harness | None) -> dict[s
         "slice_s": ("slice_s", args.slice_s),
         "idle": ("idle", args.idle),
         "concolic_order": ("concolic_order", args.concolic_order),
+        "mix": ("mix", args.mix),
         "isolation": ("isolation", args.isolation),
     }
 

@@ -3,7 +3,7 @@
 Every rank reads the same ``policy.json`` and the ranks compare the SHA-256 at start-up; a
 mismatch fails closed. Rejections name the field and the accepted form. Fields added after the
 first format (``worker_kinds``, ``keep``, ``slice_s``, ``isolation``, ``idle``, ``stop_after``, ``stop_from``,
-``concolic_order``) are written
+``concolic_order``, ``mix``) are written
 only when they differ from their defaults, so a policy that does not use them keeps its bytes and its SHA-256.
 """
 
@@ -91,6 +91,9 @@ class Policy(Canonical):
     # coverage, shorter first), or "edge" order (by the edges no analysis was on, with the campaign's record of
     # tried branches, core.master.branches)
     concolic_order: str = "seed"
+    # the mix of kinds: "fixed" (worker_kinds as given) or "adaptive" (analysis slots lent to the idle kind by
+    # what each kind yields, core.master.mix)
+    mix: str = "fixed"
 
     def __post_init__(self):
         self._validate()
@@ -148,6 +151,12 @@ class Policy(Canonical):
             raise PolicyError("idle", f"{self.idle!r}: expected fuzz or wait")
         if self.concolic_order not in ("seed", "edge"):
             raise PolicyError("concolic_order", f"{self.concolic_order!r}: expected seed or edge")
+        if self.mix not in ("fixed", "adaptive"):
+            raise PolicyError("mix", f"{self.mix!r}: expected fixed or adaptive")
+        if self.mix == "adaptive" and (self.idle != "fuzz" or self.executor not in self.slots
+                                       or set(self.slots) == {self.executor}):
+            raise PolicyError("mix", "the adaptive mix lends analysis slots to the idle kind: it needs --idle fuzz "
+                                     "and --worker-kinds with slots of the executor and of a fuzzer kind")
         _int_in("stop_after", self.stop_after, 0, 10**9)
         _int_in("stop_from", self.stop_from, 0, 10**6)
         if self.stop_from and not self.stop_after:
@@ -208,6 +217,7 @@ class Policy(Canonical):
             **({"stop_after": self.stop_after} if self.stop_after else {}),
             **({"stop_from": self.stop_from} if self.stop_from else {}),
             **({"concolic_order": self.concolic_order} if self.concolic_order != "seed" else {}),
+            **({"mix": self.mix} if self.mix != "fixed" else {}),
         }
 
 
@@ -249,7 +259,7 @@ def fields_of(policy: Policy) -> dict[str, Any]:
     compares the options it is given with (:func:`differences`)."""
     data = {"worker_kinds": format_kinds(policy.worker_kinds), "keep": policy.keep, "slice_s": policy.slice_s,
             "isolation": policy.isolation, "idle": policy.idle, "concolic_order": policy.concolic_order,
-            **policy.to_json()}
+            "mix": policy.mix, **policy.to_json()}
     del data["format"]
     for nested in ("timeouts", "executor_options"):
         data.update({f"{nested}.{key}": value for key, value in data.pop(nested).items()})

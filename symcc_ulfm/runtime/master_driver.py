@@ -56,7 +56,7 @@ class MasterDriver:
             kinds={w: layout.kind_of(w) for w in self.workers if layout.kind_of(w)},
             fuzzers=frozenset(k for k in ctx.policy.kinds if is_fuzzer(k)), slice_s=ctx.policy.slice_s,
             keep=ctx.policy.keep, idle_kind=ctx.lent_kind, stop_after=ctx.policy.stop_after,
-            order=ctx.policy.concolic_order))
+            order=ctx.policy.concolic_order, mix=ctx.policy.mix))
         self.exhaustion = Exhaustion(ctx, tuple(self.masters), transport, clock)
         self.peer_masters = [m for m in self.masters if m != ctx.stable]
         self._batch = contextlib.ExitStack()  # the open group commit's record locks

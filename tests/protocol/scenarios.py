@@ -53,6 +53,8 @@ from symcc_ulfm.core.master.rounds import PIPELINE
 from symcc_ulfm.core.membership import commit, initial_membership, resume
 from symcc_ulfm.core.policy import Policy, build_policy
 from symcc_ulfm.core.slices import descriptor, slice_hash
+from symcc_ulfm.evidence.oracle.mix_checks import MixChecks
+from symcc_ulfm.evidence.oracle.rules import expected_kinds, lent_kind
 from symcc_ulfm.executors import engine
 from symcc_ulfm.runtime.injection import Injector
 from symcc_ulfm.runtime.loopback import Loopback
@@ -147,6 +149,7 @@ class Scenario:
     idle: str = "fuzz"  # what an analysis worker with nothing to analyze does (core.policy)
     stop_after: int = 0  # a budget by count: results per worker that end the campaign (core.master.termination)
     order: str = "seed"  # what analysis workers get next (core.master.frontier)
+    mix: str = "fixed"  # the mix of kinds (core.master.mix)
 
 
 def policy_of(scenario: Scenario) -> Policy:
@@ -155,7 +158,7 @@ def policy_of(scenario: Scenario) -> Policy:
                         max_message_bytes=LIMIT, stop_when_exhausted=scenario.stop_when_exhausted,
                         timeouts={"lease_s": scenario.lease_s, "shutdown_grace_s": scenario.grace_s},
                         worker_kinds=scenario.worker_kinds, keep=scenario.keep, slice_s=0.2, idle=scenario.idle,
-                        stop_after=scenario.stop_after, concolic_order=scenario.order)
+                        stop_after=scenario.stop_after, concolic_order=scenario.order, mix=scenario.mix)
 
 
 def prepare(root: Path, scenario: Scenario, started_at: float) -> None:
@@ -1438,6 +1441,63 @@ def check_idle_analyst_fuzzes(root: Path, observed: dict[int, dict]) -> None:
     check_counted_once(root)
 
 
+# The adaptive mix: the fuzzer's inputs are all crashes (never queued, so never an input that added
+# coverage waiting) in an edge universe it never exhausts; the analysis worker's children share one
+# edge (a few hit classes), so it adds next to nothing: the yields lend worker 2 to the fuzzer kind.
+MIX = {"cost_s": 0, "children": 3, "edges": 1, "simfuzz": {"kept": 2, "edges": 100_000, "findings": 1}}
+
+
+def mix_decisions(root: Path, policy: dict | None = None, done: dict | None = None) -> tuple[dict, list[str], int]:
+    """The done records by work hash (or ``done``), what the oracle's check of the mix finds wrong with
+    them under the state's policy (or ``policy``), and how many slices it lent."""
+    policy = json.loads(StateDir(root).policy.read_bytes()) if policy is None else policy
+    if done is None:
+        done = {r["work_hash"]: r for r in records(root).values() if r["state"] == "done"}
+    probe = MixProbe(policy)
+    snaps = [{"generation": g, "active": list(range(RANKS)), "workers_per_master": 2} for g in (0, 1)]
+    lent = probe.mix(policy, done, snaps)
+    return done, probe.problems, lent
+
+
+class MixProbe(MixChecks):
+    """The oracle's mix check alone, with what the rest of the oracle would have read."""
+
+    def __init__(self, policy: dict):
+        self.slots = expected_kinds(policy)
+        self.lent_kind = lent_kind(policy, self.slots)
+        self.problems: list[str] = []
+
+    def fail(self, message: str) -> None:
+        self.problems.append(message)
+
+
+def check_mix_lends(root: Path, observed: dict[int, dict]) -> None:
+    """The mix lends worker 2 to the fuzzer kind once its window holds next to no new edges: each
+    decision is in its slice's manifest, named by its descriptor, and checks out against the WAL by
+    the oracle's own rule (other slices of worker 2 are its idle ones, with an empty queue); it
+    analyzed before it was lent, and again when the mix explored. The master of the next generation
+    (the job resumed) goes on from the WAL: its first decision starts from the last one recorded, its
+    windows from the done records of generation 0."""
+    done, problems, counted = mix_decisions(root)
+    assert problems == []
+    lent = [r for r in done.values() if "mix" in r["manifest"]]
+    assert lent and counted == len(lent), "the mix never lent the analysis worker"
+    assert all(r["manifest"]["worker"] == W2 and r["manifest"]["mix"]["reason"] in ("yield", "band")
+               and r["manifest"]["slice"]["mix"] for r in lent)
+    assert any(r["manifest"]["worker"] == W2 and r["manifest"]["slice"] is None for r in done.values())
+    changes = events(root, MASTER, "mix")
+    assert changes[0]["lent"] == 0 and any(e["lent"] == 1 for e in changes if e["generation"] == 0)
+    last = max((r["manifest"]["slice"]["seq"], r["manifest"]["mix"]["lent"]) for r in lent
+               if r["manifest"]["generation"] == 0)
+    restarted = next(e for e in changes if e["generation"] == 1)
+    assert restarted["previous"] == last[1]
+    later = [r["manifest"]["mix"] for r in sorted(lent, key=lambda r: r["manifest"]["slice"]["seq"])
+             if r["manifest"]["generation"] == 1]
+    assert later and any(done[e[0]]["manifest"]["generation"] == 0 for e in later[0]["window"]["simfuzz"])
+    assert stop_reasons(root, W1) == stop_reasons(root, W2) == ["budget", "budget"]
+    check_counted_once(root)
+
+
 SCENARIOS = (
     # scripted workers and peers against the real master
     Scenario("commit", (Stage({MASTER: MASTER_ROLE, W1: play_commit, PEER: Peer()}),), check_commit),
@@ -1508,4 +1568,9 @@ SCENARIOS = (
              check_idle_analyst_fuzzes, stop_after=10,
              options={"cost_s": 0, "children": 1, "space": 4, "simfuzz": {"kept": 2, "space": 4}},
              worker_kinds="simfuzz:1,simulate:1", keep="novel"),
+    Scenario("the-adaptive-mix-lends-an-analysis-worker", (Stage({MASTER: MASTER_ROLE, W1: WORKER_ROLE,
+                                                                  W2: WORKER_ROLE, PEER: Peer()}),
+                                                           Stage({MASTER: MASTER_ROLE, W1: WORKER_ROLE,
+                                                                  W2: WORKER_ROLE, PEER: Peer()}, before=resumed)),
+             check_mix_lends, stop_after=24, options=MIX, worker_kinds="simfuzz:1,simulate:1", mix="adaptive"),
 )

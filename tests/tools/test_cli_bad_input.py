@@ -33,6 +33,9 @@ BAD_LAUNCHES = [
     (["--timeout", "lease_s=-3"], "timeouts.lease_s"),
     (["--executor", "simulate", "--executor-option", "cost=1"], "executor_options.cost"),
     (["--executor", "simulate", "--failure-schedule", "0:2", "--no-ulfm"], "injected failures need the ULFM path"),
+    (["--executor", "simulate", "--mix", "adaptive"], "the adaptive mix lends analysis slots"),
+    (["--executor", "simulate", "--workers-per-master", "2", "--worker-kinds", "simfuzz:1,simulate:1",
+      "--idle", "wait", "--mix", "adaptive"], "it needs --idle fuzz"),
 ]
 
 BAD_MODES = ["644", "0o644", "0999", "rw-r--r--", "", "0666", "0602", "0400", " 0600", "0600 "]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from symcc_ulfm.core import envelope
 from symcc_ulfm.core.master import events as ev
-from symcc_ulfm.core.master import fields, machine, rounds, start
+from symcc_ulfm.core.master import fields, machine, mix, rounds, start
 from symcc_ulfm.core.master.fields import MasterConfig
 from symcc_ulfm.core.master.machine import MasterState
 from symcc_ulfm.core.master.rounds import LENT_SLICE_S, MAX_REJECTIONS, PIPELINE
@@ -280,6 +280,71 @@ def test_an_analysis_worker_with_nothing_to_analyze_is_lent_to_the_idle_kind(idl
     model.feed(ev.Tick(4.2))
     manifest = model.records[lent["work_hash"]]["manifest"]
     assert manifest["kind"] == "simfuzz" and manifest["slice"] == lent["hint"] and manifest["worker"] == 2
+
+
+def measured_record(name: str, kind: str, edges: int, novel: tuple[str, ...] = ()) -> dict:
+    """A done record of an earlier generation: ``edges`` new edges in one CPU-second, its novel objects."""
+    objects = [{"sha256": o, "length": 1, "novel": True, "coverage": [900 + i], "hint": None}
+               for i, o in enumerate(novel)]
+    manifest = {"generation": 0, "master": 0, "worker": 1, "kind": kind, "objects": objects, "findings": [],
+                "stats": {"seconds": 5.0, "cpu_seconds": 1.0}, "new_edges": edges, "slice": None, "dropped": [],
+                "generated": len(objects)}
+    return {"work_hash": h(("work", name)), "input_hash": h(name), "state": "done", "executor_sha256": EXECUTOR_SHA,
+            "manifest": manifest, "done": {"generation": 0, "master": 0, "claimed": [o["sha256"] for o in objects]}}
+
+
+MEASURED = [measured_record(f"a{i}", "simulate", 0) for i in range(3)] + \
+           [measured_record(f"f{i}", "simfuzz", 6) for i in range(3)]
+ADAPTIVE = dict(kinds={1: "simfuzz"}, fuzzers=frozenset({"simfuzz"}), idle_kind="simfuzz", mix="adaptive",
+                generation=1)
+
+
+@pytest.mark.parametrize("novel_queued", [False, True])
+def test_the_adaptive_mix_lends_an_analysis_worker_while_inputs_wait_unless_novel_ones_do(novel_queued):
+    """From the WAL alone: the analysis kind added no edges, the fuzzer six per CPU-second. With
+    inputs queued, worker 2 runs a slice of the fuzzer kind as long as a fuzzer's, named by the
+    decision's SHA-256; its manifest records the decision and its inputs. An input that added
+    coverage waiting keeps it analyzing (the floor)."""
+    extra = [measured_record("n", "simfuzz", 1, novel=(h("novel"),))] if novel_queued else []
+    model = started(corpus=[h(1), h(2), *([h("novel")] if novel_queued else [])], records=MEASURED + extra,
+                    **ADAPTIVE)
+    model.feed(ev.FromWorker(2.0, 1, ready(1, 1)))
+    model.feed(ev.FromWorker(2.0, 2, ready(2, 1)))
+    model.feed(ev.Tick(2.0))
+    (decided,) = model.logs("mix")
+    works = {w["worker"]: w for w in model.sent("WORK")}
+    if novel_queued:
+        assert decided.fields["lent"] == 0 and decided.fields["reason"] == "floor"
+        assert works[2]["hint"] is None  # an input, not a slice
+        return
+    assert decided.fields["lent"] == 1 and decided.fields["reason"] == "yield"
+    lent = works[2]
+    assert lent["hint"]["kind"] == "simfuzz" and lent["hint"]["seconds"] == works[1]["hint"]["seconds"]
+    assert model.state.queue.pending == 2  # the inputs wait
+    model.feed(ev.FromWorker(3.0, 2, result_for(lent, [7])))
+    model.feed(ev.Tick(3.1))
+    model.feed(ev.Tick(3.2))
+    manifest = model.records[lent["work_hash"]]["manifest"]
+    decision = manifest["mix"]
+    assert mix.Decision(decision["lent"], decision["reason"],
+                        {k: v for k, v in decision.items() if k not in ("lent", "reason")}).sha256 == lent["hint"]["mix"]
+    assert decision["slots"] == [1, 1] and decision["previous"] == 0 and decision["novel_queued"] is False
+    assert sorted(e[0] for e in decision["window"]["simfuzz"]) == sorted(r["work_hash"] for r in MEASURED[3:])
+    assert manifest["new_edges"] == 1  # coverage id 7 (edge 0) was new
+
+
+def test_a_master_takes_the_mix_it_decided_last_from_the_wal():
+    """The last decision this master recorded lent the analysis worker: with yields in the band it stays
+    lent after a restart (hysteresis restored), where a fresh master would keep it analyzing."""
+    lent_before = measured_record("s", "simfuzz", 0)
+    lent_before["manifest"].update(mix={"lent": 1}, slice={"seq": 4})
+    band = [measured_record(f"a{i}", "simulate", 1) for i in range(3)] + \
+           [measured_record(f"f{i}", "simfuzz", 4) for i in range(3)]  # want = 2 * 1/5 analysis slots: the band
+    for records, lent in ((band, 0), (band + [lent_before], 1)):
+        model = started(corpus=[h(1)], records=records, **ADAPTIVE)
+        model.feed(ev.FromWorker(2.0, 2, ready(2, 1)))
+        model.feed(ev.Tick(2.0))
+        assert model.state.mix_decision.lent == lent and model.state.mix_decision.reason == "band"
 
 
 def test_a_result_is_committed_then_published_and_done_in_the_next_round():

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -22,7 +23,7 @@ from symcc_ulfm.core.modes import (
     modes_from_env,
     parse_mode,
 )
-from symcc_ulfm.core.policy import POLICY_FORMAT, Policy, Timeouts, build_policy
+from symcc_ulfm.core.policy import POLICY_FORMAT, Policy, Timeouts, build_policy, differences
 from symcc_ulfm.core.schedule import FailureEvent, format_schedule, parse_schedule
 from symcc_ulfm.errors import ConfigError, HostSpecError, ModeError, PolicyError, ScheduleError
 
@@ -125,6 +126,14 @@ def test_idle_is_written_only_when_the_workers_wait():
     assert waiting.sha256 != Policy().sha256
 
 
+def test_the_mix_is_written_only_when_adaptive():
+    assert "mix" not in Policy().to_json() and Policy().mix == "fixed"
+    adaptive = Policy(executor="simulate", workers_per_master=2, worker_kinds=(("simfuzz", 1), ("simulate", 1)),
+                      mix="adaptive")
+    assert adaptive.to_json()["mix"] == "adaptive" and Policy.from_json(adaptive.to_json()) == adaptive
+    assert differences(replace(adaptive, mix="fixed"), adaptive) == [("mix", "fixed", "adaptive")]
+
+
 def test_a_budget_by_count_is_written_only_when_set():
     assert not {"stop_after", "stop_from"} & set(Policy().to_json())
     budget = Policy(stop_after=3, stop_from=2)
@@ -217,6 +226,11 @@ def test_policy_from_json_rejects_unknown_timeout_field_and_format():
         ({"stop_after": True}, "stop_after"),
         ({"stop_from": 2}, "stop_from"),  # without a budget
         ({"stop_after": 1, "stop_from": -1}, "stop_from"),
+        ({"mix": "auto"}, "mix"),
+        ({"mix": "adaptive"}, "mix"),  # nothing to lend: no worker kinds
+        ({"mix": "adaptive", "workers_per_master": 2, "worker_kinds": (("simfuzz", 2),)}, "mix"),  # no analysis slot
+        ({"mix": "adaptive", "workers_per_master": 2, "worker_kinds": (("simfuzz", 1), ("simulate", 1)),
+          "idle": "wait"}, "mix"),
     ],
 )
 def test_policy_rejections_name_the_field(overrides, field):

@@ -19,6 +19,7 @@ from ..envelope import Fence
 from . import events as ev
 from . import poison
 from .frontier import Frontier
+from .mix import Decision, KindYields
 from .steps import After, Step
 
 
@@ -41,6 +42,7 @@ class MasterConfig:
     slice_s: float = 5.0
     keep: str = "all"  # "novel": only candidates that add coverage (or first hold a finding) enter the corpus
     idle_kind: str | None = None  # the fuzzer kind an analysis worker with nothing to analyze runs (None: it waits)
+    mix: str = "fixed"  # "adaptive": analysis slots are lent to idle_kind by what each kind yields (core.master.mix)
     stop_after: int = 0  # results per worker in this generation that spend the budget (core.master.termination)
     order: str = "seed"  # what analysis workers get next: "seed" or "edge" order (core.master.frontier)
 
@@ -62,6 +64,7 @@ class Outstanding:
     lease: dict
     priority: int
     slice: dict | None = None  # the descriptor, when the lease is a fuzzer's slice (core.slices)
+    mix: dict | None = None  # the decision that lent an analysis worker this slice (core.master.mix)
 
 
 @dataclass
@@ -132,6 +135,11 @@ class MasterFields(ABC):
         self._round: Round | None = None  # the round of group commit (or the drain) in progress
         self._draining_after = After.TICK  # what the drain in progress does when it is over
         self._slices = 0  # fuzzer slices leased by this master in this generation
+        # the adaptive mix (core.master.mix): the kinds' yields, the last decision, the workers it lends
+        self.yields = KindYields(config.executor, config.idle_kind) if config.mix == "adaptive" and config.idle_kind else None
+        self.mix_decision: Decision | None = None
+        self.mix_previous = 0  # the analysis slots lent by the last decision (restored from the WAL at the start)
+        self.mix_lent: frozenset[int] = frozenset()
         self._awaiting: tuple[type, Step] | None = None  # the fact the machine waits for, and its step
         self._start: Recovery | None = None  # the start of the generation in progress
         self._seq = 0  # stimuli handled

@@ -116,7 +116,8 @@ class MasterState(StartPhase, CommitRounds):
     def _idle_analysts(self) -> list[int]:
         """Ready analysis workers left without a lease once the round has leased every queued
         input: with an ``idle_kind`` each runs a slice of it (they are lent to fuzzing) rather
-        than wait for the fuzzers' next finds."""
+        than wait for the fuzzers' next finds; so does one the adaptive mix lends (``mix_lent``)
+        once its pipeline is empty."""
         return [] if self.config.idle_kind is None else self._free(fuzzers=False)
 
     def status(self) -> Status:
@@ -257,7 +258,7 @@ class MasterState(StartPhase, CommitRounds):
         """Whether a round runs now (see the module docstring)."""
         if dispatch and self.queue.pending and any(
                 w in self.ready and len(self.outstanding[w]) < PIPELINE - 1 and not self.config.fuzzes(w)
-                for w in self.config.workers):
+                and w not in self.mix_lent for w in self.config.workers):
             return True
         if dispatch and (self._idle_fuzzers() or self._idle_analysts()):
             return True
@@ -306,6 +307,8 @@ class MasterState(StartPhase, CommitRounds):
         manifest = record["manifest"]
         if (manifest["master"], manifest["generation"]) == (self.config.me, self.gen) and manifest["worker"] in self.results:
             self.results[manifest["worker"]] += 1
+        if self.yields is not None:
+            self.yields.observe(record)
         line, messages = self.frontier.account(record)
         self._log("commit", **line)
         return messages

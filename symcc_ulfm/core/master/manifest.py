@@ -8,7 +8,8 @@ nothing), ``generated`` (objects plus dropped: derived from what was staged, ``c
 its findings, the worker's statistics as reported and the worker's error; in edge order
 (``core.master.branches``) the ids the run added to the campaign's record of tried branches
 (``tried``, the worker's word: they only steer which branches are tried, never a count; written
-only when there are some). A quarantine manifest
+only when there are some); a result's manifest also counts the edges it added (``new_edges``)
+and names the mix decision that lent its worker. A quarantine manifest
 (``core.master.poison``) settles an input that killed its workers: no objects, one ``crash``
 finding, and the strikes that condemned it.
 """
@@ -24,14 +25,20 @@ from .poison import SIGNATURE, Strike, detail
 
 def result_manifest(generation: int, master: int, worker: int, kind: str, fence: Fence, kept: Sequence[Judged],
                     dropped: list[str], findings: list[dict], stats: dict, error: str | None,
-                    slice_: dict | None = None, tried: Sequence[int] = ()) -> dict:
-    """The manifest of a RESULT the master verified against ``fence``."""
+                    slice_: dict | None = None, tried: Sequence[int] = (), new_edges: int = 0,
+                    mix: dict | None = None) -> dict:
+    """The manifest of a RESULT the master verified against ``fence``: ``new_edges``, the edges its
+    kept objects added to the master's coverage, and ``mix``, the decision that lent the worker this
+    slice (``core.master.mix``), where there is one."""
     objects = [{"sha256": j.sha256, "length": j.length, "novel": j.novel, "coverage": list(j.coverage),
                 "hint": j.hint} for j in kept]
     manifest = _manifest(generation, master, worker, kind, fence.shard, fence.lease, fence.input_hash,
                          fence.work_hash, objects, dropped, findings, stats, error, slice_)
     if tried:
         manifest["tried"] = sorted(set(tried))
+    manifest["new_edges"] = new_edges
+    if mix is not None:
+        manifest["mix"] = mix
     return manifest
 
 

@@ -23,8 +23,9 @@ from ..slices import descriptor, slice_hash
 from . import events as ev
 from .branches import room
 from .fields import MasterFields, Outstanding, Round
-from .frontier import signatures
+from .frontier import PRIORITY_NOVEL, signatures
 from .manifest import result_manifest
+from .mix import decide, lent_workers, new_edges
 from .report import check_stats, distinct_objects
 from .steps import After, Step
 
@@ -91,8 +92,9 @@ class CommitRounds(MasterFields):
         self.frontier.signatures |= marked
         kind = held.slice["kind"] if held.slice is not None else self.config.kind_of(worker)  # a lent worker's too
         tried = message.get("tried", []) if self.frontier.by_edge and held.slice is None else ()
-        manifest = result_manifest(self.gen, self.config.me, worker, kind, fence, kept,
-                                   dropped, findings, message["stats"], message["error"], held.slice, tried)
+        added = new_edges((j.coverage for j in kept), self.queue.coverage)
+        manifest = result_manifest(self.gen, self.config.me, worker, kind, fence, kept, dropped, findings,
+                                   message["stats"], message["error"], held.slice, tried, added, held.mix)
         self._round.current = (worker, message, held, judged, marked)
         self._ask(ev.WriteManifest, Step.COMMITTING, fence.work_hash, held.lease, manifest)
 
@@ -153,6 +155,7 @@ class CommitRounds(MasterFields):
             self._ask(ev.Publish, Step.PUBLISHED, r.publishing.popleft())
             return
         if r.dispatch:
+            self._decide_mix()
             r.slots = deque(self._free_slots())
             r.fuzzers = deque(self._idle_fuzzers())
             self._to_leased()
@@ -171,17 +174,34 @@ class CommitRounds(MasterFields):
         return fact.claimed
 
     def _free_slots(self) -> list[int]:
-        """Ready analysis workers with room in their pipeline, emptiest first (one slot per entry)."""
+        """Ready analysis workers with room in their pipeline, emptiest first (one slot per entry);
+        not those the mix lends to fuzzing."""
         slots = []
         for depth in range(PIPELINE):
-            slots += [w for w in self.config.workers
-                      if w in self.ready and len(self.outstanding[w]) == depth and not self.config.fuzzes(w)]
+            slots += [w for w in self.config.workers if w in self.ready and len(self.outstanding[w]) == depth
+                      and not self.config.fuzzes(w) and w not in self.mix_lent]
         return slots
+
+    def _decide_mix(self) -> None:
+        """The adaptive mix's decision for this round (``core.master.mix``): how many analysis
+        workers are lent to the idle kind, the last ones of the group; logged when it changes."""
+        if self.yields is None:
+            return
+        analysts = [w for w in self.config.workers if not self.config.fuzzes(w)]
+        novel = any(self.frontier.priority_of(h) >= PRIORITY_NOVEL for h in self.queue.queued())
+        decision = decide(self.yields, len(analysts), len(self.config.workers) - len(analysts), self.mix_previous,
+                          novel)
+        if decision.lent != self.mix_previous or self.mix_decision is None:
+            self._log("mix", lent=decision.lent, previous=self.mix_previous, reason=decision.reason,
+                      analysis_slots=len(analysts))
+        self.mix_decision, self.mix_previous = decision, decision.lent
+        self.mix_lent = lent_workers(analysts, decision.lent)
 
     def _to_leased(self) -> None:
         """``none -> leased``: fill every ready analysis worker's pipeline while inputs are queued,
         then give every idle fuzzer worker its next slice, and every analysis worker still without
-        a lease a slice of the idle kind (``MasterConfig.idle_kind``)."""
+        a lease (or lent by the mix, ``_decide_mix``) a slice of the idle kind
+        (``MasterConfig.idle_kind``)."""
         r = self._round
         r.leasing_slice = None
         if r.slots:
@@ -199,8 +219,12 @@ class CommitRounds(MasterFields):
             worker = r.fuzzers[0]
             self._slices += 1
             kind = self.config.slice_kind(worker)
-            seconds = self.config.slice_s if self.config.fuzzes(worker) else min(self.config.slice_s, LENT_SLICE_S)
-            r.leasing_slice = descriptor(kind, self.gen, self.config.me, worker, self._slices, seconds)
+            # lent by the mix: a slice as long as a fuzzer's, its decision named; idle: a short one
+            mixed = worker in self.mix_lent
+            short = not self.config.fuzzes(worker) and not mixed
+            seconds = min(self.config.slice_s, LENT_SLICE_S) if short else self.config.slice_s
+            r.leasing_slice = descriptor(kind, self.gen, self.config.me, worker, self._slices, seconds,
+                                         self.mix_decision.sha256 if mixed else None)
             r.leasing = slice_hash(r.leasing_slice)
             self._ask(ev.Lease, Step.LEASED, worker, r.leasing, kind)
             return
@@ -229,7 +253,8 @@ class CommitRounds(MasterFields):
             if not self.outstanding[worker]:
                 self.progress_at[worker] = fact.now
             priority = self.frontier.priority_of(input_hash)
-            self.outstanding[worker].append(Outstanding(fence, fact.lease, priority, sliced))
+            mix = self.mix_decision.to_json() if sliced is not None and "mix" in sliced else None
+            self.outstanding[worker].append(Outstanding(fence, fact.lease, priority, sliced, mix))
             hint = sliced if sliced is not None else self.frontier.hints.get(input_hash)
             tried = [] if sliced is not None or not self.frontier.by_edge else \
                 self.frontier.branches.delta(worker, room(self.config.limit))

@@ -19,6 +19,7 @@ from . import poison
 from .fields import MasterFields, Recovery
 from .frontier import PRIORITY_RECLAIMED, PRIORITY_SEED, PRIORITY_UNIQUE
 from .manifest import quarantine_manifest
+from .mix import previous_decision
 from .steps import Step
 
 
@@ -61,8 +62,12 @@ class StartPhase(MasterFields):
         self._replay_committing()
 
     def _reclaim(self) -> None:
-        """Learn from the done records; the leases of older generations are lapsed."""
+        """Learn from the done records (the adaptive mix's yields too); the leases of older
+        generations are lapsed."""
         start = self._start
+        if self.yields is not None:  # the adaptive mix goes on from the WAL alone (core.master.mix)
+            self.yields.restore(start.records)
+            self.mix_previous = previous_decision(start.records, self.config.me)
         for record in start.records:
             if record["state"] == "done":
                 start.settled.add(record["input_hash"])

@@ -18,6 +18,7 @@ from typing import Any
 from .finding_checks import TERMINAL, FindingChecks
 from .log_checks import LogChecks, check_capabilities
 from .membership_checks import MembershipChecks
+from .mix_checks import MixChecks
 from .rules import (
     MAX_JSON_BYTES,
     canonical,
@@ -41,7 +42,7 @@ def locate_state(path: str | Path) -> Path:
     raise FileNotFoundError(f"{path} holds no policy.json (neither a state nor a run directory)")
 
 
-class _Judge(MembershipChecks, FindingChecks, LogChecks, WalChecks):
+class _Judge(MembershipChecks, FindingChecks, LogChecks, WalChecks, MixChecks):
     def __init__(self, root: Path):
         self.root = root
         self.problems: list[str] = []
@@ -138,6 +139,7 @@ def _judge(j: _Judge, result: dict[str, Any], minimum_hosts: int | None) -> dict
     failed = {r for s in snaps for r in s["failed"]}
     resumes = [r["generation"] for r in receipts if r.get("kind") == "resume"]
     wal = j.wal(snaps, policy["executor"])
+    mix_slices = j.mix(policy, wal["done"], snaps)
     corpus = j.corpus(wal["done"], wal["records"])
     findings = j.findings(policy, wal["done"], receipts, set(corpus["names"]))
     logs = j.logs(wal["done"], failed, max(resumes, default=0), (root / "outcome.json").exists())
@@ -238,6 +240,7 @@ def _judge(j: _Judge, result: dict[str, Any], minimum_hosts: int | None) -> dict
         injected=[e.get("spec") for e in logs["injected"]],
         findings=findings["list"],
         lent_slices=j.lent,  # done slices of analysis workers lent to a fuzzer kind (part of its attribution)
+        mix_slices=mix_slices,  # of them, lent by the adaptive mix while inputs were queued (each decision checked)
         problems=j.problems,
         notes=j.notes,
         summary=summary,
