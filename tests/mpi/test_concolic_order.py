@@ -9,9 +9,12 @@ skipped as for an input analyzed.
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 
 from helpers.mpi import launch
+
+from symcc_ulfm.evidence.oracle.judge import judge
 
 GATES = textwrap.dedent('''
     def parse(data: bytes) -> str:
@@ -57,3 +60,22 @@ def test_an_edge_ordered_campaign_shares_its_record_skips_and_passes_the_oracle_
     assert sum(e["totals"]["skipped"] for e in stops if e["generation"] == 1) <= len(skipped)
     taken = [e for e in run.log_events("frontier-taken")]
     assert taken  # the masters share what they learn
+
+
+def test_the_oracle_accounts_for_skipped_inputs_and_fails_a_run_whose_skips_are_not_logged(tmp_path):
+    # the tokenizer's hybrid mutants reach the same edges by many inputs: some are skipped
+    run = launch(tmp_path / "state", "--ranks", "3", "--warm-spares", "0", "--workers-per-master", "2",
+                 "--failure-schedule", "", "--deadline", "300", "--target", "tokenizer", "--concolic-order", "edge",
+                 "--keep", "novel", "--executor-option", "mutate_clock=false", "--executor-option", "mutations=64")
+    v = run.verdict
+    assert run.returncode == 0 and v["passed"], run.stderr + json.dumps(v.get("problems"))
+    assert run.outcome == "exhausted"
+    skipped = {e["input_hash"] for e in run.log_events("input-skipped")}
+    assert skipped
+    forged = tmp_path / "forged"
+    shutil.copytree(run.state, forged, symlinks=True)
+    for log in (forged / "logs").glob("rank-*.jsonl"):
+        kept = [line for line in log.read_text().splitlines(keepends=True) if '"input-skipped"' not in line]
+        log.write_text("".join(kept))
+    problems = judge(forged)["problems"]
+    assert any("were never analyzed" in p for p in problems), problems
