@@ -127,16 +127,18 @@ bench: setup $(BENCH_STAMP)
 
 # -- bench-engine / bench-hybrid: the benchmark comparison studies (docs/compare.md): make compare with
 # protocols/compare/engine.json (two stdlib parsers: the Python hybrid against two atheris processes) or
-# hybrid.json (the C targets' harness builds, made first by benchmarks/compare_targets.py into HARNESSES_DIR:
-# our hybrid against AFL++ as its parallel-fuzzing guide arranges it). Each runs for hours on 2
-# cores: take one up again with COMPARE_OUT=<its directory> COMPARE_ARGS=--resume.
+# hybrid-$(HYBRID_PART).json (the C targets' harness builds, made first by benchmarks/compare_targets.py into
+# HARNESSES_DIR: our hybrid against AFL++ as its parallel-fuzzing guide arranges it; three parts of about
+# two hours, HYBRID_PART=1, 2 or 3, one per sitting). Each runs for hours on 2 cores: take one up again
+# on the same machine with COMPARE_OUT=<its directory> COMPARE_ARGS=--resume.
+HYBRID_PART ?= 1
 HARNESSES_DIR ?= $(if $(wildcard /work/scratch),/work/scratch/compare-harnesses,runs/compare-harnesses)
 .PHONY: bench-engine bench-hybrid
 bench-engine:
 	$(MAKE) --no-print-directory compare COMPARE_PROTOCOL=protocols/compare/engine.json
 bench-hybrid: setup
 	SYMCC_CC="$(SYMCC_CC)" $(BIN)/python -m benchmarks.compare_targets --out "$(HARNESSES_DIR)"
-	$(MAKE) --no-print-directory compare COMPARE_PROTOCOL=protocols/compare/hybrid.json HARNESSES="$(abspath $(HARNESSES_DIR))"
+	$(MAKE) --no-print-directory compare COMPARE_PROTOCOL=protocols/compare/hybrid-$(HYBRID_PART).json HARNESSES="$(abspath $(HARNESSES_DIR))"
 
 # -- bench-engine-tools: the concolic engine (now and before issue 16), atheris and CrossHair on stdlib
 # parsers one core each, one coverage.py measurer (benchmarks/bench_engine.py; ~25 min with 60 s windows on 2 cores):

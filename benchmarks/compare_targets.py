@@ -1,4 +1,4 @@
-"""The harness directories of the comparison study's C targets (``protocols/compare/hybrid.json``),
+"""The harness directories of the comparison study's C targets (``protocols/compare/hybrid-*.json``),
 one per target, each as ``symcc-ulfm compare --harnesses DIR`` finds it (``DIR/<name>/harness.json``).
 
     python -m benchmarks.compare_targets --out DIR [--only a,b] [--cache DIR]

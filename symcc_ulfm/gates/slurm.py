@@ -7,10 +7,10 @@ machine (:mod:`.slurmd.cluster`), then submits the documented script ``docs/slur
 (2 nodes x 5 tasks; the reference campaign with the failure schedule ``0:2``, ended by a budget of one
 result per worker counted from generation 2, ``LAUNCH_ARGS``):
 
-1. ``state/``: the schedule kills rank 2 (node a); once generation 1 is committed the gate kills
-   rank 7 (node b) from outside with SIGKILL. The oracle must pass with 2 surviving nodes,
-   receipts ``[2]`` then ``[7]``, ranks 0-4 on node a and 5-9 on node b.
-2. ``daemon-loss/state``: once generation 1 is committed the gate kills the job's ``prted`` step
+1. ``state/``: the schedule kills rank 2 (node a); once every rank of generation 1 has started
+   its work the gate kills rank 7 (node b) from outside with SIGKILL. The oracle must pass with 2
+   surviving nodes, receipts ``[2]`` then ``[7]``, ranks 0-4 on node a and 5-9 on node b.
+2. ``daemon-loss/state``: once generation 1 has started the gate kills the job's ``prted`` step
    (``scancel --signal=KILL JOB.0``, node b's PRRTE daemon and its ranks). Open MPI 5.0 cannot
    recover from a lost daemon: the job must stop by itself, saying so, with the oracle not
    passing and no outcome written; then the same script with ``RESUME=1`` in a new job must
@@ -44,6 +44,7 @@ from ..launch.batch import LOST_DAEMON, lost_daemon
 from ..store.allocations import read_allocations
 from ..store.paths import StateDir
 from ..store.policy_file import read_policy
+from ..store.runlog import Event, read_events
 from ..store.snapshots import SnapshotStore
 from .gate_file import conclude_gate
 from .netns.checks import rank_hosts
@@ -119,11 +120,26 @@ class Campaign:
         return self.cluster.job(self.job_id).get("JobState") in ("PENDING", "CONFIGURING", "RUNNING")
 
     def wait_generation(self, generation: int) -> float:
-        """Wait until the campaign has committed ``generation`` (its receipt exists) while the job runs."""
-        receipt = SnapshotStore(self.state.membership, self.state.modes.snapshot).receipt_path(generation)
-        when = wait_for(lambda: receipt.exists() or not self.running(), JOB_TIMEOUT_S, f"generation {generation}")
-        if not receipt.exists():
-            raise CheckFailed(f"job {self.job_id} ended before generation {generation}:\n{self.tail()}")
+        """Wait until every rank of ``generation`` has started its work while the job runs.
+
+        That is each rank's ``generation-start``, logged after the re-split and its agreement: a
+        rank that dies while the others are still inside ``MPI_Comm_split`` meets the Open MPI 5.0.11
+        defect of ``docs/limits.md`` (survivors segfault in ``ompi_comm_revoke_local``), which the
+        runtime's own injections avoid the same way."""
+        snapshots = SnapshotStore(self.state.membership, self.state.modes.snapshot)
+        receipt = snapshots.receipt_path(generation)
+
+        def started() -> bool:
+            if not receipt.exists():
+                return False
+            membership = snapshots.load(generation)
+            ranks = {e["rank"] for e in read_events(self.state.logs, Event.GENERATION_START)
+                     if e.get("generation") == generation}
+            return ranks >= set(membership.active) | set(membership.spares)
+
+        when = wait_for(lambda: started() or not self.running(), JOB_TIMEOUT_S, f"generation {generation}")
+        if not started():
+            raise CheckFailed(f"job {self.job_id} ended before generation {generation} started:\n{self.tail()}")
         return when
 
     def finish(self) -> dict:
@@ -166,7 +182,7 @@ def _rank_scenario(cluster: SlurmCluster, out: Path, echo) -> tuple[dict, list[s
     """The reference run under Slurm: a scheduled death, then a SIGKILL from outside."""
     campaign = Campaign(cluster, out)
     echo(f"campaign: sbatch job {campaign.job_id} ({SCRIPT.name}, schedule {SCHEDULE}); kill -9 of rank "
-         f"{OUTSIDE_VICTIM} on {NODE_B.name} once generation 1 is committed")
+         f"{OUTSIDE_VICTIM} on {NODE_B.name} once every rank has started generation 1")
     campaign.wait_generation(1)
     pid = kill_rank(NODE_B.namespace, OUTSIDE_VICTIM)
     killed_at = time.time()
@@ -200,7 +216,7 @@ def _daemon_scenario(cluster: SlurmCluster, out: Path, echo) -> tuple[dict, list
     work = out / "daemon-loss"
     campaign = Campaign(cluster, work)
     echo(f"daemon loss: sbatch job {campaign.job_id}; scancel --signal=KILL {campaign.job_id}.0 (node b's prted) "
-         "once generation 1 is committed")
+         "once generation 1 has started")
     campaign.wait_generation(1)
     killed_at = time.time()
     cluster.client(["scancel", "--signal=KILL", f"{campaign.job_id}.0"], check=False)
