@@ -36,7 +36,7 @@ import altair as alt
 from IPython.display import Markdown, display
 
 from symcc_ulfm import plots
-from symcc_ulfm.compare import runner, tables
+from symcc_ulfm.compare import study_files, tables
 
 alt.renderers.enable("svg")
 assert study_dir is not None, "pass -p study_dir DIR"
@@ -56,12 +56,12 @@ display(Markdown("| protocol | |\n|---|---|\n" + "\n".join(f"| {k} | `{json.dump
 # campaign cells' states give.
 
 # %%
-selection, recomputed = runner.compute_analysis(root, protocol, study["plan"])
+selection, recomputed = study_files.compute_analysis(root, protocol, study["plan"])
 recorded = result
 assert json.loads(json.dumps(selection)) == study["selection"], "selection.json differs from the recomputed selection"
 assert json.loads(json.dumps(recomputed)) == recorded, "analysis/compare.json differs from the recomputed analysis"
 print(f"oracle check: selection and analysis recomputed from {len(study['results'])} cell results: equal")
-mechanism = runner.compute_mechanism(root, protocol, selection)
+mechanism = study_files.compute_mechanism(root, protocol, selection)
 if study["mechanism"] is None:
     print("analysis/mechanism.json: not recorded (a study made before it was): computed here from the cells")
 else:

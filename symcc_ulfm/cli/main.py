@@ -221,7 +221,7 @@ def cmd_seal(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from ..compare.audit import verify_compare
-    from ..compare.runner import is_compare_study
+    from ..compare.study_files import is_compare_study
     from ..evidence.verify import verify
     from ..experiment.study import is_study, verify_study
 

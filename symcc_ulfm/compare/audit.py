@@ -36,7 +36,7 @@ from ..store.reads import read_bytes
 from . import design as protocols
 from .cell_run import CELLS_DIR, COMPLETE_MARKER, PLAN_FILE, PROTOCOL_FILE, RESULT_FILE, SYSTEM_DIR
 from .listing import INPUTS_DIR, LISTING_FILE, Input
-from .runner import (
+from .study_files import (
     ANALYSIS_DIR,
     ANALYSIS_FILE,
     ATTEMPTS_FILE,

@@ -42,7 +42,6 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
 
 from ..core.canonical import canonical_json, digest
 from ..errors import (
@@ -50,33 +49,30 @@ from ..errors import (
     Interrupted,
     MatrixCellsFailed,
     ProvenanceChanged,
-    StoreError,
-    SymccUlfmError,
 )
 from ..evidence import provenance
 from ..experiment.jsonfile import DIR_MODE, read_json, write_json, write_or_match
 from ..launch.job import die_with_parent, stopped_by_signals
 from ..store.dirs import ensure_dir
 from . import design as protocols
-from .analyze import analyze, analyze_mechanism
-from .cell_run import CELLS_DIR, COMPLETE_MARKER, PLAN_FILE, PROTOCOL_FILE, RESULT_FILE, SYSTEM_DIR
+from .cell_run import CELLS_DIR, PLAN_FILE, PROTOCOL_FILE
 from .placement import core_sets, kill_group, step_prefix, step_slots
+from .study_files import (
+    ATTEMPTS_DIR,
+    ATTEMPTS_FILE,
+    LOGS_DIR,
+    PROVENANCE_FILE,
+    REPORT_FILE,
+    STUDY_FILES,
+    complete_results,
+    is_ok,
+    read_attempts,
+    write_analysis,
+)
 from .study_targets import BINARY, resolve
-from .systems.campaign_system import STATE_DIR
 from .systems.spawned import pinned
 
-PROVENANCE_FILE = "provenance.json"
-ATTEMPTS_FILE = "attempts.json"
-REPORT_FILE = "report.json"
-SELECTION_FILE = "selection.json"
-ANALYSIS_DIR = "analysis"
-ANALYSIS_FILE = "compare.json"
-MECHANISM_FILE = "mechanism.json"  # in ANALYSIS_DIR: what each worker kind of the campaign cells added
-LOGS_DIR = "logs"
-ATTEMPTS_DIR = ".attempts"
-STUDY_PREFIX = "compare"
 REPORT_FORMAT = "symcc-ulfm-compare-report/1"
-STUDY_FILES = (PROTOCOL_FILE, PLAN_FILE, PROVENANCE_FILE, CELLS_DIR, REPORT_FILE)
 # beyond the window: a campaign's end (endpoint, oracle), stopping the peers, the measurement
 CELL_EXTRA_S = 900.0
 POLL_S = 0.2
@@ -88,23 +84,6 @@ def _stderr(line: str) -> None:
 
 def _utc() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def new_study_dir(base: str | Path, protocol_path: str | Path) -> Path:
-    """Create ``<base>/compare-<UTC time>-<8 hex of the protocol digest>/``; never reuses one."""
-    sha = protocols.protocol_digest(protocols.load(protocol_path))
-    base = Path(base)
-    base.mkdir(parents=True, exist_ok=True)
-    root = base / f"{STUDY_PREFIX}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{sha[:8]}"
-    root.mkdir()
-    return root.absolute()
-
-
-def is_compare_study(path: str | Path) -> bool:
-    try:
-        return protocols.is_compare_protocol(read_json(Path(path) / PROTOCOL_FILE))
-    except (OSError, ValueError):
-        return False
 
 
 def _peer_versions() -> dict[str, str]:
@@ -170,31 +149,6 @@ def open_study(out: Path, protocol: dict, plan: dict, harnesses: Path | None, re
     ensure_dir(out / CELLS_DIR, DIR_MODE)
     ensure_dir(out / LOGS_DIR, DIR_MODE)
     return record
-
-
-def read_attempts(out: Path) -> list[dict]:
-    try:
-        return list(read_json(out / ATTEMPTS_FILE))
-    except FileNotFoundError:
-        return []
-
-
-def complete_results(out: Path, plan: dict) -> dict[str, Any]:
-    """The ``result.json`` (or ``None`` when unreadable) of every planned cell marked COMPLETE; a cell
-    directory that is a link is not one."""
-    done = {}
-    for cell in plan["cells"]:
-        directory = out / CELLS_DIR / cell["cell"]
-        if (directory / COMPLETE_MARKER).is_file() and not directory.is_symlink():
-            try:
-                done[cell["cell"]] = read_json(directory / RESULT_FILE)
-            except (FileNotFoundError, ValueError, StoreError):  # missing, not JSON, a link, too large
-                done[cell["cell"]] = None
-    return done
-
-
-def is_ok(result: Any) -> bool:
-    return isinstance(result, dict) and result.get("status") == "ok"
 
 
 class Runner:
@@ -338,38 +292,6 @@ class Runner:
             time.sleep(POLL_S)
             queue = self.reap() + queue
         return stop
-
-
-def compute_analysis(out: Path, protocol: dict, plan: dict) -> tuple[dict, dict]:
-    """What selection.json and analysis/compare.json hold for the complete cells (each names the protocol)."""
-    selection, analysis = analyze(protocol, complete_results(out, plan), read_attempts(out))
-    sha = plan["protocol_sha256"]
-    return {**selection, "protocol_sha256": sha}, {**analysis, "protocol_sha256": sha}
-
-
-def compute_mechanism(out: Path, protocol: dict, selection: dict) -> dict:
-    """What ``analysis/mechanism.json`` holds: :func:`.analyze.analyze_mechanism` of each counted
-    campaign cell's state (``evidence.mechanism``), naming the protocol."""
-    from ..evidence.mechanism import mechanism
-
-    summaries: dict[str, dict | str] = {}
-    for name in selection["counted_cells"]:
-        if protocol["systems"][name.rsplit(".", 1)[1]]["kind"] != "campaign":
-            continue
-        try:
-            summaries[name] = mechanism(out / CELLS_DIR / name / SYSTEM_DIR / STATE_DIR)
-        except (OSError, SymccUlfmError, ValueError, KeyError, TypeError) as exc:  # paths relative: the study may move
-            summaries[name] = f"{type(exc).__name__}: {exc}".replace(f"{out}{os.sep}", "")
-    return {**analyze_mechanism(protocol, selection, summaries), "protocol_sha256": selection["protocol_sha256"]}
-
-
-def write_analysis(out: Path, protocol: dict, plan: dict) -> tuple[dict, dict]:
-    selection, analysis = compute_analysis(out, protocol, plan)
-    write_json(out / SELECTION_FILE, selection)
-    analysis_dir = ensure_dir(out / ANALYSIS_DIR, DIR_MODE)
-    write_json(analysis_dir / ANALYSIS_FILE, analysis)
-    write_json(analysis_dir / MECHANISM_FILE, compute_mechanism(out, protocol, selection))
-    return selection, analysis
 
 
 def build_report(out: Path, runner: Runner, stop: str | None, interrupted: str | None) -> dict:

@@ -14,14 +14,14 @@ from typing import Any
 from ..experiment.jsonfile import read_json
 from . import design
 from .cell_run import PROTOCOL_FILE
-from .runner import ANALYSIS_DIR, ANALYSIS_FILE, MECHANISM_FILE, SELECTION_FILE, complete_results
+from .study_files import ANALYSIS_DIR, ANALYSIS_FILE, MECHANISM_FILE, SELECTION_FILE, complete_results
 
 FIGURES_DIR = "figures"
 
 
 def load_study(path: str | Path) -> dict[str, Any]:
     """``{protocol, plan, results, selection, analysis, mechanism}`` of a study directory: the results
-    of its complete cells as the runner reads them (:func:`.runner.complete_results`); ``mechanism``
+    of its complete cells as the runner reads them (:func:`.study_files.complete_results`); ``mechanism``
     is None for a study made before ``analysis/mechanism.json`` was recorded."""
     root = Path(path)
     protocol = design.validate(read_json(root / PROTOCOL_FILE))

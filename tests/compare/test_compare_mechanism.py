@@ -1,5 +1,5 @@
 """The mechanism record of a comparison study (``compare.analyze.analyze_mechanism``, laid out by
-``compare.tables.mechanism_table`` and computed from the cells by ``compare.runner.compute_mechanism``):
+``compare.tables.mechanism_table`` and computed from the cells by ``compare.study_files.compute_mechanism``):
 per target and campaign system, over the counted trials, the redundant-edge ratio, the median hand-off
 times and each kind's CPU share."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from symcc_ulfm.compare import analyze, design, runner, tables
+from symcc_ulfm.compare import analyze, design, study_files, tables
 from symcc_ulfm.evidence.mechanism import summarize
 from symcc_ulfm.experiment.jsonfile import dumps
 
@@ -68,7 +68,7 @@ def test_the_table_shows_each_system_with_its_medians():
 
 def test_the_runner_summarises_each_counted_campaign_cell_from_its_state(tmp_path):
     selection = {**SELECTION, "counted_cells": ["0.t.hybrid", "0.t.seeds"]}
-    record = runner.compute_mechanism(tmp_path, PROTOCOL, selection)
+    record = study_files.compute_mechanism(tmp_path, PROTOCOL, selection)
     assert record["protocol_sha256"] == "0" * 64
     (missing,) = record["unreadable"]  # no state was written for it; the seeds cell is no campaign
     assert missing == {"cell": "0.t.hybrid", "reason": "StoreError: cannot list cells/0.t.hybrid/system/state/wal/records: "

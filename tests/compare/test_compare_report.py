@@ -15,7 +15,7 @@ import pytest
 from helpers.hybrid_state import hybrid_state
 from helpers.notebooks import NOTEBOOKS, outputs_text, papermill
 
-from symcc_ulfm.compare import design, runner, tables
+from symcc_ulfm.compare import design, study_files, tables
 from symcc_ulfm.evidence.mechanism import mechanism
 from symcc_ulfm.experiment.jsonfile import write_json
 
@@ -61,7 +61,7 @@ def write_study(root: Path, campaign_state: Path) -> None:
             (root / "cells" / cell["cell"] / "COMPLETE").write_bytes(b"")
     write_json(root / "attempts.json", [{"cell": "1.json.hybrid", "attempt": 1, "reason": "interrupted",
                                          "moved_to": "cells/.attempts/1.json.hybrid-1"}])
-    runner.write_analysis(root, protocol, plan)
+    study_files.write_analysis(root, protocol, plan)
 
 
 @pytest.mark.notebook
@@ -97,7 +97,7 @@ def test_the_report_shows_the_study_draws_its_figures_and_fails_on_an_altered_an
     altered = papermill("compare_report.ipynb", tmp_path / "altered.ipynb", study_dir=str(root))
     assert altered.returncode != 0 and "analysis/compare.json differs from the recomputed analysis" in altered.stderr
     (root / "analysis" / "compare.json").unlink()
-    runner.write_analysis(root, design.validate(PROTOCOL), design.plan(design.validate(PROTOCOL)))
+    study_files.write_analysis(root, design.validate(PROTOCOL), design.plan(design.validate(PROTOCOL)))
     shutil.rmtree(root / "cells" / "3.json.hybrid" / "system" / "state" / "wal")  # the record no longer follows
     altered = papermill("compare_report.ipynb", tmp_path / "mechanism.ipynb", study_dir=str(root))
     assert altered.returncode != 0 and "analysis/mechanism.json differs from the recomputed mechanism" in altered.stderr

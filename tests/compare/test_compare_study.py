@@ -16,7 +16,8 @@ import pytest
 from helpers.processes import wait_for
 
 from symcc_ulfm.compare.audit import verify_compare
-from symcc_ulfm.compare.runner import ATTEMPTS_FILE, REPORT_FILE, run_study
+from symcc_ulfm.compare.runner import run_study
+from symcc_ulfm.compare.study_files import ATTEMPTS_FILE, REPORT_FILE
 from symcc_ulfm.evidence.seal import seal
 from symcc_ulfm.experiment.jsonfile import read_json, write_json
 
@@ -141,7 +142,7 @@ def test_parallel_cells_need_disjoint_cores(tmp_path, parallel):
 
 
 def test_slurm_steps_need_an_allocation_that_holds_the_cells():
-    from symcc_ulfm.compare.runner import step_prefix, step_slots
+    from symcc_ulfm.compare.placement import step_prefix, step_slots
     from symcc_ulfm.errors import ConfigError
 
     with pytest.raises(ConfigError, match="not inside a Slurm allocation"):

@@ -98,7 +98,7 @@ def test_the_command_prints_the_summary(state, capsys):
 
 
 def test_a_study_summarises_a_campaign_cell_from_its_state(state, tmp_path):
-    from symcc_ulfm.compare import design, runner
+    from symcc_ulfm.compare import design, study_files
     from symcc_ulfm.compare.cell_run import CELLS_DIR, SYSTEM_DIR
     from symcc_ulfm.compare.systems.campaign_system import STATE_DIR
 
@@ -108,7 +108,7 @@ def test_a_study_summarises_a_campaign_cell_from_its_state(state, tmp_path):
     cell = tmp_path / CELLS_DIR / "0.t.hybrid" / SYSTEM_DIR
     cell.mkdir(parents=True)
     shutil.copytree(state, cell / STATE_DIR, symlinks=True)
-    record = runner.compute_mechanism(tmp_path, protocol, {"counted_cells": ["0.t.hybrid"], "protocol_sha256": "x"})
+    record = study_files.compute_mechanism(tmp_path, protocol, {"counted_cells": ["0.t.hybrid"], "protocol_sha256": "x"})
     assert record["unreadable"] == [] and record["cells"]["0.t.hybrid"] == mechanism(state)
     figures = record["targets"]["t"]["hybrid"]
     assert figures["redundant_edge_ratio"]["median"] == mechanism(state)["redundant_edge_ratio"]
