@@ -9,8 +9,8 @@ runtime, the sandbox and the host side ask what a kind needs through this module
 the class itself.
 Implementations are imported lazily so that a ``simulate`` campaign never imports z3.
 :func:`create` is what the runtime uses: a kind whose target code runs in its process
-(``hosted``) comes back contained in a sandbox (:class:`~.sandbox.parent.SandboxedExecutor` or
-:class:`~.sandbox.parent.SandboxedFuzzer`, the contract it hosts). :func:`engine` builds the kind
+(``hosted``) comes back contained in a sandbox (:class:`~.sandbox.contained.SandboxedExecutor` or
+:class:`~.sandbox.contained.SandboxedFuzzer`, the contract it hosts). :func:`engine` builds the kind
 itself, in this process: the sandbox child and the engine's unit tests.
 """
 
@@ -25,7 +25,7 @@ from ..errors import PolicyError
 from .base import Executor, Fuzzer, RunResult, Target
 from .dictionary import OPTION as DICTIONARY
 from .sandbox import isolation as sandbox_isolation
-from .sandbox.parent import SandboxedExecutor, SandboxedFuzzer
+from .sandbox.contained import SandboxedExecutor, SandboxedFuzzer
 
 _EXECUTORS: dict[str, str] = {  # a campaign's executor: one lease analyzes one input
     "simulate": "symcc_ulfm.executors.simulate:SimulateExecutor",

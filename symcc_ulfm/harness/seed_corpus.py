@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ..errors import ConfigError
-from ..executors.fuzzers.afl import AFL_MAX_FILE
+from ..executors.fuzzers.afl_sync import AFL_MAX_FILE
 from ..executors.seed_dirs import MAX_SEEDS
 
 MAX_TOTAL_BYTES = 256 << 20

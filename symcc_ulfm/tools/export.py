@@ -54,6 +54,7 @@ from pathlib import Path
 from ..core.modes import FileModes
 from ..errors import ConfigError
 from ..evidence.rundir import enclosing_run
+from ..executors.fuzzers.afl_sync import AFL_MAX_FILE
 from ..store.atomic import write_new
 from ..store.corpus import Corpus
 from ..store.dirs import ensure_dir
@@ -66,7 +67,6 @@ from .sources import ExploreSource, Found, Source, StateSource, open_source
 LAYOUTS = ("afl", "libfuzzer")
 INDEX = "symcc-ulfm-export.json"
 INDEX_FORMAT = "symcc-ulfm-export/1"
-AFL_MAX_FILE = 1024 * 1024  # AFL++'s MAX_FILE: larger inputs are refused at its dry run
 _FILE_MODE = 0o644
 _DIR_MODE = 0o755
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9._+=-]")

@@ -15,7 +15,7 @@ import pytest
 from helpers.hostile_sandbox import SEED, write_target
 
 from symcc_ulfm.executors.sandbox import isolation
-from symcc_ulfm.executors.sandbox.parent import SandboxedExecutor
+from symcc_ulfm.executors.sandbox.contained import SandboxedExecutor
 
 pytestmark = pytest.mark.skipif(isolation.unavailable() is not None, reason="no user namespaces here")
 

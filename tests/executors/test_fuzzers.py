@@ -21,7 +21,8 @@ from helpers.symcc import AFL_MISSING, CMPLOG, afl_available, afl_twin, cmplog_t
 
 from symcc_ulfm.core.slices import descriptor
 from symcc_ulfm.executors import create
-from symcc_ulfm.executors.fuzzers.afl import FOREIGN, TARGET_DIR, AflFuzzer
+from symcc_ulfm.executors.fuzzers.afl import TARGET_DIR, AflFuzzer
+from symcc_ulfm.executors.fuzzers.afl_sync import FOREIGN
 from symcc_ulfm.executors.sandbox import landlock
 
 

@@ -23,7 +23,7 @@ from helpers.symcc import AFL_MISSING, afl_available
 
 from symcc_ulfm.errors import ConfigError
 from symcc_ulfm.executors.dictionary import read_dictionary
-from symcc_ulfm.executors.fuzzers.afl import AFL_MAX_FILE
+from symcc_ulfm.executors.fuzzers.afl_sync import AFL_MAX_FILE
 from symcc_ulfm.harness import directory, seed_corpus, toolchain
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "harness"

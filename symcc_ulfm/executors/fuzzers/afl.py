@@ -25,13 +25,10 @@ with their own power schedules, MOpt on some, CmpLog on one more, no trimming on
 runs confined like the main build (``.afl_command``); the identity pins its SHA-256 and names the
 diversity, so a position's flags follow from the identity and the layout.
 
-What the other workers found reaches afl-fuzz through its own import: :meth:`offer` writes them
-into ``SYNC/campaign/queue/`` as a foreign instance's queue, named ``id:NNNNNN,orig:<sha>`` densely
-from 000000 in the order offered, at most 1 MiB and never empty (what afl-fuzz skips). With
-``AFL_IMPORT_FIRST`` and ``AFL_SYNC_TIME=1`` it imports them at start and then, as ``-M``, every
-30 s (half the sync time: AFL++ 4.04c's rule for a main instance; its sync time is in whole
-minutes), as ``-S`` every 60 s; a secondary imports only from a main instance's directory, so
-for one the foreign directory holds an ``is_main_node`` mark.
+What the other workers found reaches afl-fuzz through its own import, as a foreign instance's
+queue in its sync directory (``.afl_sync``). With ``AFL_IMPORT_FIRST`` and ``AFL_SYNC_TIME=1`` it
+imports them at start and then, as ``-M``, every 30 s (half the sync time: AFL++ 4.04c's rule for
+a main instance; its sync time is in whole minutes), as ``-S`` every 60 s.
 
 afl-fuzz writes its directory; the target may not. afl-fuzz starts the target through
 :mod:`..sandbox.landlock` (``python -I -S landlock.py --rw afl-target -- BINARY ARGS``), which
@@ -84,13 +81,11 @@ from ..sandbox.frames import MAX_EXECUTIONS
 from ..sandbox.reaper import is_subreaper
 from .afl_builds import START_S, cmplog_sha256, dump_map_size, modes_of, read_file
 from .afl_command import check_diversity, check_extra, check_position, flags, variant_of
-from .afl_files import count, execs_done, plotted_execs, read_entry, stats_of
+from .afl_files import count, execs_done, plotted_execs, stats_of
+from .afl_sync import INSTANCE, SyncDirectory
 
 VERSION = 2
 OWN = {"afl_fuzz": None, "dictionary": None, "extra_args": [], "diversity": "guide", "position": None}
-AFL_MAX_FILE = 1024 * 1024  # afl-fuzz skips larger inputs (MAX_FILE) and empty ones
-INSTANCE = "worker"
-FOREIGN = "campaign"
 TARGET_DIR = "afl-target"  # beside afl-fuzz's directory: the only one its target may write
 FORKSRV_INIT_MS = 10_000  # the confined start of the fork server: a Python start-up before the binary
 PR_SET_PDEATHSIG = 1
@@ -170,10 +165,7 @@ class AflFuzzer(Fuzzer):
         self._scratch: Scratch | None = None
         self._adopt = is_subreaper()
         self._process: subprocess.Popen | None = None
-        self._offered: list[bytes] = []  # waiting for the foreign queue (or the first start's -i)
-        self._foreign = 0  # entries written into the foreign queue
-        self._seen: set[str] = set()  # names of afl-fuzz's own entries already returned
-        self._returned: set[bytes] = set()  # SHA-256s of what it returned: offered back, they are skipped
+        self._sync = SyncDirectory()  # what goes into afl-fuzz and comes out of it
         self._execs = 0  # afl-fuzz's count of executions (execs_done) up to which the slices returned them
         self._started_at = 0.0  # the wall time the running afl-fuzz was started
         self.starts = 0
@@ -188,10 +180,9 @@ class AflFuzzer(Fuzzer):
                 **self._cmplog_sha256, **self._sanitizer}
 
     def offer(self, inputs: list[bytes]) -> None:
-        self._offered += [data for data in inputs if 0 < len(data) <= AFL_MAX_FILE
-                          and hashlib.sha256(data).digest() not in self._returned]
+        self._sync.offer(inputs)
         if self._process is not None:
-            self._flush_offered()
+            self._sync.flush(self.root / "sync")
 
     def fuzz(self, descriptor: dict[str, Any]) -> RunResult:
         if not is_descriptor(descriptor):
@@ -206,7 +197,7 @@ class AflFuzzer(Fuzzer):
             time.sleep(min(0.05, max(0.0, end - time.monotonic())))
         if self._process.poll() is not None:
             notes["afl_fuzz_exit"] = self._process.returncode
-        kept, counts = self._collect()
+        kept, counts = self._sync.collect(self.root / "sync")
         notes.update(counts)
         map_size = int(self._map_size) if self._map_size else self._twin.map_size
         if map_size:
@@ -263,23 +254,8 @@ class AflFuzzer(Fuzzer):
         root = self.root
         sync = root / "sync"
         inputs = root / "in"
-        resume = (sync / INSTANCE / "queue").is_dir()
-        self._execs = 0
-        if resume:  # what the directory holds was returned, or imported, by the process before this one
-            self._adopt_directory(sync)
-            self._execs = execs_done(stats_of(sync / INSTANCE / "fuzzer_stats")) or 0
-        else:
-            shutil.rmtree(inputs, ignore_errors=True)
-            inputs.mkdir()
-            for index, data in enumerate(self._offered or [b"\n"]):
-                (inputs / f"{index:06d}").write_bytes(data)
-            self._offered = []
-            (sync / FOREIGN / "queue").mkdir(parents=True, exist_ok=True)
-        main_mark = sync / FOREIGN / "is_main_node"  # a secondary imports only from a main instance's queue
-        if self._variant.main:
-            main_mark.unlink(missing_ok=True)
-        else:
-            main_mark.touch()
+        resume = self._sync.prepare(sync, inputs, self._variant.main)
+        self._execs = (execs_done(stats_of(sync / INSTANCE / "fuzzer_stats")) or 0) if resume else 0
         if self._tokens and self._dictionary is None:
             self._dictionary = str(root / "dictionary.txt")
             Path(self._dictionary).write_bytes(afl_text(self._tokens))
@@ -309,19 +285,8 @@ class AflFuzzer(Fuzzer):
             log.close()
         self.starts += 1
         self._wait_started(root, sync)
-        self._flush_offered()
+        self._sync.flush(sync)
         return "resumed" if resume else "fresh"
-
-    def _adopt_directory(self, sync: Path) -> None:
-        for sub in ("queue", "crashes", "hangs"):
-            directory = sync / INSTANCE / sub
-            if directory.is_dir():
-                self._seen.update(f"{sub}/{name}" for name in os.listdir(directory))
-        foreign = sync / FOREIGN / "queue"
-        names = [n for n in os.listdir(foreign) if n.startswith("id:")] if foreign.is_dir() else []
-        self._foreign = len(names)
-        written = {n.rsplit(",orig:", 1)[-1] for n in names}
-        self._offered = [d for d in self._offered if hashlib.sha256(d).hexdigest()[:16] not in written]
 
     def _executions(self) -> int:
         """afl-fuzz's executions since the last slice: what its ``execs_done`` grew by. afl-fuzz writes
@@ -358,41 +323,6 @@ class AflFuzzer(Fuzzer):
                 raise TargetError("executor_options.afl_binary", f"afl-fuzz exited {self._process.returncode} at "
                                                                  f"start: {tail.strip()}")
             time.sleep(0.05)
-
-    def _flush_offered(self) -> None:
-        queue = self.root / "sync" / FOREIGN / "queue"
-        for data in self._offered:
-            name = f"id:{self._foreign:06d},orig:{hashlib.sha256(data).hexdigest()[:16]}"
-            temp = queue.parent / f".{name}"
-            temp.write_bytes(data)
-            os.rename(temp, queue / name)  # afl-fuzz never reads a half-written entry
-            self._foreign += 1
-        self._offered = []
-
-    def _collect(self) -> tuple[list[bytes], dict[str, int]]:
-        """afl-fuzz's own new queue entries, crashes and hangs since the last slice."""
-        base = self.root / "sync" / INSTANCE
-        kept: list[bytes] = []
-        counts = {"queue": 0, "crashes": 0, "hangs": 0, "imported": 0}
-        for sub in ("queue", "crashes", "hangs"):
-            directory = base / sub
-            if not directory.is_dir():
-                continue
-            for name in sorted(os.listdir(directory)):
-                key = f"{sub}/{name}"
-                if not name.startswith("id:") or key in self._seen:
-                    continue
-                self._seen.add(key)
-                if ",sync:" in name:
-                    counts["imported"] += 1
-                    continue
-                with contextlib.suppress(OSError):
-                    data = read_entry(directory / name)
-                    if data is not None:
-                        kept.append(data)
-                        self._returned.add(hashlib.sha256(data).digest())
-                        counts[sub] += 1
-        return kept, counts
 
     def _stop(self) -> None:
         process, self._process = self._process, None

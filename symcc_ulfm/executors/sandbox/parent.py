@@ -2,8 +2,8 @@
 notebook kernel.
 
 :class:`Sandbox` hosts the real kind (built by :func:`~symcc_ulfm.executors.engine`) and is the
-contract it hosts: a :class:`SandboxedExecutor` is an :class:`~.base.Executor`, a
-:class:`SandboxedFuzzer` a :class:`~.base.Fuzzer`. The kind runs in a long-lived child (:mod:`.child`), reused
+contract it hosts (:mod:`.contained`): a ``SandboxedExecutor`` is an :class:`~.base.Executor`, a
+``SandboxedFuzzer`` a :class:`~.base.Fuzzer`. The kind runs in a long-lived child (:mod:`.child`), reused
 across inputs and replaced after it dies: the child is forked by a fork server that built the
 executor and imported the target once (:mod:`.forkserver`), so a target that crashes on
 every other input costs a fork per crash, not a Python start-up. Each target execution is
@@ -27,7 +27,7 @@ a ``measured`` frame's index, an ``offered`` count). A reply that breaks the pro
 outcome of the request's own input, kind ``protocol`` (:func:`.outcome.protocol`): the child is
 killed and the next request forks another. It is a finding as it is, not reproduced: the frame
 is what the input made the child send. A fuzzer's slice has no input of its own; its
-:meth:`SandboxedFuzzer.fuzz` returns nothing, with the outcome in its notes. A child speaks only in reply to a request: bytes it wrote
+``SandboxedFuzzer.fuzz`` returns nothing, with the outcome in its notes. A child speaks only in reply to a request: bytes it wrote
 after a reply, found before the next request is sent, are out of turn too, the outcome of the
 input whose reply they followed, reported with the next run's findings.
 """
@@ -43,9 +43,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...core.slices import is_descriptor
 from ...errors import TargetError, rebuild
-from ..base import Executor, Finding, Fuzzer, Measurement, RunResult, Target
+from ..base import Finding, Measurement, RunResult, Target
 from ..outcome import Outcome, protocol
 from . import slot as S
 from .forkserver import STARTUP_S, ChildDied, ChildProcess, grace_s
@@ -334,68 +333,6 @@ class Sandbox(ChildProcess, Target):
                 return index, False
             results[offset + index] = Measurement(frozenset(), died.outcome)
             return index + 1, False
-
-
-class SandboxedExecutor(Sandbox, Executor):
-    """An executor contained in a child process."""
-
-    def seeds(self) -> list[bytes]:
-        self._wait_ready()
-        return list(self._seeds)
-
-    def run(self, data: bytes, hint: dict[str, Any] | None = None, mutate: bool = True) -> RunResult:
-        return self._run(data, hint, mutate, sliced=False)
-
-    def learn(self, tried: list[int]) -> None:
-        """Kept here and handed to the child with its next run; a child forked after a death is
-        handed the whole record again."""
-        if self._record is None:
-            self._record = []
-        self._record.extend(tried)
-
-    def _restart(self) -> None:
-        super()._restart()
-        self._taught = 0
-
-
-class SandboxedFuzzer(Sandbox, Fuzzer):
-    """A fuzzer contained in a child process; the inputs offered to it are offered again to the
-    child forked after a death."""
-
-    def __init__(self, *args, **kwargs):
-        self._offered: list[bytes] = []  # every input offered (a fuzzer's pool): offered again to a new child
-        self._reoffer = False  # a child died since: the next slice offers them all first
-        super().__init__(*args, **kwargs)
-
-    def fuzz(self, descriptor: dict[str, Any]) -> RunResult:
-        """The child's fuzzer for the slice of ``descriptor`` (a ``run`` request without an
-        input; its limit is the slice's seconds more). What is not a descriptor is the child's
-        fuzzer's to refuse."""
-        if self._reoffer:
-            self._reoffer = False
-            self._send_offer(self._offered)
-        return self._run(b"", descriptor, True, sliced=is_descriptor(descriptor))
-
-    def offer(self, inputs: list[bytes]) -> None:
-        """Hand the child's fuzzer inputs; kept, so that a child forked after a death gets them all."""
-        inputs = [bytes(data) for data in inputs]
-        self._offered += inputs
-        self._send_offer(inputs)
-
-    def _send_offer(self, inputs: list[bytes]) -> None:
-        for pos in range(0, len(inputs), CHUNK_INPUTS):
-            chunk = inputs[pos:pos + CHUNK_INPUTS]
-            try:
-                message, _ = self._exchange({"type": "offer"}, chunk, None, "offered", self.run_limit_s)
-                if message["count"] != len(chunk):
-                    raise ChildDied(self._refused("offered frame: inconsistent", f"{message['count']} of {len(chunk)}"))
-            except ChildDied:
-                self._restart()
-                return
-
-    def _restart(self) -> None:
-        super()._restart()
-        self._reoffer = bool(self._offered)
 
 
 def _chunk(inputs: list[bytes], pos: int) -> list[bytes]:
