@@ -265,6 +265,34 @@ def test_afl_fuzz_runs_the_cmplog_build_confined_and_solves_what_needs_it(tmp_pa
     assert [n for n in names if n.startswith("id:") and ",sig:" in n], names
 
 
+HDR_OPCODE = Path(__file__).resolve().parents[2] / "benchmarks" / "c_targets" / "hdr_opcode.c"
+
+
+def test_afl_fuzz_gets_the_map_of_a_cmplog_build_larger_than_the_main_ones(tmp_path):
+    """CmpLog instrumentation adds edges: the checksum target's main build reports a 62-entry map
+    (afl-fuzz rounds it to 64) and its CmpLog build 77, and afl-fuzz aborts on a CmpLog build whose
+    map exceeds ``AFL_MAP_SIZE``. The kind gives afl-fuzz the larger map, so its main instance
+    starts and fuzzes; a few slices (bounded by count) see it keep running."""
+    if not afl_available():
+        pytest.skip(AFL_MISSING)
+    include = f"-I{HDR_OPCODE.parent}"
+    main = compile_c("afl-cc", tmp_path / "hdr", HDR_OPCODE, include)
+    cmplog = compile_c("afl-cc", tmp_path / "hdr.cmplog", HDR_OPCODE, include, env=CMPLOG)
+    sizes = [int(subprocess.run([str(b)], env={"AFL_DUMP_MAP_SIZE": "1"}, capture_output=True).stdout)
+             for b in (main, cmplog)]
+    assert sizes[0] <= 64 < sizes[1], sizes  # the builds cross afl-fuzz's power of two, as in the study
+    fuzzer = AflFuzzer(options={"afl_binary": str(main), "cmplog_binary": str(cmplog)})
+    fuzzer.scratch_dir = tmp_path
+    try:
+        fuzzer.offer([b"SQ\x01\x01\xa5\x00"])
+        slices = [fuzzer.fuzz(slice_of(seq, 1.0)) for seq in range(1, 4)]
+    finally:
+        fuzzer.close()
+    assert [s.notes.get("started") for s in slices] == ["fresh", None, None], [s.notes for s in slices]
+    assert not any("afl_fuzz_exit" in s.notes for s in slices), [s.notes for s in slices]
+    assert slices[-1].notes["map_size"] == max(sizes)
+    assert afl_stats(tmp_path / "afl-fuzz")["command_line"].split().count("-c") == 1
+
 def test_a_cmplog_build_plants_nothing_in_afl_fuzzs_directory(tmp_path):
     """The hostile target of the test above (tests/fixtures/afl/plant.c) as the campaign's CmpLog
     build, beside a benign AFL build: afl-fuzz runs it for its CmpLog stage, through the launcher,

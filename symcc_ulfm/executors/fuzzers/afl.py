@@ -38,8 +38,9 @@ reach through ``/proc`` the processes outside it; the worker's own runs of the t
 measurements) are confined the same way to their run directories. So what is collected from
 ``queue/``, ``crashes/`` and ``hangs/`` was written by afl-fuzz. Where the kernel has no Landlock
 the kind is refused (CapabilityError). afl-fuzz is told what its own check of the binary would
-have found (it cannot check a launcher): ``AFL_SKIP_BIN_CHECK``, the binary's map size
-(``AFL_DUMP_MAP_SIZE``, from a confined run) as ``AFL_MAP_SIZE``, and persistent and deferred
+have found (it cannot check a launcher): ``AFL_SKIP_BIN_CHECK``, the larger of the main and CmpLog
+builds' map sizes (``AFL_DUMP_MAP_SIZE``, from a confined run: CmpLog instrumentation adds edges,
+and afl-fuzz aborts on a build whose map exceeds ``AFL_MAP_SIZE``) as ``AFL_MAP_SIZE``, and persistent and deferred
 fork-server modes by the binary's signatures, as AFL++'s ``check_binary`` sets them (``.afl_builds``).
 
 The fuzzer is hosted in the worker's sandbox child like the symcc executor (``hosted``), a
@@ -78,7 +79,7 @@ from ..binary.runs import Scratch, clean_env
 from ..dictionary import afl_text, tokens_of
 from ..sandbox import landlock
 from ..sandbox.frames import MAX_EXECUTIONS
-from ..sandbox.reaper import is_subreaper
+from ..sandbox.reaper import is_subreaper, sweep_leftovers
 from .afl_builds import START_S, cmplog_sha256, dump_map_size, modes_of, read_file
 from .afl_command import check_diversity, check_extra, check_position, flags, variant_of
 from .afl_files import count, execs_done, plotted_execs, stats_of
@@ -161,7 +162,7 @@ class AflFuzzer(Fuzzer):
             self._sanitizer = {"sanitizer_sha256": hashlib.sha256(sanitizer_data).hexdigest()}
         self._twin = AflTwin(self._binary, symcc.afl_showmap or which_showmap(), self._args, symcc.measure_timeout_s,
                              confined=True, judge=judge)
-        self._map_size: str | None = None  # AFL_MAP_SIZE, from the binary at the first start
+        self._map_size: str | None = None  # AFL_MAP_SIZE, from the builds at the first start
         self._scratch: Scratch | None = None
         self._adopt = is_subreaper()
         self._process: subprocess.Popen | None = None
@@ -251,6 +252,8 @@ class AflFuzzer(Fuzzer):
     def _start(self) -> str:
         """Start afl-fuzz: on what was offered so far, or resuming its directory (an afl-fuzz of this
         worker that exited, or died with its sandbox child)."""
+        if self._adopt:  # the fork servers an afl-fuzz before this one left, re-parented here
+            sweep_leftovers()
         root = self.root
         sync = root / "sync"
         inputs = root / "in"
@@ -264,8 +267,9 @@ class AflFuzzer(Fuzzer):
         target = landlock.command([str(target_dir)], [self._binary, *self._args], self._cmplog)
         env = {**clean_env(), **_ENV, **self._modes, **self._variant.env(), "TMPDIR": str(target_dir),
                "AFL_FORKSRV_INIT_TMOUT": str(max(FORKSRV_INIT_MS, 10 * self._timeout_ms))}
-        if self._map_size is None:
-            self._map_size = dump_map_size(self._binary, target_dir)
+        if self._map_size is None:  # the larger of the two builds' maps
+            sizes = [dump_map_size(binary, target_dir) for binary in (self._binary, self._cmplog) if binary]
+            self._map_size = str(max(int(size) for size in sizes if size)) if any(sizes) else ""
         if self._map_size:
             env["AFL_MAP_SIZE"] = self._map_size
         argv = [self._afl_fuzz, "-i", "-" if resume else str(inputs), "-o", str(sync),
