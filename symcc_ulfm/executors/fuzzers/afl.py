@@ -40,8 +40,9 @@ measurements) are confined the same way to their run directories. So what is col
 the kind is refused (CapabilityError). afl-fuzz is told what its own check of the binary would
 have found (it cannot check a launcher): ``AFL_SKIP_BIN_CHECK``, the larger of the main and CmpLog
 builds' map sizes (``AFL_DUMP_MAP_SIZE``, from a confined run: CmpLog instrumentation adds edges,
-and afl-fuzz aborts on a build whose map exceeds ``AFL_MAP_SIZE``) as ``AFL_MAP_SIZE``, and persistent and deferred
-fork-server modes by the binary's signatures, as AFL++'s ``check_binary`` sets them (``.afl_builds``).
+and afl-fuzz aborts on a build whose map exceeds ``AFL_MAP_SIZE``) as ``AFL_MAP_SIZE``, and
+persistent and deferred fork-server modes by the binary's signatures, as AFL++'s ``check_binary``
+sets them (``.afl_builds``).
 
 The fuzzer is hosted in the worker's sandbox child like the symcc executor (``hosted``), a
 child subreaper (``reaps_own_orphans``): afl-fuzz is that child's child, in a session of its own with
