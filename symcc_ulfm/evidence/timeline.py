@@ -136,6 +136,19 @@ def done_records(state: StateDir) -> list[dict]:
     return [record for record in wal.records() if record["state"] == "done"]
 
 
+
+def failed_workers(state_dir: str | Path) -> dict[int, dict[str, Any]]:
+    """The workers of a campaign none of whose leases succeeded (every done record of theirs holds
+    a manifest ``error``), by rank: how many ``leases``, their ``kinds`` and one of the errors. A
+    campaign can pass its oracle with such a worker (its failures are accounted for), while what
+    it found is the other workers' alone."""
+    manifests: dict[int, list[dict]] = {}
+    for record in done_records(StateDir(state_dir)):
+        if "quarantine" not in record["manifest"]:
+            manifests.setdefault(record["lease"]["worker"], []).append(record["manifest"])
+    return {worker: {"leases": len(held), "kinds": sorted({m["kind"] for m in held}), "error": str(held[0]["error"])[:500]}
+            for worker, held in sorted(manifests.items()) if all(m.get("error") for m in held)}
+
 def handoffs(state_dir: str | Path) -> dict[str, list[float]]:
     """:func:`handoffs_of` the WAL and the logs of ``state_dir``."""
     state = StateDir(state_dir)

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ...errors import ConfigError
+from ...evidence.timeline import failed_workers
 from ...launch import json_child
 from ..study_targets import BINARY, PYTHON, StudyTarget
 from .spawned import Started, log_tail, spawn
@@ -95,14 +96,19 @@ def start(system: dict, target: StudyTarget, work: Path, seeds_dir: Path, window
 
 def summary(done: json_child.Launched, state: Path, handoffs: bool) -> dict:
     """The notes of a finished launch: exit status, verdict, WAL counts, unique findings, problems (none when it
-    exited 0 and the oracle passed it), hand-off medians (``handoffs``)."""
+    exited 0, the oracle passed it and every worker had a lease that succeeded: a worker whose every
+    lease failed, such as a fuzzer that could not start, leaves a cell that measured the others
+    alone), hand-off medians (``handoffs``)."""
     verdict = done.verdict
     notes = {"returncode": done.returncode, "passed": verdict.get("passed"),
              "wal": {key: verdict.get(f"wal_{key}") for key in WAL_COUNTS},
              "findings_unique": verdict.get("findings_unique"), "problems": []}
     if done.returncode != 0 or verdict.get("passed") is not True:
         notes["problems"] = [campaign_failure(state, done)]
-    elif handoffs:
+        return notes
+    notes["problems"] = [f"worker {rank} ({', '.join(failed['kinds'])}): all {failed['leases']} of its leases ended "
+                         f"in an error, e.g. {failed['error']}" for rank, failed in failed_workers(state).items()]
+    if handoffs:
         notes["handoffs"] = handoff_medians(state)
     return notes
 
